@@ -1,0 +1,86 @@
+//! Slurm TRES strings: `cpu=2,mem=8G,node=1,billing=2,gres/gpu:a100=2,gres/gpu=2`.
+//!
+//! This is the format of slurmctld's `tres_fmt_alloc_str` and of sacct's
+//! `AllocTRES`/`ReqTRES` columns. Slurm lists a typed GRES (`gres/gpu:a100=2`)
+//! *and* its untyped total (`gres/gpu=2`) for the same GPUs, so the GPU count
+//! is the untyped entry when present, else the sum of the typed entries.
+
+/// Why a TRES string could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid TRES string {input:?}: {reason}; expected name=count pairs separated by ',' (e.g. cpu=2,gres/gpu=2)")]
+pub struct TresError {
+    /// The text as given.
+    pub input: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+/// Iterates over `(name, count)` pairs of a TRES string. Counts may carry a
+/// memory suffix (`mem=8G`), which is returned as text; only GRES and
+/// numeric TRES are interpreted by [`gpu_count`].
+pub fn pairs(input: &str) -> impl Iterator<Item = Result<(&str, &str), TresError>> {
+    input.split(',').filter(|p| !p.trim().is_empty()).map(move |p| {
+        p.split_once('=').map(|(k, v)| (k.trim(), v.trim())).ok_or_else(|| TresError {
+            input: input.to_string(),
+            reason: format!("entry {p:?} has no '='"),
+        })
+    })
+}
+
+/// Number of GPUs in a TRES string (`gres/gpu`): the untyped `gres/gpu=N`
+/// entry when present, else the sum of typed `gres/gpu:TYPE=N` entries, else 0.
+/// An empty string is 0 GPUs.
+///
+/// # Errors
+/// A GPU entry whose count is not an unsigned integer, or an entry without `=`.
+pub fn gpu_count(input: &str) -> Result<u64, TresError> {
+    let mut untyped = None;
+    let mut typed = 0u64;
+    for pair in pairs(input) {
+        let (name, count) = pair?;
+        let is_untyped = name == "gres/gpu";
+        if !is_untyped && !name.starts_with("gres/gpu:") {
+            continue;
+        }
+        let n: u64 = count.parse().map_err(|_| TresError {
+            input: input.to_string(),
+            reason: format!("{name} count {count:?} is not an unsigned integer"),
+        })?;
+        if is_untyped {
+            untyped = Some(n);
+        } else {
+            typed = typed.saturating_add(n);
+        }
+    }
+    Ok(untyped.unwrap_or(typed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_and_untyped_is_not_double_counted() {
+        assert_eq!(gpu_count("gres/gpu:a100=2,gres/gpu=2").unwrap(), 2);
+        assert_eq!(gpu_count("cpu=4,mem=16G,node=1,billing=4,gres/gpu=8").unwrap(), 8);
+    }
+
+    #[test]
+    fn typed_only_sums_typed_entries() {
+        assert_eq!(gpu_count("gres/gpu:a100=2,gres/gpu:v100=1").unwrap(), 3);
+    }
+
+    #[test]
+    fn no_gpus() {
+        assert_eq!(gpu_count("").unwrap(), 0);
+        assert_eq!(gpu_count("cpu=2,mem=1G,node=1").unwrap(), 0);
+        assert_eq!(gpu_count("cpu=2,gres/gpumem=4").unwrap(), 0);
+    }
+
+    #[test]
+    fn bad_counts_are_errors() {
+        assert!(gpu_count("gres/gpu=two").is_err());
+        assert!(gpu_count("gres/gpu").is_err());
+        assert!(gpu_count("gres/gpu=-1").is_err());
+    }
+}

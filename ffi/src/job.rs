@@ -1,0 +1,361 @@
+//! Safe read access to slurmctld's job structures.
+//!
+//! [`JobRecord`] wraps a `job_record_t` (a job slurmctld knows), [`JobDesc`]
+//! a `job_desc_msg_t` (a submission or modification request, as job_submit
+//! sees it). Both borrow the C struct for the duration of a plugin call:
+//! slurmctld holds the job write lock then, so the memory is stable.
+//! Strings are returned as `Option<&str>`: `None` for NULL or non-UTF-8.
+
+use std::ffi::{c_char, CStr};
+
+use crate::sys;
+
+/// Reads a possibly NULL C string.
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string valid for `'a`.
+unsafe fn opt_str<'a>(p: *const c_char) -> Option<&'a str> {
+    if p.is_null() {
+        None
+    } else {
+        CStr::from_ptr(p).to_str().ok()
+    }
+}
+
+/// Base state of a job (`job_state & JOB_STATE_BASE`), as in slurm.h `enum job_states`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobState {
+    /// Queued, waiting for resources.
+    Pending,
+    /// Allocated and running.
+    Running,
+    /// Allocated, suspended.
+    Suspended,
+    /// Any finished state (completed, cancelled, failed, timeout, node fail,
+    /// preempted, boot fail, deadline, out of memory).
+    Finished,
+}
+
+/// `JOB_REQUEUE` flag of `job_state` (slurm.h: `SLURM_BIT(10)`).
+pub const JOB_REQUEUE_FLAG: u32 = 1 << 10;
+/// `JOB_COMPLETING` flag of `job_state` (slurm.h: `SLURM_BIT(15)`).
+pub const JOB_COMPLETING_FLAG: u32 = 1 << 15;
+/// `JOB_CONFIGURING` flag of `job_state` (slurm.h: `SLURM_BIT(16)`).
+pub const JOB_CONFIGURING_FLAG: u32 = 1 << 16;
+
+impl JobState {
+    /// Decodes the base state of a `job_state` word.
+    pub fn from_raw(job_state: u32) -> JobState {
+        match job_state & sys::JOB_STATE_BASE {
+            x if x == sys::job_states_JOB_PENDING => JobState::Pending,
+            x if x == sys::job_states_JOB_RUNNING => JobState::Running,
+            x if x == sys::job_states_JOB_SUSPENDED => JobState::Suspended,
+            _ => JobState::Finished,
+        }
+    }
+}
+
+/// Converts Slurm's `nice` field (stored with `NICE_OFFSET` added) to the
+/// signed value the user gave (`--nice=-5` -> -5).
+pub fn nice_from_raw(raw: u32) -> i64 {
+    i64::from(raw) - i64::from(sys::NICE_OFFSET)
+}
+
+/// A job slurmctld knows (`job_record_t`), borrowed for one plugin call.
+#[derive(Clone, Copy)]
+pub struct JobRecord<'a> {
+    raw: &'a sys::job_record_t,
+}
+
+impl<'a> JobRecord<'a> {
+    /// Wraps a pointer slurmctld passed to a plugin. `None` for NULL.
+    ///
+    /// # Safety
+    /// `ptr` is NULL or points to a valid `job_record_t` that stays alive and
+    /// unmodified for `'a` (slurmctld holds the job lock during plugin calls).
+    pub unsafe fn from_ptr(ptr: *const sys::job_record_t) -> Option<JobRecord<'a>> {
+        ptr.as_ref().map(|raw| JobRecord { raw })
+    }
+
+    fn details(&self) -> Option<&'a sys::job_details> {
+        // SAFETY: details is NULL or valid while the record is (slurmctld invariant).
+        unsafe { self.raw.details.as_ref() }
+    }
+
+    /// Slurm job id.
+    pub fn job_id(&self) -> u32 {
+        self.raw.job_id
+    }
+    /// Account (association account) charged for the job.
+    pub fn account(&self) -> Option<&'a str> {
+        // SAFETY: slurmctld strings are NULL or NUL-terminated and live with the record.
+        unsafe { opt_str(self.raw.account) }
+    }
+    /// Numeric uid of the owner.
+    pub fn user_id(&self) -> u32 {
+        self.raw.user_id
+    }
+    /// Partition name (a comma-separated list while pending on several).
+    pub fn partition(&self) -> Option<&'a str> {
+        // SAFETY: as in `account`.
+        unsafe { opt_str(self.raw.partition) }
+    }
+    /// Submit time, seconds since the epoch (0 if unknown).
+    pub fn submit_time(&self) -> i64 {
+        self.details().map_or(0, |d| d.submit_time)
+    }
+    /// Start time, seconds since the epoch (0 if never started; for a
+    /// pending job slurmctld may hold an expected start time here).
+    pub fn start_time(&self) -> i64 {
+        self.raw.start_time
+    }
+    /// Seconds the job has spent suspended in total (`tot_sus_time`).
+    pub fn total_suspended_secs(&self) -> i64 {
+        self.raw.tot_sus_time
+    }
+    /// Time limit in minutes (`None` for INFINITE or NO_VAL).
+    pub fn time_limit_minutes(&self) -> Option<u32> {
+        match self.raw.time_limit {
+            sys::INFINITE | sys::NO_VAL => None,
+            m => Some(m),
+        }
+    }
+    /// Raw `job_state` word (base state plus flags).
+    pub fn job_state_raw(&self) -> u32 {
+        self.raw.job_state
+    }
+    /// Base state.
+    pub fn state(&self) -> JobState {
+        JobState::from_raw(self.raw.job_state)
+    }
+    /// `tres_fmt_alloc_str`: allocated TRES by name (`cpu=2,...,gres/gpu=2`), set once running.
+    pub fn tres_alloc_str(&self) -> Option<&'a str> {
+        // SAFETY: as in `account`.
+        unsafe { opt_str(self.raw.tres_fmt_alloc_str) }
+    }
+    /// Allocated GPUs (from `tres_fmt_alloc_str`); 0 when none or not allocated.
+    pub fn allocated_gpus(&self) -> u64 {
+        self.tres_alloc_str()
+            .and_then(|s| fairshare::tres::gpu_count(s).ok())
+            .unwrap_or(0)
+    }
+    /// Requested GPUs per node / per job as given (`gres:gpu:2` style TRES request strings).
+    pub fn tres_per_node(&self) -> Option<&'a str> {
+        // SAFETY: as in `account`.
+        unsafe { opt_str(self.raw.tres_per_node) }
+    }
+    /// Requested TRES per job (`--gpus`).
+    pub fn tres_per_job(&self) -> Option<&'a str> {
+        // SAFETY: as in `account`.
+        unsafe { opt_str(self.raw.tres_per_job) }
+    }
+    /// `--comment` text (user-writable).
+    pub fn comment(&self) -> Option<&'a str> {
+        // SAFETY: as in `account`.
+        unsafe { opt_str(self.raw.comment) }
+    }
+    /// Admin comment (writable by operators and plugins only).
+    pub fn admin_comment(&self) -> Option<&'a str> {
+        // SAFETY: as in `account`.
+        unsafe { opt_str(self.raw.admin_comment) }
+    }
+    /// Signed nice value (`--nice`), 0 if unset.
+    pub fn nice(&self) -> i64 {
+        self.details().map_or(0, |d| nice_from_raw(d.nice))
+    }
+    /// Whether the job may be requeued (`--requeue`, default per JobRequeue).
+    pub fn requeue(&self) -> bool {
+        self.details().is_some_and(|d| d.requeue != 0)
+    }
+    /// Current priority.
+    pub fn priority(&self) -> u32 {
+        self.raw.priority
+    }
+    /// Non-zero when an operator set the priority directly (`scontrol update priority=`).
+    pub fn direct_set_prio(&self) -> bool {
+        self.raw.direct_set_prio != 0
+    }
+    /// Allocated node list (`node[01-04]`), `None` while pending.
+    pub fn nodes(&self) -> Option<&'a str> {
+        // SAFETY: as in `account`.
+        unsafe { opt_str(self.raw.nodes) }
+    }
+}
+
+/// A job submission or modification request (`job_desc_msg_t`).
+#[derive(Clone, Copy)]
+pub struct JobDesc<'a> {
+    raw: &'a sys::job_desc_msg_t,
+}
+
+/// Iterates over a NULL-terminated or counted `char **` environment.
+///
+/// # Safety
+/// `env` is NULL or has `count` valid entries (NULL entries are skipped).
+unsafe fn env_iter<'a>(env: *mut *mut c_char, count: u32) -> impl Iterator<Item = &'a str> {
+    let slice: &'a [*mut c_char] = if env.is_null() {
+        &[]
+    } else {
+        std::slice::from_raw_parts(env, count as usize)
+    };
+    slice.iter().filter_map(|p| opt_str(*p))
+}
+
+impl<'a> JobDesc<'a> {
+    /// Wraps a pointer slurmctld passed to job_submit. `None` for NULL.
+    ///
+    /// # Safety
+    /// `ptr` is NULL or points to a valid `job_desc_msg_t` for `'a`.
+    pub unsafe fn from_ptr(ptr: *const sys::job_desc_msg_t) -> Option<JobDesc<'a>> {
+        ptr.as_ref().map(|raw| JobDesc { raw })
+    }
+    /// Requested account (`None`: not given; slurmctld may apply the default later).
+    pub fn account(&self) -> Option<&'a str> {
+        // SAFETY: request strings are NULL or NUL-terminated for the call.
+        unsafe { opt_str(self.raw.account) }
+    }
+    /// Submitting uid.
+    pub fn user_id(&self) -> u32 {
+        self.raw.user_id
+    }
+    /// Requested partition(s).
+    pub fn partition(&self) -> Option<&'a str> {
+        // SAFETY: as in `account`.
+        unsafe { opt_str(self.raw.partition) }
+    }
+    /// `--comment`.
+    pub fn comment(&self) -> Option<&'a str> {
+        // SAFETY: as in `account`.
+        unsafe { opt_str(self.raw.comment) }
+    }
+    /// Admin comment in the request (only operators may set it).
+    pub fn admin_comment(&self) -> Option<&'a str> {
+        // SAFETY: as in `account`.
+        unsafe { opt_str(self.raw.admin_comment) }
+    }
+    /// Time limit in minutes (`None` when not given or INFINITE).
+    pub fn time_limit_minutes(&self) -> Option<u32> {
+        match self.raw.time_limit {
+            sys::INFINITE | sys::NO_VAL => None,
+            m => Some(m),
+        }
+    }
+    /// Requested priority (`--priority`, operators only), `None` if unset.
+    pub fn priority(&self) -> Option<u32> {
+        match self.raw.priority {
+            sys::NO_VAL => None,
+            p => Some(p),
+        }
+    }
+    /// Signed `--nice`, `None` if unset.
+    pub fn nice(&self) -> Option<i64> {
+        match self.raw.nice {
+            sys::NO_VAL => None,
+            n => Some(nice_from_raw(n)),
+        }
+    }
+    /// `--requeue`/`--no-requeue`: `Some(true/false)`, `None` if unset.
+    pub fn requeue(&self) -> Option<bool> {
+        match self.raw.requeue {
+            x if u32::from(x) == sys::NO_VAL16 => None,
+            x => Some(x != 0),
+        }
+    }
+    /// Value of `NAME` in the SPANK job-control environment
+    /// (`spank_job_control_setenv` in sbatch/srun/salloc puts it there).
+    pub fn spank_env(&self, name: &str) -> Option<&'a str> {
+        // SAFETY: spank_job_env has spank_job_env_size entries.
+        let env = unsafe { env_iter(self.raw.spank_job_env, self.raw.spank_job_env_size) };
+        env.filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+    }
+    /// `--gres` style per-node TRES request (`gres:gpu:2`).
+    pub fn tres_per_node(&self) -> Option<&'a str> {
+        // SAFETY: as in `account`.
+        unsafe { opt_str(self.raw.tres_per_node) }
+    }
+    /// `--gpus` style per-job TRES request.
+    pub fn tres_per_job(&self) -> Option<&'a str> {
+        // SAFETY: as in `account`.
+        unsafe { opt_str(self.raw.tres_per_job) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nice_offset_round_trip() {
+        assert_eq!(nice_from_raw(sys::NICE_OFFSET), 0);
+        assert_eq!(nice_from_raw(sys::NICE_OFFSET - 5), -5);
+        assert_eq!(nice_from_raw(sys::NICE_OFFSET + 100), 100);
+    }
+
+    #[test]
+    fn state_decoding_ignores_flags() {
+        assert_eq!(
+            JobState::from_raw(sys::job_states_JOB_RUNNING | JOB_CONFIGURING_FLAG),
+            JobState::Running
+        );
+        assert_eq!(
+            JobState::from_raw(sys::job_states_JOB_PENDING | JOB_REQUEUE_FLAG),
+            JobState::Pending
+        );
+        assert_eq!(
+            JobState::from_raw(sys::job_states_JOB_COMPLETE),
+            JobState::Finished
+        );
+    }
+
+    #[test]
+    fn accessors_read_a_record() {
+        let account = c"a1".as_ptr() as *mut c_char;
+        let tres = c"cpu=2,mem=1G,node=1,gres/gpu:a100=2,gres/gpu=2".as_ptr() as *mut c_char;
+        let mut details = sys::job_details {
+            submit_time: 1_700_000_000,
+            nice: sys::NICE_OFFSET - 3,
+            requeue: 1,
+            ..Default::default()
+        };
+        let rec = sys::job_record_t {
+            job_id: 42,
+            account,
+            tres_fmt_alloc_str: tres,
+            job_state: sys::job_states_JOB_RUNNING,
+            time_limit: sys::INFINITE,
+            details: &mut details,
+            ..Default::default()
+        };
+        // SAFETY: rec and everything it points to outlive `job`.
+        let job = unsafe { JobRecord::from_ptr(&rec) }.unwrap();
+        assert_eq!(job.job_id(), 42);
+        assert_eq!(job.account(), Some("a1"));
+        assert_eq!(job.allocated_gpus(), 2);
+        assert_eq!(job.state(), JobState::Running);
+        assert_eq!(job.time_limit_minutes(), None);
+        assert_eq!(job.submit_time(), 1_700_000_000);
+        assert_eq!(job.nice(), -3);
+        assert!(job.requeue());
+        assert_eq!(job.comment(), None);
+        assert!(unsafe { JobRecord::from_ptr(std::ptr::null()) }.is_none());
+    }
+
+    #[test]
+    fn spank_env_lookup() {
+        let mut env = [
+            c"FOO=1".as_ptr() as *mut c_char,
+            c"ALLOT_MIN_RUNTIME=4:00:00".as_ptr() as *mut c_char,
+        ];
+        let desc = sys::job_desc_msg_t {
+            spank_job_env: env.as_mut_ptr(),
+            spank_job_env_size: 2,
+            ..Default::default()
+        };
+        // SAFETY: desc and env outlive the wrapper.
+        let d = unsafe { JobDesc::from_ptr(&desc) }.unwrap();
+        assert_eq!(d.spank_env("ALLOT_MIN_RUNTIME"), Some("4:00:00"));
+        assert_eq!(d.spank_env("FO"), None);
+    }
+}

@@ -1,0 +1,51 @@
+//! # allot-ffi: bindings to the installed Slurm, and thin safe accessors
+//!
+//! [`sys`] holds the bindgen output for Slurm's public headers and
+//! slurmctld's internal ones (built against the exact installed version;
+//! see `build.rs`). Everything else in this crate wraps it so that the
+//! plugins never touch a raw pointer:
+//!
+//! - [`slurm_plugin!`] emits the `plugin_name` / `plugin_type` /
+//!   `plugin_version` symbols slurmctld checks at dlopen;
+//! - [`log`] writes into slurmctld's log (`slurm_info`, `error`);
+//! - [`xstr`] makes strings that Slurm will `xfree`;
+//! - [`job`] reads `job_record_t` and `job_desc_msg_t`.
+//!
+//! Symbols such as `slurm_info` or `xstrdup` are resolved when slurmctld
+//! dlopens a plugin (they live in libslurmfull, which a plugin must not link),
+//! so the functions that call them only work inside a Slurm process.
+//!
+//! ```
+//! // The version this crate was built against, as slurmctld checks it.
+//! assert_eq!(allot_ffi::SLURM_VERSION_NUMBER >> 16, 22);
+//! assert!(allot_ffi::SLURM_VERSION.starts_with("22.05."));
+//! ```
+#![deny(missing_docs)]
+
+/// Raw bindgen output. Layout assertions are compiled in (bindgen emits them
+/// as `const` checks), so a header/struct mismatch fails the build.
+#[allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_snake_case,
+    dead_code,
+    missing_docs,
+    unnecessary_transmutes,
+    clippy::all
+)]
+pub mod sys {
+    include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
+}
+
+pub mod job;
+pub mod log;
+pub mod plugin;
+pub mod xstr;
+
+/// `SLURM_VERSION_NUMBER` of the Slurm this crate was built against
+/// (`0x160508` for 22.05.8). slurmctld refuses a plugin whose
+/// `plugin_version & 0xffffff` differs (major, minor and micro).
+pub const SLURM_VERSION_NUMBER: u32 = sys::SLURM_VERSION_NUMBER;
+
+/// The same version as text, e.g. `"22.05.8"`.
+pub const SLURM_VERSION: &str = env!("ALLOT_SLURM_VERSION");
