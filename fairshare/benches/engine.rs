@@ -1,0 +1,97 @@
+//! One full priority pass: rank a 1,000-leaf tree (10 programs x 10 groups
+//! x 10 projects) and compute priorities for 100,000 pending jobs, as the
+//! priority plugin does each cycle. Goal: under 10 ms on one core.
+//! Also: the incremental usage tracker's cost per job and per advance.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use fairshare::{Config, Engine, NodeSpec, PendingJob, Tree, UsageTracker};
+
+const NOW: u64 = 1_700_000_000;
+
+/// Deterministic pseudo-random numbers (no extra dependency).
+fn lcg(state: &mut u64) -> u64 {
+    *state = state
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407);
+    *state >> 33
+}
+
+fn config() -> Arc<Config> {
+    let mut seed = 7;
+    let programs = (0..10)
+        .map(|p| {
+            let groups = (0..10)
+                .map(|g| {
+                    let leaves = (0..10)
+                        .map(|l| {
+                            NodeSpec::leaf(
+                                &format!("p{p}g{g}l{l}"),
+                                1 + (lcg(&mut seed) % 100) as u32,
+                            )
+                        })
+                        .collect();
+                    NodeSpec::group(
+                        &format!("p{p}g{g}"),
+                        1 + (lcg(&mut seed) % 100) as u32,
+                        leaves,
+                    )
+                })
+                .collect();
+            NodeSpec::group(&format!("p{p}"), 1 + (lcg(&mut seed) % 100) as u32, groups)
+        })
+        .collect::<Vec<_>>();
+    Arc::new(Config::with_tree(Tree::build(&programs).unwrap()))
+}
+
+fn bench_pass(c: &mut Criterion) {
+    let config = config();
+    let mut seed = 11;
+    let usage: Vec<f64> = (0..1000)
+        .map(|_| (lcg(&mut seed) % 10_000_000) as f64)
+        .collect();
+    let accounts: Vec<String> = config.tree.accounts().map(|(a, _)| a.to_string()).collect();
+    assert_eq!(accounts.len(), 1000);
+    let jobs: Vec<PendingJob<'_>> = (0..100_000)
+        .map(|_| PendingJob {
+            account: &accounts[(lcg(&mut seed) % 1000) as usize],
+            min_runtime: [0, 3600, 4 * 3600][(lcg(&mut seed) % 3) as usize],
+            nice: (lcg(&mut seed) % 200) as i64 - 100,
+            eligible_time: NOW - lcg(&mut seed) % 1_000_000,
+        })
+        .collect();
+    let mut out = Vec::with_capacity(jobs.len());
+
+    c.bench_function("rank 1000-leaf tree", |b| {
+        b.iter(|| Engine::new(config.clone(), black_box(usage.clone()), NOW))
+    });
+    c.bench_function("full pass: rank 1000 leaves + 100k priorities", |b| {
+        b.iter(|| {
+            let engine = Engine::new(config.clone(), black_box(usage.clone()), NOW);
+            out.clear();
+            engine.priorities(black_box(&jobs), &mut out);
+            black_box(&out);
+        })
+    });
+
+    c.bench_function("usage: add 10k jobs over a day, then advance a week", |b| {
+        b.iter(|| {
+            let mut t = UsageTracker::new(7 * 86_400, NOW);
+            let mut s = 3;
+            for i in 0..10_000u64 {
+                let start = NOW + i * 8;
+                let a = &accounts[(lcg(&mut s) % 1000) as usize];
+                t.add_closed(a, 1 + lcg(&mut s) % 8, start, start + 3600);
+            }
+            for step in 1..=168u64 {
+                t.advance_to(NOW + step * 3600).unwrap();
+            }
+            black_box(t.occupancy(&accounts[0]))
+        })
+    });
+}
+
+criterion_group!(benches, bench_pass);
+criterion_main!(benches);

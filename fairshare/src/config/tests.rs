@@ -1,0 +1,199 @@
+use super::*;
+
+fn errors(text: &str) -> Vec<ConfigError> {
+    Config::from_toml_str(text).unwrap_err().0
+}
+
+fn message(text: &str) -> String {
+    Config::from_toml_str(text).unwrap_err().to_string()
+}
+
+#[test]
+fn the_example_config_loads() {
+    let c = Config::from_toml_str(include_str!("../../../examples/allot.toml")).unwrap();
+    assert_eq!(c.window, 7 * 86_400);
+    assert_eq!(c.capacity_gpus, Some(16));
+    assert_eq!(c.contract.default_min_runtime, 3600);
+    assert_eq!(c.contract.max_min_runtime, 8 * 3600);
+    assert_eq!(c.contract.partition_default.get("debug"), Some(&0));
+    assert_eq!(c.sync_interval, 60);
+    assert_eq!(c.tree.leaves().len(), 5);
+    let a1 = c.tree.node(c.tree.find("nlp.a1").unwrap());
+    assert_eq!(a1.accounts, ["a1", "a1-interactive"]);
+    assert!((a1.allocation - 0.35).abs() < 1e-12);
+    assert_eq!(c.tree.leaf_of_account("a1-interactive"), a1.leaf);
+    let vision = c.tree.node(c.tree.find("perception.vision").unwrap());
+    assert!((vision.allocation - 0.08).abs() < 1e-12);
+}
+
+#[test]
+fn the_issue_shape_loads_with_defaults() {
+    let c = Config::from_toml_str(
+        r#"
+        window = "7-0"
+        capacity_gpus = 64
+        [charge]
+        "gres/gpu" = 1.0
+        [contract]
+        default_min_runtime = "1:00:00"
+        max_min_runtime = "8:00:00"
+        charge_min_runtime = true
+        [tree.nlp]
+        share = 60
+        [tree.nlp.a1]
+        share = 35
+        accounts = ["a1", "a1-interactive"]
+        [tree.nlp.a2]
+        share = 25
+        [tree.vision]
+        share = 40
+        "#,
+    )
+    .unwrap();
+    assert_eq!(c.tree.leaves().len(), 3);
+    assert_eq!(c.priority, PriorityWeights::default());
+    assert_eq!(c.ledger_path, DEFAULT_LEDGER_PATH);
+    let minimal = Config::from_toml_str("[tree.x]\nshare = 1").unwrap();
+    assert_eq!(minimal.window, DEFAULT_WINDOW);
+    assert_eq!(minimal.charge, ChargeWeights::default());
+}
+
+#[test]
+fn negative_share_names_the_node_and_the_fix() {
+    let m = message("[tree.nlp]\nshare = 60\n[tree.nlp.a2]\nshare = -3\n[tree.nlp.a1]\nshare = 1");
+    assert_eq!(
+        m,
+        "tree.nlp.a2: share must be > 0 (found -3); use share = 0 only for a node that should never be served"
+    );
+}
+
+#[test]
+fn share_missing_fractional_or_all_zero() {
+    assert_eq!(
+        errors("[tree.x]\naccounts = [\"x\"]"),
+        vec![ConfigError::ShareMissing {
+            path: "tree.x".into()
+        }]
+    );
+    assert!(message("[tree.x]\nshare = 2.5")
+        .contains("tree.x: share must be a whole number (found 2.5)"));
+    assert!(message("[tree.x]\nshare = \"big\"").contains("whole number"));
+    assert_eq!(
+        errors("[tree.x]\nshare = 0\n[tree.y]\nshare = 0"),
+        vec![ConfigError::AllSharesZero {
+            path: "tree".into()
+        }]
+    );
+    assert!(message("[tree.x]\nshare = 1\n[tree.x.k]\nshare = 0")
+        .starts_with("tree.x: every child has share 0"));
+    assert!(Config::from_toml_str("[tree.x]\nshare = 3.0").is_ok());
+}
+
+#[test]
+fn window_zero_is_rejected() {
+    assert_eq!(
+        errors("window = \"0\"\n[tree.x]\nshare = 1"),
+        vec![ConfigError::WindowZero]
+    );
+    assert_eq!(
+        errors("window = \"0:00:00\"\n[tree.x]\nshare = 1"),
+        vec![ConfigError::WindowZero]
+    );
+}
+
+#[test]
+fn unparsable_durations_say_what_to_write() {
+    let m = message("window = \"7d\"\n[tree.x]\nshare = 1");
+    assert!(m.starts_with("window: invalid Slurm time \"7d\""), "{m}");
+    assert!(m.contains("d-hh"), "{m}");
+    let m = message("[contract]\nmax_min_runtime = 8\n[tree.x]\nshare = 1");
+    assert!(
+        m.contains("contract.max_min_runtime: expected a Slurm time string")
+            && m.contains("integer 8"),
+        "{m}"
+    );
+}
+
+#[test]
+fn min_above_max_is_rejected() {
+    let m = message("[contract]\ndefault_min_runtime = \"9:00:00\"\n[tree.x]\nshare = 1");
+    assert!(m.contains("contract.default_min_runtime: 09:00:00 is longer than contract.max_min_runtime (08:00:00)"), "{m}");
+    let m = message(
+        "[contract]\nmax_min_runtime = \"2:00:00\"\n[contract.partition.long]\ndefault_min_runtime = \"4:00:00\"\n[tree.x]\nshare = 1",
+    );
+    assert!(
+        m.contains("contract.partition.long.default_min_runtime"),
+        "{m}"
+    );
+}
+
+#[test]
+fn duplicate_accounts_name_both_leaves() {
+    let m =
+        message("[tree.x]\nshare = 1\naccounts = [\"a\"]\n[tree.y]\nshare = 1\naccounts = [\"a\"]");
+    assert!(
+        m.contains("\"a\" is in two leaves, tree.x and tree.y"),
+        "{m}"
+    );
+    // A node named like another leaf's account collides too.
+    let m = message("[tree.x]\nshare = 1\naccounts = [\"y\"]\n[tree.y]\nshare = 1");
+    assert!(m.contains("tree.x and tree.y"), "{m}");
+}
+
+#[test]
+fn unknown_keys_are_errors_with_the_path() {
+    let m = message("[tree.x]\nshare = 1\nshares = 2");
+    assert!(m.starts_with("tree.x: unknown key `shares`"), "{m}");
+    let m = message("windw = \"7-0\"\n[tree.x]\nshare = 1");
+    assert!(m.contains("unknown field `windw`"), "{m}");
+    let m = message("[contract]\ndefault = \"1\"\n[tree.x]\nshare = 1");
+    assert!(m.contains("unknown field `default`"), "{m}");
+    let m = message("[contract.partition.debug]\nmax = \"1\"\n[tree.x]\nshare = 1");
+    assert!(m.contains("unknown field `max`"), "{m}");
+    let m = message("[tree]\nshare = 3\n[tree.x]\nshare = 1");
+    assert!(m.contains("tree.share: the root takes no keys"), "{m}");
+}
+
+#[test]
+fn empty_subtrees_and_accounts() {
+    assert_eq!(errors("window = \"7-0\""), vec![ConfigError::EmptyTree]);
+    assert_eq!(errors("[tree]"), vec![ConfigError::EmptyTree]);
+    assert_eq!(
+        errors("[tree.x]\nshare = 1\naccounts = []"),
+        vec![ConfigError::EmptyAccounts {
+            path: "tree.x".into()
+        }]
+    );
+    assert!(
+        message("[tree.x]\nshare = 1\naccounts = [\"x\"]\n[tree.x.y]\nshare = 1")
+            .contains("tree.x: a node with children")
+    );
+    assert!(message("[tree.x]\nshare = 1\naccounts = \"x\"")
+        .contains("tree.x.accounts: expected a list"));
+}
+
+#[test]
+fn every_error_is_reported_at_once() {
+    let e = errors("window = \"0\"\n[contract]\nmax_min_runtime = \"x\"\n[tree.a]\nshare = -1\n[tree.b]\nfoo = 1\nshare = 1");
+    assert_eq!(e.len(), 4, "{e:?}");
+}
+
+#[test]
+fn other_ranges() {
+    assert!(
+        message("capacity_gpus = 0\n[tree.x]\nshare = 1").contains("capacity_gpus: must be > 0")
+    );
+    assert!(
+        message("[priority]\nage_weight = 40000\n[tree.x]\nshare = 1")
+            .contains("priority.age_weight")
+    );
+    assert!(
+        message("[priority]\nmax_age = \"0\"\n[tree.x]\nshare = 1").contains("priority.max_age")
+    );
+    assert!(message("[sync]\ninterval = \"0\"\n[tree.x]\nshare = 1").contains("sync.interval"));
+    assert!(
+        message("[charge]\n\"gres/gpu\" = 0\n[tree.x]\nshare = 1").contains("every weight is 0")
+    );
+    assert!(message("[tree.x]\nshare = 2000000").contains("too large"));
+    assert!(message("[tree.x\nshare = 1").contains("TOML parse error"));
+}

@@ -1,0 +1,325 @@
+//! The minimum-runtime contract (DESIGN.md 4).
+//!
+//! Rules, each with its boundary:
+//! - **Minimum runtime** = the job's declared value (any Slurm time format),
+//!   else its partition's `default_min_runtime`, else the global default.
+//!   A declared value above `max_min_runtime` is rejected (never silently
+//!   capped: the user must know what they bought); exactly the cap is
+//!   accepted. An unparsable value is rejected, never read as 0.
+//! - **Tier**: minimum runtime 0 = *unallocated* (free tier): charged
+//!   nothing, preemptible from the first second, below every allocated job.
+//!   Anything above 0 = *allocated*.
+//! - **Protection**: a job is protected while its running time is
+//!   *strictly less* than its minimum runtime (`run_time < min_runtime`). A
+//!   job whose running time *equals* its minimum runtime is no longer
+//!   protected: it may be preempted at that very second.
+//! - **Running time** counts running seconds only: it starts when the job
+//!   starts (Slurm's `start_time`; leaving CONFIGURING does not restart it)
+//!   and stops while the job is suspended.
+//! - **Charging**: an allocated job is charged `rate x max(runtime, min
+//!   runtime)` (protection is bought); with `charge_min_runtime = false`,
+//!   `rate x runtime`. Unallocated jobs are charged 0. `runtime` here is wall
+//!   time from start to end: a suspended job keeps its GPUs allocated.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::duration::{parse_slurm_duration, DurationError, SlurmDuration};
+
+/// Contract settings from `[contract]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContractPolicy {
+    /// Minimum runtime of a job that declares none, seconds (default 1 h).
+    pub default_min_runtime: u64,
+    /// Largest minimum runtime a job may declare, seconds (default 8 h).
+    pub max_min_runtime: u64,
+    /// Charge `max(runtime, min runtime)` (true, default) or runtime only.
+    pub charge_min_runtime: bool,
+    /// Per-partition default minimum runtime, seconds, overriding
+    /// `default_min_runtime`.
+    pub partition_default: BTreeMap<String, u64>,
+}
+
+impl Default for ContractPolicy {
+    fn default() -> Self {
+        ContractPolicy {
+            default_min_runtime: 3600,
+            max_min_runtime: 8 * 3600,
+            charge_min_runtime: true,
+            partition_default: BTreeMap::new(),
+        }
+    }
+}
+
+/// Why a declared minimum runtime is refused at submit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContractError {
+    /// Not a Slurm time string.
+    #[error("minimum runtime: {0}")]
+    Unparsable(#[from] DurationError),
+    /// Longer than `max_min_runtime`.
+    #[error("minimum runtime {requested} is above the cluster's cap of {cap}; ask for at most {cap} (or 0 for the unallocated free tier)", requested = SlurmDuration(*.requested), cap = SlurmDuration(*.cap))]
+    AboveCap {
+        /// Requested seconds.
+        requested: u64,
+        /// The cap, seconds.
+        cap: u64,
+    },
+}
+
+impl ContractPolicy {
+    /// A job's minimum runtime in seconds, from its declared value (Slurm
+    /// time string), else its partition's default, else the global default.
+    ///
+    /// # Errors
+    /// [`ContractError::Unparsable`] for a bad time string,
+    /// [`ContractError::AboveCap`] for more than `max_min_runtime` (equal is
+    /// accepted).
+    pub fn min_runtime(
+        &self,
+        declared: Option<&str>,
+        partition: Option<&str>,
+    ) -> Result<u64, ContractError> {
+        let secs = match declared {
+            Some(text) => parse_slurm_duration(text)?,
+            None => partition
+                .and_then(|p| self.partition_default.get(p).copied())
+                .unwrap_or(self.default_min_runtime),
+        };
+        if secs > self.max_min_runtime {
+            return Err(ContractError::AboveCap {
+                requested: secs,
+                cap: self.max_min_runtime,
+            });
+        }
+        Ok(secs)
+    }
+
+    /// Charged seconds for a job that ran `runtime` seconds (wall time).
+    pub fn charged_seconds(&self, runtime: u64, min_runtime: u64) -> u64 {
+        charged_seconds(runtime, min_runtime, self.charge_min_runtime)
+    }
+
+    /// End of the charged interval of a job that ran from `start` to `end`
+    /// (epoch seconds): `max(end, start + min_runtime)` when minimum
+    /// runtimes are charged, else `end`. `None` for an unallocated job (it is
+    /// charged nothing).
+    pub fn charged_end(&self, start: u64, end: u64, min_runtime: u64) -> Option<u64> {
+        if min_runtime == 0 {
+            return None;
+        }
+        let end = end.max(start);
+        Some(if self.charge_min_runtime {
+            end.max(start.saturating_add(min_runtime))
+        } else {
+            end
+        })
+    }
+}
+
+/// Seconds charged for a job: 0 when unallocated (`min_runtime == 0`), else
+/// `max(runtime, min_runtime)` if `charge_min_runtime`, else `runtime`.
+pub fn charged_seconds(runtime: u64, min_runtime: u64, charge_min_runtime: bool) -> u64 {
+    match (min_runtime, charge_min_runtime) {
+        (0, _) => 0,
+        (m, true) => runtime.max(m),
+        (_, false) => runtime,
+    }
+}
+
+/// The service tier of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    /// Minimum runtime 0: free tier, sorted below every allocated job.
+    Unallocated,
+    /// Minimum runtime > 0: charged, protected for its minimum runtime.
+    Allocated,
+}
+
+impl Tier {
+    /// The tier of a job with this minimum runtime (seconds).
+    pub fn of(min_runtime: u64) -> Tier {
+        if min_runtime == 0 {
+            Tier::Unallocated
+        } else {
+            Tier::Allocated
+        }
+    }
+}
+
+/// A job's running-time clock: running seconds, suspended time excluded.
+///
+/// From a Slurm `job_record`: `accumulated` = `pre_sus_time`;
+/// `running_since` = `Some(max(start_time, suspend_time))` while the job
+/// runs (Slurm sets `suspend_time` at suspend and at resume), `None` while
+/// it is suspended or has not started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct RunClock {
+    /// Running seconds before the current run stretch.
+    pub accumulated: u64,
+    /// Start of the current run stretch (epoch seconds), `None` if not running.
+    pub running_since: Option<u64>,
+}
+
+impl RunClock {
+    /// A job that started at `start` and was never suspended.
+    pub fn started(start: u64) -> Self {
+        RunClock {
+            accumulated: 0,
+            running_since: Some(start),
+        }
+    }
+
+    /// Running seconds at `now` (epoch seconds). A `now` before the stretch
+    /// began counts that stretch as 0, never negative.
+    pub fn run_time(&self, now: u64) -> u64 {
+        let stretch = self.running_since.map_or(0, |s| now.saturating_sub(s));
+        self.accumulated.saturating_add(stretch)
+    }
+
+    /// Suspends the job at `now`: the clock stops.
+    pub fn suspend(&mut self, now: u64) {
+        self.accumulated = self.run_time(now);
+        self.running_since = None;
+    }
+
+    /// Resumes the job at `now`: the clock runs again.
+    pub fn resume(&mut self, now: u64) {
+        if self.running_since.is_none() {
+            self.running_since = Some(now);
+        }
+    }
+}
+
+/// A running job's contract: its minimum runtime and its clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Contract {
+    /// Minimum runtime, seconds (0 = unallocated).
+    pub min_runtime: u64,
+    /// Running-time clock.
+    pub clock: RunClock,
+}
+
+/// True while the job may not be preempted: `run_time(now) < min_runtime`.
+/// At `run_time == min_runtime` it is **not** protected. An unallocated job
+/// (`min_runtime == 0`) is never protected.
+pub fn protected(job: &Contract, now: u64) -> bool {
+    job.clock.run_time(now) < job.min_runtime
+}
+
+/// The first instant `t >= now` (epoch seconds) at which `protected(job, t)`
+/// is false if the job keeps running: `now` for a job no longer protected,
+/// else `now + (min_runtime - run_time(now))`. `None` while a protected job
+/// is suspended (its clock is stopped, so protection does not run out).
+/// The scheduler uses it to know when to look at the job again.
+pub fn protected_until(job: &Contract, now: u64) -> Option<u64> {
+    let run = job.clock.run_time(now);
+    if run >= job.min_runtime {
+        return Some(now);
+    }
+    job.clock.running_since?;
+    Some(now.saturating_add(job.min_runtime - run))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(min: u64, start: u64) -> Contract {
+        Contract {
+            min_runtime: min,
+            clock: RunClock::started(start),
+        }
+    }
+
+    #[test]
+    fn protection_boundary_is_exclusive() {
+        let j = job(3600, 1000);
+        assert!(protected(&j, 1000));
+        assert!(protected(&j, 1000 + 3599));
+        assert!(
+            !protected(&j, 1000 + 3600),
+            "run time == min runtime: preemptible"
+        );
+        assert!(!protected(&j, 1000 + 3601));
+    }
+
+    #[test]
+    fn protected_until_is_the_first_unprotected_second() {
+        let j = job(3600, 1000);
+        for now in [1000, 2000, 4599] {
+            let t = protected_until(&j, now).unwrap();
+            assert_eq!(t, 4600);
+            assert!(protected(&j, t - 1) && !protected(&j, t));
+        }
+        assert_eq!(protected_until(&j, 9000), Some(9000));
+    }
+
+    #[test]
+    fn unallocated_is_never_protected() {
+        let j = job(0, 1000);
+        assert!(!protected(&j, 1000));
+        assert_eq!(protected_until(&j, 1000), Some(1000));
+    }
+
+    #[test]
+    fn suspended_time_does_not_count() {
+        let mut j = job(600, 0);
+        j.clock.suspend(100); // ran 100 s
+        assert_eq!(j.clock.run_time(10_000), 100);
+        assert!(protected(&j, 10_000));
+        assert_eq!(
+            protected_until(&j, 10_000),
+            None,
+            "stopped clock: protection does not run out"
+        );
+        j.clock.resume(10_000);
+        assert_eq!(protected_until(&j, 10_000), Some(10_500));
+        assert!(protected(&j, 10_499));
+        assert!(!protected(&j, 10_500));
+    }
+
+    #[test]
+    fn min_runtime_sources_and_cap() {
+        let mut p = ContractPolicy::default();
+        p.partition_default.insert("debug".into(), 0);
+        assert_eq!(p.min_runtime(Some("2:00:00"), Some("debug")), Ok(7200));
+        assert_eq!(p.min_runtime(None, Some("debug")), Ok(0));
+        assert_eq!(p.min_runtime(None, Some("gpu")), Ok(3600));
+        assert_eq!(p.min_runtime(None, None), Ok(3600));
+        assert_eq!(
+            p.min_runtime(Some("8:00:00"), None),
+            Ok(8 * 3600),
+            "exactly the cap is accepted"
+        );
+        let e = p.min_runtime(Some("8:00:01"), None).unwrap_err();
+        assert_eq!(
+            e,
+            ContractError::AboveCap {
+                requested: 8 * 3600 + 1,
+                cap: 8 * 3600
+            }
+        );
+        assert!(e.to_string().contains("at most 08:00:00"), "{e}");
+        assert!(matches!(
+            p.min_runtime(Some("4h"), None),
+            Err(ContractError::Unparsable(_))
+        ));
+    }
+
+    #[test]
+    fn charging_rule() {
+        assert_eq!(charged_seconds(600, 3600, true), 3600);
+        assert_eq!(charged_seconds(7200, 3600, true), 7200);
+        assert_eq!(charged_seconds(600, 3600, false), 600);
+        assert_eq!(charged_seconds(600, 0, true), 0, "unallocated is free");
+        let p = ContractPolicy::default();
+        assert_eq!(p.charged_end(100, 200, 3600), Some(3700));
+        assert_eq!(p.charged_end(100, 9000, 3600), Some(9000));
+        assert_eq!(p.charged_end(100, 200, 0), None);
+        assert_eq!(Tier::of(0), Tier::Unallocated);
+        assert!(Tier::Allocated > Tier::Unallocated);
+    }
+}

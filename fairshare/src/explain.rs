@@ -1,0 +1,300 @@
+//! A structured "why" for one job: its account's place in Fair Tree (Level
+//! FS at each level of its path), its tier, its priority factors, the
+//! protection it has left and what could preempt it. `sprio`, `allot
+//! explain` and the simulator all print this; it serialises to JSON.
+
+use serde::Serialize;
+
+use crate::contract::{protected_until, Contract, Tier};
+use crate::duration::SlurmDuration;
+use crate::engine::Engine;
+use crate::fair_tree::LevelFs;
+use crate::priority::{PendingJob, PriorityFactors};
+use crate::tree::NodeId;
+
+/// One level of the path from the root to the job's leaf.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Level {
+    /// Node path, e.g. `tree.nlp.a1`.
+    pub node: String,
+    /// Raw share.
+    pub share: u32,
+    /// Share normalised among siblings.
+    pub norm_share: f64,
+    /// Fraction of the cluster this node may claim.
+    pub allocation: f64,
+    /// Charged usage of the subtree in the window (GPU-seconds by default).
+    pub usage: f64,
+    /// Usage as a fraction of the parent's.
+    pub effective_usage: f64,
+    /// Level FS = norm_share / effective_usage.
+    pub level_fs: LevelFs,
+    /// Place among its siblings by Level FS (1 = first).
+    pub place: usize,
+    /// Number of siblings, itself included.
+    pub siblings: usize,
+}
+
+/// Protection a running job has left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Protection {
+    /// Minimum runtime, seconds.
+    pub min_runtime: u64,
+    /// Running seconds so far (suspended time excluded).
+    pub run_time: u64,
+    /// Running seconds of protection left (0 = preemptible now).
+    pub left: u64,
+    /// Epoch second protection ends if the job keeps running; `None` while
+    /// suspended.
+    pub until: Option<u64>,
+}
+
+/// What could preempt a running job (ignoring whether it would fit).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Preemptible {
+    /// Nothing can preempt it before this epoch second (`now` if it is
+    /// preemptible already; `None` while a protected job is suspended).
+    pub from: Option<u64>,
+    /// True for an unallocated job: any allocated job of another account.
+    pub by_any_allocated_job: bool,
+    /// Leaves (paths) whose allocated jobs rank strictly above it now.
+    pub by_accounts_ranked_above: Vec<String>,
+}
+
+/// Why a job has its priority and its preemption exposure.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    /// Slurm account.
+    pub account: String,
+    /// Its leaf's path; `None` if the account is not in the tree.
+    pub leaf: Option<String>,
+    /// Tier.
+    pub tier: Tier,
+    /// Fair Tree rank (L = first); 0 if unknown.
+    pub rank: u32,
+    /// Number of leaves L.
+    pub leaves: usize,
+    /// Fair-share factor rank / L.
+    pub fair_share: f64,
+    /// Levels from the root's child down to the leaf.
+    pub levels: Vec<Level>,
+    /// Priority factors (pending jobs).
+    pub priority: Option<PriorityFactors>,
+    /// Protection (running jobs).
+    pub protection: Option<Protection>,
+    /// What could preempt it (running jobs).
+    pub preemptible: Option<Preemptible>,
+    /// One line for humans.
+    pub summary: String,
+}
+
+impl Engine {
+    fn levels(&self, leaf_node: NodeId) -> Vec<Level> {
+        let tree = self.tree();
+        let fair = self.fair_tree();
+        tree.lineage(leaf_node)
+            .into_iter()
+            .map(|id| {
+                let n = tree.node(id);
+                let sibs = &tree.node(n.parent.unwrap_or(id)).children;
+                let lfs = fair.level_fs(id);
+                let place = 1 + sibs.iter().filter(|&&s| fair.level_fs(s).0 > lfs.0).count();
+                Level {
+                    node: n.path.clone(),
+                    share: n.share,
+                    norm_share: n.norm_share,
+                    allocation: n.allocation,
+                    usage: fair.usage(id),
+                    effective_usage: fair.effective_usage(id),
+                    level_fs: lfs,
+                    place,
+                    siblings: sibs.len(),
+                }
+            })
+            .collect()
+    }
+
+    fn base(&self, account: &str, min_runtime: u64) -> Explanation {
+        let leaf = self.leaf_of(account);
+        let fair = self.fair_tree();
+        Explanation {
+            account: account.to_string(),
+            leaf: leaf.map(|l| self.tree().node(self.tree().leaf_node(l)).path.clone()),
+            tier: Tier::of(min_runtime),
+            rank: leaf.map_or(0, |l| fair.rank(l)),
+            leaves: self.tree().leaves().len(),
+            fair_share: leaf.map_or(0.0, |l| fair.factor(l)),
+            levels: leaf.map_or_else(Vec::new, |l| self.levels(self.tree().leaf_node(l))),
+            priority: None,
+            protection: None,
+            preemptible: None,
+            summary: String::new(),
+        }
+    }
+
+    /// Explains a pending job's priority.
+    pub fn explain_pending(&self, job: &PendingJob<'_>) -> Explanation {
+        let mut e = self.base(job.account, job.min_runtime);
+        let f = self.priority_factors(job);
+        e.summary = match &e.leaf {
+            None => format!(
+                "account {} is not in the tree: ranked below every known account",
+                job.account
+            ),
+            Some(path) => format!(
+                "{:?} job of {path}: account rank {} of {} (fair-share {:.3}); priority {}",
+                e.tier, e.rank, e.leaves, e.fair_share, f.priority
+            ),
+        };
+        e.priority = Some(f);
+        e
+    }
+
+    /// Explains a running job's protection and what could preempt it at
+    /// `now` (epoch seconds).
+    pub fn explain_running(&self, account: &str, contract: &Contract, now: u64) -> Explanation {
+        let mut e = self.base(account, contract.min_runtime);
+        let run_time = contract.clock.run_time(now);
+        let left = contract.min_runtime.saturating_sub(run_time);
+        let until = protected_until(contract, now);
+        e.protection = Some(Protection {
+            min_runtime: contract.min_runtime,
+            run_time,
+            left,
+            until,
+        });
+        let fair = self.fair_tree();
+        let above: Vec<String> = if e.tier == Tier::Unallocated {
+            Vec::new()
+        } else {
+            fair.order()
+                .iter()
+                .filter(|&&l| fair.rank(l) > e.rank)
+                .map(|&l| self.tree().node(self.tree().leaf_node(l)).path.clone())
+                .collect()
+        };
+        let by_any = e.tier == Tier::Unallocated;
+        let when = match until {
+            Some(t) if t <= now => "now".to_string(),
+            Some(t) => format!("in {} (at {t})", SlurmDuration(t - now)),
+            None => "not while suspended".to_string(),
+        };
+        e.summary = if by_any {
+            format!("unallocated job: preemptible by any allocated job of another account {when}")
+        } else {
+            format!(
+                "allocated job, {} of protection left; preemptible {when} by allocated jobs of {} account(s) ranked above",
+                SlurmDuration(left),
+                above.len()
+            )
+        };
+        e.preemptible = Some(Preemptible {
+            from: until,
+            by_any_allocated_job: by_any,
+            by_accounts_ranked_above: above,
+        });
+        e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::config::Config;
+    use crate::contract::RunClock;
+    use crate::testutil::{example_tree, example_usage};
+
+    const NOW: u64 = 1_700_000_000;
+
+    fn engine() -> Engine {
+        Engine::new(
+            Arc::new(Config::with_tree(example_tree())),
+            example_usage(),
+            NOW,
+        )
+    }
+
+    #[test]
+    fn pending_job_levels_and_rank() {
+        let e = engine();
+        let x = e.explain_pending(&PendingJob {
+            account: "a2",
+            min_runtime: 3600,
+            nice: 0,
+            eligible_time: NOW,
+        });
+        assert_eq!(x.leaf.as_deref(), Some("tree.a.a2"));
+        assert_eq!(
+            (x.rank, x.leaves, x.fair_share, x.tier),
+            (2, 4, 0.5, Tier::Allocated)
+        );
+        assert_eq!(x.levels.len(), 2);
+        assert_eq!(x.levels[0].node, "tree.a");
+        assert!((x.levels[0].level_fs.0 - 0.9).abs() < 1e-12);
+        assert_eq!((x.levels[0].place, x.levels[0].siblings), (2, 2));
+        assert!((x.levels[1].level_fs.0 - 2.5).abs() < 1e-12);
+        assert_eq!(x.levels[1].place, 1);
+        assert!(x.priority.is_some() && x.protection.is_none());
+        assert!(x.summary.contains("rank 2 of 4"), "{}", x.summary);
+    }
+
+    #[test]
+    fn running_job_protection_and_preemptors() {
+        let e = engine();
+        let c = Contract {
+            min_runtime: 3600,
+            clock: RunClock::started(NOW - 600),
+        };
+        let x = e.explain_running("a2", &c, NOW);
+        let p = x.protection.unwrap();
+        assert_eq!((p.run_time, p.left, p.until), (600, 3000, Some(NOW + 3000)));
+        let pre = x.preemptible.unwrap();
+        assert_eq!(pre.from, Some(NOW + 3000));
+        assert_eq!(pre.by_accounts_ranked_above, ["tree.b.b1", "tree.b.b2"]);
+        assert!(
+            x.summary.contains("00:50:00 of protection left"),
+            "{}",
+            x.summary
+        );
+        let free = e.explain_running(
+            "b1",
+            &Contract {
+                min_runtime: 0,
+                clock: RunClock::started(NOW),
+            },
+            NOW,
+        );
+        assert!(free.preemptible.unwrap().by_any_allocated_job);
+    }
+
+    #[test]
+    fn serialises_to_json_with_infinite_level_fs_as_inf() {
+        let e = engine();
+        let x = e.explain_pending(&PendingJob {
+            account: "b1",
+            min_runtime: 0,
+            nice: 0,
+            eligible_time: NOW,
+        });
+        let json = serde_json::to_value(&x).unwrap();
+        assert_eq!(json["tier"], "unallocated");
+        assert_eq!(json["levels"][1]["level_fs"], "inf");
+        assert!((json["levels"][0]["level_fs"].as_f64().unwrap() - 1.2).abs() < 1e-12);
+        assert_eq!(json["priority"]["rank"], 4);
+    }
+
+    #[test]
+    fn unknown_account_is_explained() {
+        let e = engine();
+        let x = e.explain_pending(&PendingJob {
+            account: "ghost",
+            min_runtime: 0,
+            nice: 0,
+            eligible_time: NOW,
+        });
+        assert_eq!((x.leaf, x.rank, x.levels.len()), (None, 0, 0));
+        assert!(x.summary.contains("not in the tree"));
+    }
+}

@@ -1,0 +1,161 @@
+//! A job's Slurm priority: one `u32` whose order is DESIGN.md 3, by
+//! construction rather than by weighting.
+//!
+//! # Layout
+//! ```text
+//!  bit 31      bits 30..16              bits 15..0
+//! [ tier ] [ account rank, 15 bits ] [ within-account score, 16 bits ]
+//! ```
+//! 1. **tier**: 1 for allocated jobs (minimum runtime > 0), 0 for the
+//!    unallocated free tier, so every allocated job sorts above every
+//!    unallocated one;
+//! 2. **account rank**: the Fair Tree rank of the job's leaf (1..=L, L <=
+//!    32767, higher = more under-served; 0 for an account not in the tree);
+//!    tied leaves share a rank;
+//! 3. **within-account score**: `32768 + age_points - nice x nice_weight`,
+//!    clamped to 0..=65535, where `age_points = age_weight x min(age,
+//!    max_age) / max_age` (integer, rounded down) and age counts from the
+//!    job's eligible time. Nice is Slurm's (NICE_OFFSET removed): users may
+//!    only raise it (lowering their own job); admins may set it negative.
+//!    As in Slurm, nice counts in priority points: a nice above `age_weight`
+//!    outweighs any waiting time, a smaller one trades against it. With
+//!    `age_weight = 0` the order inside an account is nice only, and Slurm
+//!    breaks the remaining ties by job id, i.e. submit order.
+//!
+//! Because the score is clamped to its 16 bits, no nice value, age or flag
+//! a user controls can move a job into another account's rank band: users
+//! can never raise a job above another team's. The result is never 0
+//! (Slurm reads 0 as "held"): the minimum is 1. No floating point is
+//! involved, so there is no NaN and no overflow.
+
+use serde::Serialize;
+
+use crate::contract::Tier;
+
+/// Largest `age_weight`: age can move a job at most half the score range.
+pub const MAX_AGE_WEIGHT: u32 = 32_767;
+
+const TIER_SHIFT: u32 = 31;
+const RANK_SHIFT: u32 = 16;
+const RANK_MASK: u32 = (1 << 15) - 1;
+const SCORE_MID: i128 = 32_768;
+
+/// `[priority]` settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PriorityWeights {
+    /// Score points a job gains by waiting `max_age` (0..=32767; default 1000).
+    pub age_weight: u32,
+    /// Age at which the age term stops growing, seconds (> 0; default 7 days).
+    pub max_age: u64,
+    /// Score points per unit of nice (default 1, as in Slurm).
+    pub nice_weight: u32,
+}
+
+impl Default for PriorityWeights {
+    fn default() -> Self {
+        PriorityWeights {
+            age_weight: 1000,
+            max_age: 7 * 86_400,
+            nice_weight: 1,
+        }
+    }
+}
+
+impl PriorityWeights {
+    /// Age points for a job that has been eligible for `age` seconds.
+    pub fn age_points(&self, age: u64) -> u32 {
+        let max_age = self.max_age.max(1);
+        let capped = age.min(max_age);
+        (u128::from(self.age_weight) * u128::from(capped) / u128::from(max_age)) as u32
+    }
+
+    /// The within-account score (see the module doc).
+    pub fn score(&self, nice: i64, age: u64) -> u16 {
+        let age_points = i128::from(self.age_points(age).min(MAX_AGE_WEIGHT));
+        let v = SCORE_MID + age_points - i128::from(nice) * i128::from(self.nice_weight);
+        v.clamp(0, i128::from(u16::MAX)) as u16
+    }
+}
+
+/// A pending job, as priority and explain see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingJob<'a> {
+    /// Slurm account.
+    pub account: &'a str,
+    /// Minimum runtime, seconds (0 = unallocated).
+    pub min_runtime: u64,
+    /// Slurm nice with NICE_OFFSET removed (negative = raised by an admin).
+    pub nice: i64,
+    /// When the job became eligible (epoch seconds); age counts from here.
+    pub eligible_time: u64,
+}
+
+/// Puts the three fields together. `rank` above 32767 is clamped.
+pub fn compose(tier: Tier, rank: u32, score: u16) -> u32 {
+    let tier_bit = u32::from(tier == Tier::Allocated) << TIER_SHIFT;
+    (tier_bit | (rank.min(RANK_MASK) << RANK_SHIFT) | u32::from(score)).max(1)
+}
+
+/// The factors behind one priority, for `sprio` and `allot explain`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PriorityFactors {
+    /// Tier (bit 31).
+    pub tier: Tier,
+    /// Fair Tree rank of the account's leaf (bits 30..16); 0 if unknown.
+    pub rank: u32,
+    /// Fair-share factor rank / L, in (0, 1]; 0 for an unknown account.
+    pub fair_share: f64,
+    /// Seconds since eligible.
+    pub age: u64,
+    /// Age points included in the score.
+    pub age_points: u32,
+    /// Nice as given.
+    pub nice: i64,
+    /// Within-account score (bits 15..0).
+    pub score: u16,
+    /// The priority Slurm gets.
+    pub priority: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tier_dominates_rank_dominates_score() {
+        let top_unalloc = compose(Tier::Unallocated, RANK_MASK, u16::MAX);
+        let low_alloc = compose(Tier::Allocated, 0, 0);
+        assert!(low_alloc > top_unalloc);
+        assert!(compose(Tier::Allocated, 5, 0) > compose(Tier::Allocated, 4, u16::MAX));
+        assert_eq!(compose(Tier::Unallocated, 0, 0), 1, "never 0 (held)");
+        assert_eq!(
+            compose(Tier::Allocated, 40_000, 0),
+            compose(Tier::Allocated, RANK_MASK, 0)
+        );
+    }
+
+    #[test]
+    fn score_orders_nice_then_age_and_clamps() {
+        let w = PriorityWeights::default();
+        assert_eq!(w.score(0, 0), 32_768);
+        assert_eq!(w.score(0, 7 * 86_400), 32_768 + 1000);
+        assert_eq!(
+            w.score(0, 70 * 86_400),
+            32_768 + 1000,
+            "age stops at max_age"
+        );
+        assert_eq!(w.age_points(7 * 86_400 / 2), 500);
+        assert!(w.score(10, 0) < w.score(0, 0));
+        assert_eq!(
+            w.score(i64::MIN, 0),
+            u16::MAX,
+            "admin boost clamps inside the band"
+        );
+        assert_eq!(w.score(i64::MAX, u64::MAX), 0);
+        let heavy = PriorityWeights {
+            nice_weight: u32::MAX,
+            ..w
+        };
+        assert_eq!(heavy.score(i64::MAX, 0), 0);
+    }
+}
