@@ -9,3 +9,4 @@
 #include "src/common/log.h"
 #include "src/common/list.h"
 #include "src/common/uid.h"
+#include "src/common/assoc_mgr.h"

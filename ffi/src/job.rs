@@ -282,6 +282,75 @@ impl<'a> JobDesc<'a> {
     }
 }
 
+/// Replaces an xmalloc'ed string field with an `xstrdup` of `text`.
+///
+/// # Safety
+/// `field` is NULL or an xmalloc'ed string that the caller may free.
+unsafe fn replace_xstr(field: &mut *mut c_char, text: &str) {
+    sys::slurm_xfree(field as *mut *mut c_char as *mut *mut std::ffi::c_void);
+    *field = crate::xstr::xstrdup(text);
+}
+
+/// A job record a plugin may change during a call that holds the job write
+/// lock (job_modify).
+pub struct JobRecordMut<'a> {
+    raw: &'a mut sys::job_record_t,
+}
+
+impl<'a> JobRecordMut<'a> {
+    /// Wraps a mutable pointer slurmctld passed with the job write lock held.
+    ///
+    /// # Safety
+    /// `ptr` is NULL or a valid `job_record_t` exclusively ours for `'a`.
+    pub unsafe fn from_ptr(ptr: *mut sys::job_record_t) -> Option<JobRecordMut<'a>> {
+        ptr.as_mut().map(|raw| JobRecordMut { raw })
+    }
+
+    /// Read access.
+    pub fn get(&self) -> JobRecord<'_> {
+        JobRecord { raw: self.raw }
+    }
+
+    /// Sets the job's AdminComment directly. In 22.05 `update_job` refuses
+    /// an AdminComment in a non-operator's request even when a job_submit
+    /// plugin put it there, so job_modify writes the record itself.
+    /// Only callable inside slurmctld.
+    pub fn set_admin_comment(&mut self, text: &str) {
+        // SAFETY: job_record strings are xmalloc'ed and ours under the write lock.
+        unsafe { replace_xstr(&mut self.raw.admin_comment, text) }
+    }
+}
+
+/// A job request job_submit may change (`job_desc_msg_t *`).
+pub struct JobDescMut<'a> {
+    raw: &'a mut sys::job_desc_msg_t,
+}
+
+impl<'a> JobDescMut<'a> {
+    /// Wraps a mutable pointer slurmctld passed to job_submit/job_modify.
+    ///
+    /// # Safety
+    /// `ptr` is NULL or points to a valid `job_desc_msg_t`, exclusively
+    /// ours for `'a`, whose strings were allocated with Slurm's xmalloc.
+    pub unsafe fn from_ptr(ptr: *mut sys::job_desc_msg_t) -> Option<JobDescMut<'a>> {
+        ptr.as_mut().map(|raw| JobDescMut { raw })
+    }
+
+    /// Read access.
+    pub fn get(&self) -> JobDesc<'_> {
+        JobDesc { raw: self.raw }
+    }
+
+    /// Replaces the request's AdminComment (the old string is `xfree`d, the
+    /// new one `xstrdup`ed). slurmctld validated AdminComment against the
+    /// submitter before calling job_submit, so a plugin may set it.
+    /// Only callable inside a Slurm process.
+    pub fn set_admin_comment(&mut self, text: &str) {
+        // SAFETY: the field is NULL or an xmalloc'ed string we own through `&mut`.
+        unsafe { replace_xstr(&mut self.raw.admin_comment, text) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,9 +37,11 @@ pub mod sys {
     include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 }
 
+pub mod ctld;
 pub mod job;
 pub mod log;
 pub mod plugin;
+pub mod spank;
 pub mod xstr;
 
 /// `SLURM_VERSION_NUMBER` of the Slurm this crate was built against

@@ -11,6 +11,9 @@
 //! and answers a safe value instead.
 #![deny(missing_docs)]
 
+pub mod config;
+pub mod submit;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Runs `body`; if it panics, reports the panic through `report` (the

@@ -1,0 +1,150 @@
+//! `job_submit_allot.so` (`JobSubmitPlugins=allot`). The rules live in
+//! [`slurm_plugin::submit`]; this file converts Slurm's structs and answers.
+#![allow(non_upper_case_globals)]
+
+use std::ffi::{c_char, c_int};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use allot_ffi::job::{JobDescMut, JobRecordMut, JobState};
+use allot_ffi::{ctld, log, sys};
+use fairshare::record::SPANK_ENV;
+use slurm_plugin::config::{config_path, ConfigWatcher};
+use slurm_plugin::guard;
+use slurm_plugin::submit::{decide_modify, decide_submit, Modification, ModifyDecision, Refusal, Submission};
+
+allot_ffi::slurm_plugin!(name: "allot job_submit plugin", kind: "job_submit/allot");
+
+const P: &str = "job_submit/allot: ";
+static CONFIG: OnceLock<ConfigWatcher> = OnceLock::new();
+
+fn info(m: &str) {
+    log::info(P, m)
+}
+fn error(m: &str) {
+    log::error(P, m)
+}
+
+/// Loads allot.toml; a bad file stops slurmctld (its error names file and fix).
+#[no_mangle]
+pub extern "C" fn init() -> c_int {
+    guard(P, "init", sys::SLURM_ERROR, || {
+        if CONFIG.get().is_some() {
+            return sys::SLURM_SUCCESS as c_int;
+        }
+        let path = config_path(std::env::var("ALLOT_CONF").ok().as_deref(), ctld::slurm_conf_path().as_deref());
+        match ConfigWatcher::start(path, Duration::from_secs(5), info, error) {
+            Ok(w) => {
+                info(&format!("loaded {}", w.path().display()));
+                let _ = CONFIG.set(w);
+                sys::SLURM_SUCCESS as c_int
+            }
+            Err(e) => {
+                error(&e);
+                sys::SLURM_ERROR
+            }
+        }
+    })
+}
+
+/// Stops the config thread.
+#[no_mangle]
+pub extern "C" fn fini() -> c_int {
+    guard(P, "fini", sys::SLURM_SUCCESS as c_int, || {
+        if let Some(w) = CONFIG.get() {
+            w.stop();
+        }
+        sys::SLURM_SUCCESS as c_int
+    })
+}
+
+fn spank_value<'a>(d: &allot_ffi::job::JobDesc<'a>) -> Option<&'a str> {
+    d.spank_env(SPANK_ENV).or_else(|| d.spank_env(&format!("SPANK_{SPANK_ENV}")))
+}
+
+/// Validates account and minimum runtime; records the contract in AdminComment.
+#[no_mangle]
+pub extern "C" fn job_submit(job_desc: *mut sys::job_desc_msg_t, _submit_uid: u32, err_msg: *mut *mut c_char) -> c_int {
+    guard(P, "job_submit", sys::SLURM_ERROR, || {
+        let Some(config) = CONFIG.get().map(|w| w.get()) else {
+            return sys::SLURM_ERROR;
+        };
+        // SAFETY: slurmctld passes a valid request it owns for this call.
+        let Some(mut desc) = (unsafe { JobDescMut::from_ptr(job_desc) }) else {
+            return sys::SLURM_ERROR;
+        };
+        let d = desc.get();
+        let default_account = if d.account().is_none() { ctld::default_account(d.user_id()) } else { None };
+        let sub = Submission {
+            account: d.account(),
+            default_account: default_account.as_deref(),
+            partition: d.partition(),
+            spank_min_runtime: spank_value(&d),
+            comment: d.comment(),
+            admin_comment: d.admin_comment(),
+        };
+        match decide_submit(&config, &sub) {
+            Ok((_account, _secs, admin_comment)) => {
+                desc.set_admin_comment(&admin_comment);
+                sys::SLURM_SUCCESS as c_int
+            }
+            Err(refusal) => {
+                if !err_msg.is_null() {
+                    // SAFETY: err_msg is slurmctld's out-parameter; it xfrees what we put there.
+                    unsafe { *err_msg = allot_ffi::xstr::xstrdup(refusal.message()) };
+                }
+                match refusal {
+                    Refusal::Account(_) => sys::slurm_err_t_ESLURM_INVALID_ACCOUNT as c_int,
+                    Refusal::MinRuntime(_) => sys::slurm_err_t_ESLURM_INVALID_TIME_LIMIT as c_int,
+                }
+            }
+        }
+    })
+}
+
+/// The minimum runtime may change only while pending; operators' AdminComment
+/// edits keep the recorded contract.
+#[no_mangle]
+pub extern "C" fn job_modify(job_desc: *mut sys::job_desc_msg_t, job_ptr: *mut sys::job_record_t, _submit_uid: u32) -> c_int {
+    guard(P, "job_modify", sys::SLURM_ERROR, || {
+        let Some(config) = CONFIG.get().map(|w| w.get()) else {
+            return sys::SLURM_ERROR;
+        };
+        // SAFETY: slurmctld passes the request and the job (write-locked) for this call.
+        let (Some(mut desc), Some(mut job_mut)) =
+            (unsafe { JobDescMut::from_ptr(job_desc) }, unsafe { JobRecordMut::from_ptr(job_ptr) })
+        else {
+            return sys::SLURM_ERROR;
+        };
+        let d = desc.get();
+        let job = job_mut.get();
+        let m = Modification {
+            comment: d.comment(),
+            admin_comment: d.admin_comment(),
+            current_admin_comment: job.admin_comment(),
+            partition: job.partition(),
+            pending: job.state() == JobState::Pending,
+        };
+        let job_id = job.job_id();
+        match decide_modify(&config, &m) {
+            ModifyDecision::Unchanged => sys::SLURM_SUCCESS as c_int,
+            ModifyDecision::SetJobAdminComment(c) => {
+                info(&format!("JobId={job_id}: minimum runtime changed while pending: {c}"));
+                job_mut.set_admin_comment(&c);
+                sys::SLURM_SUCCESS as c_int
+            }
+            ModifyDecision::SetAdminComment(c) => {
+                desc.set_admin_comment(&c);
+                sys::SLURM_SUCCESS as c_int
+            }
+            ModifyDecision::NotPending(msg) => {
+                info(&format!("JobId={job_id}: {msg}"));
+                sys::slurm_err_t_ESLURM_JOB_NOT_PENDING as c_int
+            }
+            ModifyDecision::Invalid(msg) => {
+                info(&format!("JobId={job_id}: {msg}"));
+                sys::slurm_err_t_ESLURM_INVALID_TIME_LIMIT as c_int
+            }
+        }
+    })
+}
