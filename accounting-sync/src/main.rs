@@ -1,9 +1,19 @@
 //! `allot`: the sidecar and command-line tool of the allot Slurm plugin suite.
 //!
 //! Subcommands are added by the issues that bring their subsystems; each one
-//! is real (no placeholders).
+//! is real (no placeholders). Every subcommand takes `--config FILE` (see
+//! [`config_path`]); each lives in its own `cmd_*.rs` module.
+
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+mod cmd_config;
+mod cmd_report;
+mod cmd_shares;
+mod cmd_sync;
+mod config_path;
+mod usage_csv;
 
 /// allot: budgeted, hierarchical fair-share GPU scheduling for Slurm.
 #[derive(Parser, Debug)]
@@ -14,9 +24,27 @@ struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
-enum Command {}
+enum Command {
+    /// Validate allot.toml; print the tree with each node's allocation, or every error (exit 1)
+    CheckConfig(cmd_config::Args),
+    /// What-if Fair Tree: sshare-style shares, usage, Level FS and fair-share for a usage CSV
+    Shares(cmd_shares::Args),
+    /// Import Slurm accounting (sacct, or a saved --parsable2 dump) into the ledger
+    Sync(cmd_sync::Args),
+    /// Budget report: allocation, charged and unallocated GPU-hours, Level FS, fair-share
+    Report(cmd_report::Args),
+}
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    let result = match &cli.command {
+        Command::CheckConfig(args) => cmd_config::run(args),
+        Command::Shares(args) => cmd_shares::run(args),
+        Command::Sync(args) => cmd_sync::run(args),
+        Command::Report(args) => cmd_report::run(args),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("allot: {e:#}");
+        ExitCode::FAILURE
+    })
 }

@@ -66,6 +66,25 @@ impl ChargeWeights {
         // `as` saturates for out-of-range floats.
         total.ceil() as u64
     }
+
+    /// Charge units per second of a job's numeric TRES `counts` (as
+    /// [`crate::tres::counts`] reads them; `mem` in MB) holding `gpus` GPUs
+    /// ([`crate::tres::gpu_count`]): GPUs count once through `gres/gpu`; a
+    /// typed entry such as `gres/gpu:a100` is charged on top only when a
+    /// weight names it.
+    pub fn rate_of_counts<S: AsRef<str>>(&self, counts: &[(S, u64)], gpus: u64) -> u64 {
+        let others = counts.iter().map(|(n, c)| (n.as_ref(), *c)).filter(|(name, _)| {
+            *name != "gres/gpu" && (!name.starts_with("gres/gpu:") || self.weights.contains_key(*name))
+        });
+        self.rate(others.chain(std::iter::once(("gres/gpu", gpus))))
+    }
+
+    /// [`rate_of_counts`](Self::rate_of_counts) of a Slurm TRES string
+    /// (`tres_fmt_alloc_str`, sacct's `AllocTRES`). Unreadable entries
+    /// charge nothing.
+    pub fn rate_of_tres(&self, tres: &str) -> u64 {
+        self.rate_of_counts(&crate::tres::counts(tres), crate::tres::gpu_count(tres).unwrap_or(0))
+    }
 }
 
 #[cfg(test)]
@@ -88,6 +107,16 @@ mod tests {
         .unwrap();
         assert_eq!(w.rate([("gres/gpu", 2), ("cpu", 16)]), 4); // 2 + 1.6 -> 4
         assert_eq!(w.rate([("cpu", 1)]), 1);
+    }
+
+    #[test]
+    fn rate_of_a_tres_string() {
+        let w = ChargeWeights::default();
+        assert_eq!(w.rate_of_tres("cpu=2,mem=16G,node=1,billing=2,gres/gpu:a100=2,gres/gpu=2"), 2);
+        assert_eq!(w.rate_of_tres("gres/gpu:a100=2,gres/gpu:v100=1"), 3);
+        assert_eq!(w.rate_of_tres(""), 0);
+        let typed = ChargeWeights::new(BTreeMap::from([("gres/gpu".into(), 1.0), ("gres/gpu:a100".into(), 1.0)])).unwrap();
+        assert_eq!(typed.rate_of_tres("gres/gpu:a100=2,gres/gpu=2"), 4, "a weighted type is charged on top");
     }
 
     #[test]

@@ -55,6 +55,32 @@ pub fn gpu_count(input: &str) -> Result<u64, TresError> {
     Ok(untyped.unwrap_or(typed))
 }
 
+/// Numeric TRES pairs of an `AllocTRES` string: counts that are integers,
+/// and `mem`-style counts with a K/M/G/T/P suffix converted to megabytes.
+/// Entries with other counts are left out.
+pub fn counts(s: &str) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for pair in pairs(s) {
+        let Ok((name, count)) = pair else { continue };
+        let n = count.parse::<u64>().ok().or_else(|| {
+            let (num, unit) = count.split_at(count.len().saturating_sub(1));
+            let mb = match unit {
+                "K" => 1.0 / 1024.0,
+                "M" => 1.0,
+                "G" => 1024.0,
+                "T" => 1024.0 * 1024.0,
+                "P" => 1024.0 * 1024.0 * 1024.0,
+                _ => return None,
+            };
+            num.parse::<f64>().ok().map(|v| (v * mb).ceil() as u64)
+        });
+        if let Some(n) = n {
+            out.push((name.to_string(), n));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,6 +101,14 @@ mod tests {
         assert_eq!(gpu_count("").unwrap(), 0);
         assert_eq!(gpu_count("cpu=2,mem=1G,node=1").unwrap(), 0);
         assert_eq!(gpu_count("cpu=2,gres/gpumem=4").unwrap(), 0);
+    }
+
+    #[test]
+    fn counts_convert_memory_to_megabytes() {
+        let c = counts("billing=2,cpu=2,gres/gpu:a100=2,gres/gpu=2,mem=8G,node=1,energy=x");
+        assert!(c.contains(&("mem".to_string(), 8192)));
+        assert!(c.contains(&("gres/gpu:a100".to_string(), 2)));
+        assert!(!c.iter().any(|(n, _)| n == "energy"));
     }
 
     #[test]

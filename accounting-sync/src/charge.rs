@@ -1,0 +1,165 @@
+//! What one job attempt is charged: the engine's rule applied to a sacct row.
+//!
+//! This file only *applies* the engine's rules; it defines none:
+//! - the minimum runtime is the one recorded on the job (`AdminComment`
+//!   token, see [`crate::sacct::min_runtime_token`]), else the partition's or
+//!   global default ([`fairshare::ContractPolicy::min_runtime`]);
+//! - the charge rate (units per second; GPUs with the default weights) is
+//!   [`fairshare::charge::ChargeWeights::rate`] of the allocated TRES;
+//! - the charged interval is `[start, charged_end)` with `charged_end` from
+//!   [`fairshare::ContractPolicy::charged_end`]: `max(end, start + min
+//!   runtime)` when minimum runtimes are charged, nothing for an
+//!   unallocated job (minimum runtime 0).
+//!
+//! A running attempt has no charged end yet: readers count it up to the
+//! time they ask about (see [`crate::ledger::LedgerReader::usage`]).
+
+use fairshare::charge::ChargeWeights;
+use fairshare::{Config, ContractPolicy};
+
+use crate::ledger::AttemptRecord;
+use crate::sacct::Attempt;
+
+/// The charging rules of one config.
+#[derive(Debug, Clone)]
+pub struct Charging {
+    policy: ContractPolicy,
+    weights: ChargeWeights,
+}
+
+impl Charging {
+    /// The rules of `config` (`[contract]` and `[charge]`).
+    pub fn from_config(config: &Config) -> Charging {
+        Charging {
+            policy: config.contract.clone(),
+            weights: config.charge.clone(),
+        }
+    }
+
+    /// Rules from their parts (tests, benchmarks).
+    pub fn new(policy: ContractPolicy, weights: ChargeWeights) -> Charging {
+        Charging { policy, weights }
+    }
+
+    /// Charge units per second of an attempt (GPUs with default weights).
+    /// Typed GPU entries (`gres/gpu:a100`) count through the `gres/gpu`
+    /// total unless a weight names the type.
+    pub fn rate(&self, a: &Attempt) -> u64 {
+        self.weights.rate_of_counts(&a.tres, a.gpus)
+    }
+
+    /// The ledger record of an attempt: contract, rate, charged end and
+    /// charged unit-seconds (GPU-seconds by default; 0 while running, for a
+    /// job that never started, and for an unallocated job).
+    pub fn record(&self, a: &Attempt) -> AttemptRecord {
+        let (min_runtime, recorded) = match a.min_runtime {
+            Some(m) => (m, true),
+            None => {
+                let m = self
+                    .policy
+                    .min_runtime(None, a.partition.as_deref())
+                    .unwrap_or(self.policy.default_min_runtime);
+                (m, false)
+            }
+        };
+        let rate = self.rate(a);
+        let charge_end = match (a.start, a.end) {
+            (Some(s), Some(e)) if rate > 0 => self
+                .policy
+                .charged_end(s.max(0) as u64, e.max(0) as u64, min_runtime)
+                .map(|ce| i64::try_from(ce).unwrap_or(i64::MAX)),
+            _ => None,
+        };
+        let charged = match (a.start, charge_end) {
+            (Some(s), Some(ce)) => rate.saturating_mul(ce.saturating_sub(s).max(0) as u64),
+            _ => 0,
+        };
+        AttemptRecord {
+            job_id: a.job_id,
+            submit: a.submit,
+            label: a.label.clone(),
+            array_job: a.array.map(|x| x.job),
+            array_task: a.array.map(|x| x.task),
+            het_job: a.het.map(|x| x.job),
+            het_offset: a.het.map(|x| x.offset),
+            account: a.account.clone(),
+            user: a.user.clone(),
+            partition: a.partition.clone(),
+            gpus: a.gpus,
+            rate,
+            start: a.start,
+            end: a.end,
+            elapsed: a.elapsed,
+            state: a.state.clone(),
+            min_runtime,
+            min_runtime_recorded: recorded,
+            charge_end,
+            charged,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sacct::{Parser, RowOutcome};
+
+    fn attempt(line: &str) -> Attempt {
+        let p = Parser::live(jiff::tz::TimeZone::UTC);
+        match p.parse(line).unwrap() {
+            RowOutcome::Attempt(a) => *a,
+            RowOutcome::Skipped => panic!(),
+        }
+    }
+
+    fn rules() -> Charging {
+        let mut policy = ContractPolicy::default(); // 1 h default, charged
+        policy.partition_default.insert("debug".into(), 0);
+        Charging::new(policy, ChargeWeights::default())
+    }
+
+    #[test]
+    fn short_allocated_job_pays_its_minimum_runtime() {
+        let r = rules().record(&attempt(
+            "1|1|a1|alice|gpu|gres/gpu=2|0|1000|1600|00:10:00|COMPLETED|",
+        ));
+        assert_eq!((r.min_runtime, r.min_runtime_recorded), (3600, false));
+        assert_eq!(r.charge_end, Some(4600));
+        assert_eq!(r.charged, 2 * 3600);
+    }
+
+    #[test]
+    fn long_job_pays_its_runtime_and_recorded_contract_wins() {
+        let r = rules().record(&attempt(
+            "2|2|a1|alice|gpu|gres/gpu=4|0|1000|11000|02:46:40|COMPLETED|allot:min_runtime=7200",
+        ));
+        assert_eq!((r.min_runtime, r.min_runtime_recorded), (7200, true));
+        assert_eq!(r.charged, 4 * 10_000);
+    }
+
+    #[test]
+    fn unallocated_running_and_never_started_are_free() {
+        let free = rules().record(&attempt(
+            "3|3|a1|bob|debug|gres/gpu=1|0|1000|5000|01:06:40|COMPLETED|",
+        ));
+        assert_eq!(
+            (free.min_runtime, free.charge_end, free.charged),
+            (0, None, 0)
+        );
+        assert_eq!(free.gpus, 1);
+        let run = rules().record(&attempt(
+            "4|4|a1|bob|gpu|gres/gpu=1|0|1000|Unknown|00:10:00|RUNNING|",
+        ));
+        assert_eq!((run.charge_end, run.charged, run.rate), (None, 0, 1));
+        let pend = rules().record(&attempt("5|5|a1|bob|gpu||0|None|Unknown|00:00:00|PENDING|"));
+        assert_eq!((pend.charge_end, pend.charged, pend.rate), (None, 0, 0));
+    }
+
+    #[test]
+    fn typed_only_gpus_are_charged() {
+        let r = rules().record(&attempt(
+            "6|6|a1|bob|gpu|gres/gpu:a100=3|0|0|3600|01:00:00|COMPLETED|",
+        ));
+        assert_eq!((r.gpus, r.rate, r.charged), (3, 3, 3 * 3600));
+    }
+}

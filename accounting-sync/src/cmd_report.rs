@@ -1,0 +1,134 @@
+//! `allot report`: the budget report over a window. See `allot_sync::report`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use allot_sync::ledger::LedgerReader;
+use allot_sync::report;
+use anyhow::{bail, Context};
+use fairshare::Config;
+
+use crate::cmd_sync::parse_interval;
+use crate::config_path::{self, ConfigArg};
+
+/// Arguments of `allot report`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// Ledger file [default: `[ledger] path` of allot.toml]
+    #[arg(long, value_name = "PATH")]
+    pub ledger: Option<PathBuf>,
+    /// Window start: epoch seconds, YYYY-MM-DD[THH:MM[:SS]] local, or now [default: end - window]
+    #[arg(short = 'S', long = "starttime", value_name = "TIME")]
+    pub start: Option<String>,
+    /// Window end (same formats; capped at now) [default: now]
+    #[arg(short = 'E', long = "endtime", value_name = "TIME")]
+    pub end: Option<String>,
+    /// Window length when -S is not given: Slurm time (7-0) or 60s/5m/1h/1d
+    /// [default: `window` of allot.toml]
+    #[arg(long, value_name = "TIME")]
+    pub window: Option<String>,
+    /// sacct-style output: `|`-separated, header line, no indentation
+    #[arg(long, conflicts_with = "json")]
+    pub parsable2: bool,
+    /// JSON output (exact GPU-seconds included)
+    #[arg(long)]
+    pub json: bool,
+    /// A line per user under each account
+    #[arg(long)]
+    pub users: bool,
+    /// Cluster capacity in GPUs [default: `capacity_gpus` of allot.toml, else the GPUs sinfo reports]
+    #[arg(long, value_name = "GPUS")]
+    pub capacity: Option<u64>,
+}
+
+/// Seconds since the epoch, now.
+pub fn now() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+/// `--ledger`, else the config's `[ledger] path`.
+pub fn ledger_path(flag: Option<&Path>, config: &Config) -> PathBuf {
+    flag.map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(&config.ledger_path))
+}
+
+/// A time on the command line: `now`, epoch seconds, or local
+/// `YYYY-MM-DD[THH:MM[:SS]]`.
+pub fn parse_when(s: &str) -> anyhow::Result<i64> {
+    let t = s.trim();
+    if t == "now" {
+        return Ok(now());
+    }
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t
+            .parse()
+            .with_context(|| format!("invalid time {s:?}: epoch seconds out of range"));
+    }
+    let full = match t.len() {
+        10 => format!("{t}T00:00:00"),
+        16 => format!("{t}:00"),
+        _ => t.to_string(),
+    };
+    allot_sync::sacct::parse_time(&full, &jiff::tz::TimeZone::system())
+        .ok()
+        .flatten()
+        .with_context(|| {
+            format!("invalid time {s:?}; write now, epoch seconds, or YYYY-MM-DD[THH:MM[:SS]]")
+        })
+}
+
+fn capacity(flag: Option<u64>, config: &Config) -> anyhow::Result<u64> {
+    if let Some(c) = flag.or(config.capacity_gpus) {
+        return Ok(c);
+    }
+    let out = std::process::Command::new("sinfo")
+        .args(["-h", "-N", "-O", "NodeHost:100,Gres:300"])
+        .output()
+        .context("capacity unknown: set capacity_gpus in allot.toml or pass --capacity (sinfo could not run)")?;
+    if !out.status.success() {
+        bail!(
+            "capacity unknown: set capacity_gpus in allot.toml or pass --capacity (sinfo failed: {})",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(report::gpus_from_sinfo(&String::from_utf8_lossy(
+        &out.stdout,
+    )))
+}
+
+/// Runs the subcommand.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    crate::cmd_sync::init_logging();
+    let config = config_path::load(&args.config.path())?;
+    let path = ledger_path(args.ledger.as_deref(), &config);
+    let now = now();
+    let end = match &args.end {
+        Some(e) => parse_when(e)?.min(now),
+        None => now,
+    };
+    let window = match &args.window {
+        Some(w) => parse_interval(w).context("--window")? as i64,
+        None => config.window as i64,
+    };
+    let start = match &args.start {
+        Some(s) => parse_when(s)?,
+        None => end - window,
+    };
+    if start >= end {
+        bail!("empty window: -S {start} is not before -E {end} (epoch seconds)");
+    }
+    let cap = capacity(args.capacity, &config)?;
+    let reader = LedgerReader::open(&path)?;
+    let r = report::build(&reader, Arc::new(config), cap, start, end, args.users)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else if args.parsable2 {
+        print!("{}", report::render_parsable(&r));
+    } else {
+        print!("{}", report::render_text(&r));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,182 @@
+//! `allot sync`: sacct (or a saved dump) -> ledger. See `allot_sync::sync`
+//! and docs/ledger.md.
+
+use std::io::BufReader;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use allot_sync::charge::Charging;
+use allot_sync::ledger::Ledger;
+use allot_sync::sync::{self, ImportStats, SyncOptions};
+use anyhow::Context;
+
+use crate::cmd_report::{ledger_path, now, parse_when};
+use crate::config_path::{self, ConfigArg};
+
+/// Arguments of `allot sync`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// Ledger file [default: `[ledger] path` of allot.toml]
+    #[arg(long, value_name = "PATH")]
+    pub ledger: Option<PathBuf>,
+    /// Import a saved `sacct --parsable2` dump (with its header line; `-` = stdin)
+    /// instead of running sacct
+    #[arg(long, value_name = "FILE", conflicts_with = "follow")]
+    pub from: Option<PathBuf>,
+    /// Time zone of the dump's local times, e.g. Europe/Paris [default: the system's]
+    #[arg(long, value_name = "TZ", requires = "from")]
+    pub timezone: Option<String>,
+    /// Keep syncing, one pass every --interval
+    #[arg(long)]
+    pub follow: bool,
+    /// Time between passes with --follow: 60s, 5m, 1h or a Slurm time
+    /// [default: `[sync] interval` of allot.toml]
+    #[arg(long, value_name = "TIME", requires = "follow")]
+    pub interval: Option<String>,
+    /// How far before the watermark each pass re-reads (same formats as --interval)
+    #[arg(long, value_name = "TIME", default_value = "1h")]
+    pub overlap: String,
+    /// Where the first pass on an empty ledger starts: epoch seconds or
+    /// YYYY-MM-DD[THH:MM:SS] local [default: one window (allot.toml) ago]
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// Job attempts per transaction
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub batch_size: usize,
+    /// The sacct program
+    #[arg(
+        long,
+        value_name = "PROGRAM",
+        env = "ALLOT_SACCT",
+        default_value = "sacct"
+    )]
+    pub sacct: String,
+}
+
+/// `60s`, `5m`, `2h`, `1d`, or a Slurm time (`1:00`, `0-1`), in seconds.
+pub fn parse_interval(s: &str) -> anyhow::Result<u64> {
+    let t = s.trim();
+    let unit = match t.chars().last() {
+        Some('s') => Some(1),
+        Some('m') => Some(60),
+        Some('h') => Some(3600),
+        Some('d') => Some(86_400),
+        _ => None,
+    };
+    if let Some(u) = unit {
+        let n: u64 = t[..t.len() - 1].parse().with_context(|| {
+            format!(
+                "invalid time {s:?}; write e.g. 60s, 5m, 1h, 1d or a Slurm time such as 1:00:00"
+            )
+        })?;
+        return Ok(n * u);
+    }
+    fairshare::duration::parse_slurm_duration(t).with_context(|| {
+        format!("invalid time {s:?}; write e.g. 60s, 5m, 1h, 1d or a Slurm time such as 1:00:00")
+    })
+}
+
+/// Logs to stderr, filtered by `ALLOT_LOG` (default `info`).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ALLOT_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn summary(s: &ImportStats) -> String {
+    format!(
+        "{} rows: {} new attempts, {} updated, {} unchanged, {} not jobs, {} unreadable (logged)",
+        s.rows, s.written.inserted, s.written.updated, s.written.unchanged, s.skipped, s.bad
+    )
+}
+
+/// Runs the subcommand.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    init_logging();
+    let config_file = args.config.path();
+    let config = config_path::load(&config_file)?;
+    let path = ledger_path(args.ledger.as_deref(), &config);
+    let charging = Charging::from_config(&config);
+    let mut ledger = Ledger::open(&path)?;
+    if let Some(from) = &args.from {
+        let tz = match &args.timezone {
+            Some(name) => jiff::tz::TimeZone::get(name)
+                .with_context(|| format!("--timezone {name:?}: unknown time zone; use an IANA name such as UTC or Europe/Paris"))?,
+            None => jiff::tz::TimeZone::system(),
+        };
+        let stats = if from.as_os_str() == "-" {
+            sync::import_dump(
+                &mut ledger,
+                &charging,
+                std::io::stdin().lock(),
+                tz,
+                args.batch_size,
+            )?
+        } else {
+            let f = std::fs::File::open(from)
+                .with_context(|| format!("cannot open the dump {}", from.display()))?;
+            sync::import_dump(
+                &mut ledger,
+                &charging,
+                BufReader::new(f),
+                tz,
+                args.batch_size,
+            )
+            .with_context(|| format!("importing {}", from.display()))?
+        };
+        println!("{}: {}", path.display(), summary(&stats));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let first_start = match &args.since {
+        Some(s) => parse_when(s)?,
+        None => now() - config.window as i64,
+    };
+    let opts = SyncOptions {
+        sacct: args.sacct.clone(),
+        overlap: parse_interval(&args.overlap).context("--overlap")? as i64,
+        first_start,
+        batch: args.batch_size,
+    };
+    if !args.follow {
+        let stats = sync::sync_once(&mut ledger, &charging, &opts, now())?;
+        println!("{}: {}", path.display(), summary(&stats));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let interval = match &args.interval {
+        Some(s) => parse_interval(s).context("--interval")?,
+        None => config.sync_interval,
+    }
+    .max(1);
+    tracing::info!(ledger = %path.display(), interval_s = interval, "following sacct");
+    loop {
+        match sync::sync_once(&mut ledger, &charging, &opts, now()) {
+            Ok(stats) => tracing::info!("{}", summary(&stats)),
+            // A failed pass leaves the watermark where it was: the next one retries.
+            Err(e) => tracing::error!("sync pass failed, retrying in {interval} s: {e:#}"),
+        }
+        std::thread::sleep(Duration::from_secs(interval));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval("60s").unwrap(), 60);
+        assert_eq!(parse_interval("5m").unwrap(), 300);
+        assert_eq!(parse_interval("1h").unwrap(), 3600);
+        assert_eq!(parse_interval("1:00:00").unwrap(), 3600);
+        assert!(parse_interval("soon")
+            .unwrap_err()
+            .to_string()
+            .contains("60s"));
+    }
+}

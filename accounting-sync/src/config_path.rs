@@ -1,0 +1,121 @@
+//! Where `allot.toml` is, and loading it. Every subcommand takes
+//! `--config FILE`; without it the file is `$ALLOT_CONF`, else `allot.toml`
+//! beside slurm.conf (the directory of `$SLURM_CONF`, else `/etc/slurm`).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use fairshare::Config;
+
+/// Directory of slurm.conf when `$SLURM_CONF` is not set.
+pub const DEFAULT_SLURM_CONF_DIR: &str = "/etc/slurm";
+
+/// The `--config FILE` option, shared by every subcommand.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ConfigArg {
+    /// allot.toml to use [default: $ALLOT_CONF, else allot.toml beside slurm.conf
+    /// (dirname of $SLURM_CONF, else /etc/slurm)]
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+impl ConfigArg {
+    /// The path this invocation means, from the option or the environment.
+    pub fn path(&self) -> PathBuf {
+        resolve_config_path(
+            self.config.as_deref(),
+            std::env::var_os("ALLOT_CONF"),
+            std::env::var_os("SLURM_CONF"),
+        )
+    }
+}
+
+/// The config path: `explicit`, else `allot_conf` (`$ALLOT_CONF`), else
+/// `allot.toml` in the directory of `slurm_conf` (`$SLURM_CONF`), else
+/// `/etc/slurm/allot.toml`. Empty environment values count as unset.
+pub fn resolve_config_path(
+    explicit: Option<&Path>,
+    allot_conf: Option<OsString>,
+    slurm_conf: Option<OsString>,
+) -> PathBuf {
+    if let Some(p) = explicit {
+        return p.to_path_buf();
+    }
+    if let Some(p) = allot_conf.filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let dir = slurm_conf
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            PathBuf::from(p)
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default()
+        })
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_SLURM_CONF_DIR));
+    dir.join("allot.toml")
+}
+
+/// Reads and validates a config file.
+///
+/// # Errors
+/// The file cannot be read, or it is invalid: the message lists every
+/// problem, one per indented line, under a line naming the file.
+pub fn load(path: &Path) -> anyhow::Result<Config> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Config::from_toml_str(&text).map_err(|errs| {
+        let n = errs.0.len();
+        let mut msg = format!(
+            "{}: {n} error{}",
+            path.display(),
+            if n == 1 { "" } else { "s" }
+        );
+        for e in &errs.0 {
+            for (i, line) in e.to_string().lines().enumerate() {
+                msg += if i == 0 { "\n  " } else { "\n    " };
+                msg += line;
+            }
+        }
+        anyhow::anyhow!(msg)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolution_order() {
+        let os = |s: &str| Some(OsString::from(s));
+        assert_eq!(
+            resolve_config_path(
+                Some(Path::new("x.toml")),
+                os("/a/allot.toml"),
+                os("/s/slurm.conf")
+            ),
+            PathBuf::from("x.toml")
+        );
+        assert_eq!(
+            resolve_config_path(None, os("/a/b.toml"), os("/s/slurm.conf")),
+            PathBuf::from("/a/b.toml")
+        );
+        assert_eq!(
+            resolve_config_path(None, None, os("/s/slurm.conf")),
+            PathBuf::from("/s/allot.toml")
+        );
+        assert_eq!(
+            resolve_config_path(None, os(""), os("")),
+            PathBuf::from("/etc/slurm/allot.toml")
+        );
+        assert_eq!(
+            resolve_config_path(None, None, None),
+            PathBuf::from("/etc/slurm/allot.toml")
+        );
+        assert_eq!(
+            resolve_config_path(None, None, os("slurm.conf")),
+            PathBuf::from("allot.toml")
+        );
+    }
+}

@@ -1,0 +1,351 @@
+use super::*;
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("allot-ledger-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("ledger.sqlite")
+}
+
+/// A finished allocated attempt: `gpus` GPUs from `start` to `end`, charged
+/// `[start, charge_end)`.
+fn rec(
+    job: u64,
+    account: &str,
+    gpus: u64,
+    start: i64,
+    end: Option<i64>,
+    min_runtime: u64,
+) -> AttemptRecord {
+    let charge_end = match end {
+        Some(e) if min_runtime > 0 => Some(e.max(start + min_runtime as i64)),
+        _ => None,
+    };
+    AttemptRecord {
+        job_id: job,
+        submit: start - 10,
+        label: job.to_string(),
+        array_job: None,
+        array_task: None,
+        het_job: None,
+        het_offset: None,
+        account: account.into(),
+        user: "alice".into(),
+        partition: Some("gpu".into()),
+        gpus,
+        rate: gpus,
+        start: Some(start),
+        end,
+        elapsed: None,
+        state: if end.is_some() {
+            "COMPLETED"
+        } else {
+            "RUNNING"
+        }
+        .into(),
+        min_runtime,
+        min_runtime_recorded: false,
+        charge_end,
+        charged: charge_end.map_or(0, |ce| gpus * (ce - start) as u64),
+    }
+}
+
+const T0: i64 = 1_700_000_000; // an arbitrary epoch, not on an hour boundary
+
+#[test]
+fn straddling_job_counts_only_the_overlap() {
+    let path = tmp("straddle");
+    let mut l = Ledger::open(&path).unwrap();
+    // Window [T0, T0 + 7 d); the job started 2 h before it and ran 3 h.
+    l.write_batch(
+        &[rec(1, "a1", 1, T0 - 7200, Some(T0 + 3600), 3600)],
+        Some(T0),
+    )
+    .unwrap();
+    let r = l.reader().unwrap();
+    let u = r.usage(T0, T0 + 7 * 86_400).unwrap();
+    let a = u[&("a1".to_string(), "alice".to_string())];
+    assert_eq!(a.charged, 3600, "1 GPU-hour inside the window");
+    assert_eq!(a.gpu_seconds, 3600);
+    assert_eq!(a.unallocated, 0);
+    assert_eq!(
+        r.charged_by_account(T0, T0 + 7 * 86_400).unwrap()["a1"],
+        3600
+    );
+    assert_eq!(r.watermark().unwrap(), Some(T0));
+}
+
+#[test]
+fn minimum_runtime_extends_the_charge_not_the_occupancy() {
+    let path = tmp("minrt");
+    let mut l = Ledger::open(&path).unwrap();
+    l.write_batch(&[rec(1, "a1", 2, T0, Some(T0 + 600), 3600)], None)
+        .unwrap();
+    let u = l.reader().unwrap().usage(T0 - 86_400, T0 + 86_400).unwrap();
+    let a = u[&("a1".to_string(), "alice".to_string())];
+    assert_eq!((a.charged, a.gpu_seconds), (2 * 3600, 2 * 600));
+    // Asked at T0 + 1800, the not-yet-served part is not counted yet.
+    let u = l.reader().unwrap().usage(T0 - 86_400, T0 + 1800).unwrap();
+    assert_eq!(
+        u[&("a1".to_string(), "alice".to_string())].charged,
+        2 * 1800
+    );
+}
+
+#[test]
+fn unallocated_and_running_jobs() {
+    let path = tmp("unalloc");
+    let mut l = Ledger::open(&path).unwrap();
+    let free = rec(1, "a1", 4, T0, Some(T0 + 1000), 0);
+    let running = rec(2, "a2", 2, T0 + 100, None, 3600);
+    let mut pending = rec(3, "a2", 0, T0, None, 3600);
+    pending.start = None;
+    l.write_batch(&[free, running, pending], None).unwrap();
+    let r = l.reader().unwrap();
+    let u = r.usage(T0, T0 + 2000).unwrap();
+    assert_eq!(
+        u[&("a1".into(), "alice".into())],
+        Usage {
+            charged: 0,
+            gpu_seconds: 4000,
+            unallocated: 4000
+        }
+    );
+    // Running: counts up to the end of the window asked about.
+    assert_eq!(
+        u[&("a2".into(), "alice".into())],
+        Usage {
+            charged: 2 * 1900,
+            gpu_seconds: 2 * 1900,
+            unallocated: 0
+        }
+    );
+    let counts = r.open_counts().unwrap();
+    assert_eq!(
+        counts["a2"],
+        OpenCounts {
+            running: 1,
+            pending: 1
+        }
+    );
+    assert!(!counts.contains_key("a1"));
+}
+
+#[test]
+fn rewrites_are_idempotent_and_updates_move_the_buckets() {
+    let path = tmp("idem");
+    let mut l = Ledger::open(&path).unwrap();
+    let running = rec(7, "a1", 1, T0, None, 3600);
+    let s = l.write_batch(std::slice::from_ref(&running), None).unwrap();
+    assert_eq!(
+        s,
+        BatchStats {
+            inserted: 1,
+            updated: 0,
+            unchanged: 0
+        }
+    );
+    let s = l.write_batch(&[running], None).unwrap();
+    assert_eq!(
+        s,
+        BatchStats {
+            inserted: 0,
+            updated: 0,
+            unchanged: 1
+        }
+    );
+    let done = rec(7, "a1", 1, T0, Some(T0 + 7200), 3600);
+    let s = l.write_batch(std::slice::from_ref(&done), None).unwrap();
+    assert_eq!(
+        s,
+        BatchStats {
+            inserted: 0,
+            updated: 1,
+            unchanged: 0
+        }
+    );
+    let dump1 = l.reader().unwrap().dump().unwrap();
+    l.write_batch(std::slice::from_ref(&done), None).unwrap();
+    assert_eq!(l.reader().unwrap().dump().unwrap(), dump1);
+    // The job is re-labelled to another account: its charge moves with it.
+    let mut moved = done;
+    moved.account = "v1".into();
+    l.write_batch(&[moved], None).unwrap();
+    let r = l.reader().unwrap();
+    let by = r.charged_by_account(T0 - 86_400, T0 + 86_400).unwrap();
+    assert_eq!(by.get("a1"), None);
+    assert_eq!(by["v1"], 7200);
+    assert!(!r.dump().unwrap().contains(" a1 "), "no bucket of a1 left");
+}
+
+#[test]
+fn requeued_attempts_are_numbered_by_submit_time() {
+    let path = tmp("attempts");
+    let mut l = Ledger::open(&path).unwrap();
+    let mut second = rec(9, "a1", 1, T0 + 5000, Some(T0 + 9000), 60);
+    second.submit = T0 + 4000;
+    let first = rec(9, "a1", 1, T0, Some(T0 + 4000), 60);
+    // Out of order on purpose: the later attempt arrives first.
+    l.write_batch(&[second], None).unwrap();
+    l.write_batch(&[first], None).unwrap();
+    let all = l.reader().unwrap().all_attempts().unwrap();
+    assert_eq!(
+        all.iter()
+            .map(|a| (a.attempt, a.record.submit))
+            .collect::<Vec<_>>(),
+        [(0, T0 - 10), (1, T0 + 4000)]
+    );
+    assert_eq!(
+        l.reader()
+            .unwrap()
+            .charged_by_account(T0, T0 + 9000)
+            .unwrap()["a1"],
+        8000
+    );
+}
+
+/// Small deterministic generator (no dependency).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+}
+
+fn brute(recs: &[AttemptRecord], s: i64, e: i64) -> BTreeMap<(String, String), Usage> {
+    let mut out: BTreeMap<(String, String), Usage> = BTreeMap::new();
+    for r in recs {
+        let mut u = Usage::default();
+        for (f, seg) in segments(r).into_iter().enumerate() {
+            let Some(seg) = seg else { continue };
+            let end = seg.end.unwrap_or(e).min(e);
+            let v = (seg.rate * len(seg.start.max(s), end)) as u64;
+            match f {
+                0 => u.charged += v,
+                1 => u.gpu_seconds += v,
+                _ => u.unallocated += v,
+            }
+        }
+        out.entry((r.account.clone(), r.user.clone()))
+            .or_default()
+            .add(&u);
+    }
+    out.retain(|_, u| *u != Usage::default());
+    out
+}
+
+#[test]
+fn window_queries_match_brute_force() {
+    let path = tmp("brute");
+    let mut l = Ledger::open(&path).unwrap();
+    let mut g = Lcg(42);
+    let mut recs = Vec::new();
+    for job in 0..600u64 {
+        let start = T0 + g.next(40 * 3600) as i64;
+        let end = if g.next(10) == 0 {
+            None
+        } else {
+            Some(start + g.next(6 * 3600) as i64)
+        };
+        let min = [0, 60, 3600, 7200][g.next(4) as usize];
+        let mut r = rec(
+            job,
+            ["a1", "a2", "v1"][g.next(3) as usize],
+            1 + g.next(8),
+            start,
+            end,
+            min,
+        );
+        r.user = ["alice", "bob"][g.next(2) as usize].into();
+        recs.push(r);
+    }
+    // Written in several batches, some records twice.
+    for chunk in recs.chunks(97) {
+        l.write_batch(chunk, None).unwrap();
+    }
+    l.write_batch(&recs[100..200], None).unwrap();
+    let r = l.reader().unwrap();
+    for _ in 0..60 {
+        let s = T0 - 3600 + g.next(50 * 3600) as i64;
+        let e = s + g.next(20 * 3600) as i64;
+        assert_eq!(
+            r.usage(s, e).unwrap(),
+            brute(&recs, s, e),
+            "window [{s}, {e})"
+        );
+    }
+    // Hour-aligned edges too.
+    let s = (T0 / 3600 + 2) * 3600;
+    assert_eq!(
+        r.usage(s, s + 10 * 3600).unwrap(),
+        brute(&recs, s, s + 10 * 3600)
+    );
+    // attempts_overlapping returns exactly the attempts with usage inside.
+    let (s, e) = (T0 + 10 * 3600, T0 + 12 * 3600);
+    let got: Vec<u64> = r
+        .attempts_overlapping(s, e)
+        .unwrap()
+        .iter()
+        .map(|a| a.record.job_id)
+        .collect();
+    let mut want: Vec<u64> = recs
+        .iter()
+        .filter(|x| {
+            brute(std::slice::from_ref(x), s, e)
+                .values()
+                .any(|u| *u != Usage::default())
+        })
+        .map(|x| x.job_id)
+        .collect();
+    let mut got_sorted = got.clone();
+    got_sorted.sort();
+    want.sort();
+    assert_eq!(got_sorted, want);
+}
+
+#[test]
+fn second_writer_is_refused_and_file_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let path = tmp("lock");
+    let l = Ledger::open(&path).unwrap();
+    let e = Ledger::open(&path).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, LedgerError::Locked { .. }), "{msg}");
+    assert!(
+        msg.contains("only one writer") && msg.contains(&format!("pid {}", std::process::id())),
+        "{msg}"
+    );
+    // Readers are not writers: they open fine while the writer holds the lock.
+    assert!(LedgerReader::open(&path).is_ok());
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640);
+    drop(l);
+    // The WAL files stay, so a read-only reader can open the file later.
+    for suffix in ["-wal", "-shm"] {
+        let f = format!("{}{suffix}", path.display());
+        assert!(Path::new(&f).exists(), "{f} was removed at close");
+    }
+    assert!(Ledger::open(&path).is_ok(), "lock released on drop");
+}
+
+#[test]
+fn reader_refuses_missing_and_newer_ledgers() {
+    let path = tmp("missing");
+    let e = LedgerReader::open(&path).unwrap_err();
+    assert!(e.to_string().contains("run `allot sync` first"), "{e}");
+    let l = Ledger::open(&path).unwrap();
+    l.conn
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    let e = LedgerReader::open(&path).unwrap_err();
+    assert!(e.to_string().contains("upgrade allot"), "{e}");
+    drop(l);
+    assert!(matches!(
+        Ledger::open(&path).unwrap_err(),
+        LedgerError::NewerSchema { .. }
+    ));
+}

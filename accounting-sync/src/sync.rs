@@ -1,0 +1,232 @@
+//! The import: sacct rows -> ledger, in batches, idempotent.
+//!
+//! - Live ([`sync_once`]): `sacct -a -X -D --parsable2 --noheader -o
+//!   <LIVE_FIELDS> -S <watermark - overlap>` with `SLURM_TIME_FORMAT=%s`
+//!   (epoch seconds, no time-zone guessing). Without `-s`, sacct lists every
+//!   job that was pending or running at any time after `-S`, so running and
+//!   pending jobs always come back. Attempts the ledger still holds as open
+//!   but this pass did not see (an end record slurmdbd got late) are asked
+//!   for again by id (`-j`). The watermark moves to the pass's start time
+//!   with the pass's last batch, never before every row is written.
+//! - From a dump ([`import_dump`]): a saved `sacct --parsable2` output with
+//!   its header line; see [`crate::sacct::REQUIRED_FIELDS`].
+//! - Each batch is one transaction; a record already stored identically is
+//!   left alone, so a crash or a re-run never double-counts.
+//! - A row that cannot be parsed is logged with its JobID and skipped.
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context};
+
+use crate::charge::Charging;
+use crate::ledger::{AttemptRecord, BatchStats, Ledger};
+use crate::sacct::{Parser, RowOutcome, LIVE_FIELDS};
+
+/// Counts of one import.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImportStats {
+    /// Lines read (header excluded).
+    pub rows: u64,
+    /// Rows that were not jobs (pending array ranges).
+    pub skipped: u64,
+    /// Rows that could not be parsed (logged, skipped).
+    pub bad: u64,
+    /// Ledger writes.
+    pub written: BatchStats,
+}
+
+impl ImportStats {
+    fn add(&mut self, b: BatchStats) {
+        self.written.inserted += b.inserted;
+        self.written.updated += b.updated;
+        self.written.unchanged += b.unchanged;
+    }
+}
+
+/// Parses `lines` and writes them in batches of `batch` attempts. The last
+/// batch (possibly empty) carries `watermark`. Returns the stats and the job
+/// ids seen.
+///
+/// # Errors
+/// Ledger errors and read errors; a bad row is not an error.
+pub fn import_lines<I>(
+    ledger: &mut Ledger,
+    charging: &Charging,
+    parser: &Parser,
+    lines: I,
+    batch: usize,
+    watermark: Option<i64>,
+) -> anyhow::Result<(ImportStats, HashSet<u64>)>
+where
+    I: IntoIterator<Item = std::io::Result<String>>,
+{
+    let batch = batch.max(1);
+    let mut stats = ImportStats::default();
+    let mut seen = HashSet::new();
+    let mut buf: Vec<AttemptRecord> = Vec::with_capacity(batch);
+    for line in lines {
+        let line = line.context("reading sacct output")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        stats.rows += 1;
+        match parser.parse(&line) {
+            Ok(RowOutcome::Attempt(a)) => {
+                seen.insert(a.job_id);
+                buf.push(charging.record(&a));
+            }
+            Ok(RowOutcome::Skipped) => stats.skipped += 1,
+            Err(e) => {
+                stats.bad += 1;
+                tracing::warn!(job = %e.job_id, field = e.field, "skipping sacct row: {e}");
+            }
+        }
+        if buf.len() >= batch {
+            stats.add(ledger.write_batch(&buf, None)?);
+            buf.clear();
+        }
+    }
+    stats.add(ledger.write_batch(&buf, watermark)?);
+    Ok((stats, seen))
+}
+
+/// Imports a saved `sacct --parsable2` dump (first line: the header).
+/// Local times are read in `tz`. The watermark is not moved.
+///
+/// # Errors
+/// An empty input, a header lacking required fields (named in the
+/// message), read and ledger errors.
+pub fn import_dump<R: BufRead>(
+    ledger: &mut Ledger,
+    charging: &Charging,
+    input: R,
+    tz: jiff::tz::TimeZone,
+    batch: usize,
+) -> anyhow::Result<ImportStats> {
+    let mut lines = input.lines();
+    let header = match lines.next() {
+        Some(h) => h.context("reading the dump's header")?,
+        None => bail!(
+            "the dump is empty: expected a header line such as {}",
+            LIVE_FIELDS.join("|")
+        ),
+    };
+    let parser = Parser::from_header_line(&header, tz)?;
+    Ok(import_lines(ledger, charging, &parser, lines, batch, None)?.0)
+}
+
+/// Options of a live sync pass.
+#[derive(Debug, Clone)]
+pub struct SyncOptions {
+    /// The sacct program (`sacct`, or a path).
+    pub sacct: String,
+    /// Seconds re-read before the watermark.
+    pub overlap: i64,
+    /// Where the first pass starts when the ledger has no watermark
+    /// (seconds since the epoch).
+    pub first_start: i64,
+    /// Attempts per transaction.
+    pub batch: usize,
+}
+
+fn local_iso(t: i64) -> anyhow::Result<String> {
+    let ts = jiff::Timestamp::from_second(t).context("time out of range")?;
+    Ok(jiff::tz::TimeZone::system()
+        .to_datetime(ts)
+        .strftime("%Y-%m-%dT%H:%M:%S")
+        .to_string())
+}
+
+fn sacct_command(opts: &SyncOptions) -> Command {
+    let mut c = Command::new(&opts.sacct);
+    c.env("SLURM_TIME_FORMAT", "%s")
+        .args(["-a", "-X", "-D", "--parsable2", "--noheader", "-o"])
+        .arg(LIVE_FIELDS.join(","))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn run_sacct(
+    ledger: &mut Ledger,
+    charging: &Charging,
+    mut cmd: Command,
+    batch: usize,
+) -> anyhow::Result<(ImportStats, HashSet<u64>)> {
+    let parser = Parser::live(jiff::tz::TimeZone::system());
+    tracing::debug!(?cmd, "running sacct");
+    let mut child = cmd.spawn().with_context(|| {
+        format!(
+            "cannot run {:?}; is Slurm's sacct installed and on PATH?",
+            cmd.get_program()
+        )
+    })?;
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    let err_thread = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut s);
+        s
+    });
+    // Rows are written as they come; the caller moves the watermark once
+    // the whole pass succeeded.
+    let result = import_lines(
+        ledger,
+        charging,
+        &parser,
+        BufReader::new(stdout).lines(),
+        batch,
+        None,
+    );
+    let status = child.wait().context("waiting for sacct")?;
+    let stderr = err_thread.join().unwrap_or_default();
+    let (stats, seen) = result?;
+    if !status.success() {
+        bail!("sacct failed ({status}): {}", stderr.trim());
+    }
+    Ok((stats, seen))
+}
+
+/// One live pass at `now` (seconds since the epoch): reads sacct from the
+/// watermark minus the overlap, re-asks for attempts still open in the
+/// ledger that sacct did not list, then moves the watermark to `now`.
+///
+/// # Errors
+/// sacct cannot run or fails (the watermark then stays), ledger errors.
+pub fn sync_once(
+    ledger: &mut Ledger,
+    charging: &Charging,
+    opts: &SyncOptions,
+    now: i64,
+) -> anyhow::Result<ImportStats> {
+    let from = ledger
+        .watermark()?
+        .map_or(opts.first_start, |w| w - opts.overlap);
+    let mut cmd = sacct_command(opts);
+    cmd.arg("-S").arg(local_iso(from)?).arg("-E").arg("now");
+    let (mut stats, seen) = run_sacct(ledger, charging, cmd, opts.batch)?;
+    let stale: Vec<String> = ledger
+        .open_job_ids()?
+        .into_iter()
+        .filter(|id| !seen.contains(id))
+        .map(|id| id.to_string())
+        .collect();
+    for ids in stale.chunks(500) {
+        tracing::info!(
+            jobs = ids.len(),
+            "re-reading attempts still open in the ledger"
+        );
+        let mut cmd = sacct_command(opts);
+        cmd.arg("-j").arg(ids.join(","));
+        let (s, _) = run_sacct(ledger, charging, cmd, opts.batch)?;
+        stats.rows += s.rows;
+        stats.skipped += s.skipped;
+        stats.bad += s.bad;
+        stats.add(s.written);
+    }
+    ledger.write_batch(&[], Some(now))?;
+    Ok(stats)
+}
