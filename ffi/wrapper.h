@@ -10,3 +10,5 @@
 #include "src/common/list.h"
 #include "src/common/uid.h"
 #include "src/common/assoc_mgr.h"
+#include "src/slurmctld/preempt.h"
+#include "src/slurmctld/job_scheduler.h"

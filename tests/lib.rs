@@ -6,6 +6,7 @@
 #![deny(missing_docs)]
 
 use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -91,6 +92,101 @@ impl Testbed {
         out.lines()
             .map(|l| l.split('|').map(str::to_string).collect())
             .collect()
+    }
+}
+
+/// Tests that fill the whole cluster take this lock so that they run one
+/// at a time inside a test binary.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Seconds since the epoch.
+pub fn epoch() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+}
+
+impl Testbed {
+    /// The `allot` binary of this build (scripts/test builds the workspace).
+    pub fn allot_bin(&self) -> PathBuf {
+        let dir = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| self.root.join("target"), PathBuf::from);
+        dir.join("debug/allot")
+    }
+
+    /// The testbed's allot.toml (written by `scripts/testbed up`).
+    pub fn allot_conf(&self) -> PathBuf {
+        self.dir.join("etc/allot.toml")
+    }
+
+    /// The ledger the testbed's plugins read.
+    pub fn ledger(&self) -> PathBuf {
+        self.dir.join("ledger.sqlite")
+    }
+
+    /// Cancels every job and waits until none is left running.
+    pub fn cancel_all(&self) {
+        let ids = self.ok("squeue", &["-h", "-o", "%i"]);
+        let ids: Vec<&str> = ids.split_whitespace().collect();
+        if !ids.is_empty() {
+            let _ = self.run("scancel", &ids);
+        }
+        wait_until(Duration::from_secs(60), "every job to end", || {
+            let left = self.ok("squeue", &["-h", "-o", "%i %T"]);
+            if left.trim().is_empty() { Ok(()) } else { Err(left) }
+        });
+    }
+
+    /// Replaces the ledger with one holding exactly these finished jobs,
+    /// `(account, gpus, seconds before now it started, seconds it ran,
+    /// minimum runtime)`, imported with `allot sync --from`. The plugins
+    /// read it at their next refresh (every 2 s on the testbed): tests wait
+    /// for what they expect to see (sprio's fair-share, a job starting).
+    pub fn reset_ledger(&self, jobs: &[(&str, u32, i64, i64, u64)]) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.ledger().display()));
+        }
+        let fmt = |t: i64| {
+            let out = Command::new("date").args(["-u", "-d", &format!("@{t}"), "+%Y-%m-%dT%H:%M:%S"]).output().unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        let now = epoch();
+        let mut dump = String::from("JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|State|AdminComment\n");
+        for (i, (acct, gpus, ago, ran, min)) in jobs.iter().enumerate() {
+            let id = 900_000 + i;
+            let (start, end) = (now - ago, now - ago + ran);
+            dump.push_str(&format!(
+                "{id}|{id}|{acct}|root|gpu|cpu=1,gres/gpu={gpus},node=1|{}|{}|{}|COMPLETED|allot:min_runtime={min}\n",
+                fmt(start),
+                fmt(start),
+                fmt(end)
+            ));
+        }
+        let file = self.dir.join("ledger-seed.txt");
+        std::fs::write(&file, dump).unwrap();
+        let bin = self.allot_bin();
+        let out = Command::new(&bin)
+            .args(["sync", "--timezone", "UTC", "--from"])
+            .arg(&file)
+            .arg("--config")
+            .arg(self.allot_conf())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
+        assert!(out.status.success(), "allot sync --from failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// `squeue -h -j JOB -o FORMAT`, trimmed ("" once the job is gone).
+    pub fn squeue(&self, job: u32, format: &str) -> String {
+        let out = self.run("squeue", &["-h", "-j", &job.to_string(), "-o", format]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Waits until the job is in `state` (squeue's %T).
+    pub fn wait_state(&self, job: u32, state: &str, timeout: Duration) {
+        wait_until(timeout, &format!("job {job} to be {state}"), || {
+            let s = self.squeue(job, "%T");
+            if s == state { Ok(()) } else { Err(s) }
+        });
     }
 }
 

@@ -67,8 +67,12 @@ pub struct Config {
     pub priority: PriorityWeights,
     /// Ledger path (`[ledger] path`); the engine never opens it.
     pub ledger_path: String,
-    /// Seconds between sync passes (`[sync] interval`).
+    /// Seconds between sync passes (`[sync] interval`); the plugins
+    /// rebuild their engine snapshot from the ledger on the same interval.
     pub sync_interval: u64,
+    /// Seconds a preempted job gets between SIGTERM and requeue
+    /// (`[preempt] grace_time`, Slurm's GraceTime; default 0).
+    pub preempt_grace_time: u64,
     /// The org tree.
     pub tree: Tree,
 }
@@ -116,6 +120,7 @@ impl Config {
             nice_weight: p.nice_weight.unwrap_or(1),
         };
         let sync_interval = dur("sync.interval", &raw.sync.interval, DEFAULT_SYNC_INTERVAL);
+        let preempt_grace_time = dur("preempt.grace_time", &raw.preempt.grace_time, 0);
 
         if raw.window.is_some() && window == 0 {
             errors.push(ConfigError::WindowZero);
@@ -187,6 +192,7 @@ impl Config {
                     .path
                     .unwrap_or_else(|| DEFAULT_LEDGER_PATH.into()),
                 sync_interval,
+                preempt_grace_time,
                 tree,
             }),
             _ => Err(ConfigErrors(errors)),
@@ -204,6 +210,7 @@ impl Config {
             priority: PriorityWeights::default(),
             ledger_path: DEFAULT_LEDGER_PATH.into(),
             sync_interval: DEFAULT_SYNC_INTERVAL,
+            preempt_grace_time: 0,
             tree,
         }
     }
@@ -369,6 +376,8 @@ struct RawConfig {
     ledger: RawLedger,
     #[serde(default)]
     sync: RawSync,
+    #[serde(default)]
+    preempt: RawPreempt,
     tree: Option<toml::Table>,
 }
 
@@ -406,6 +415,12 @@ struct RawLedger {
 #[serde(deny_unknown_fields)]
 struct RawSync {
     interval: Option<toml::Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawPreempt {
+    grace_time: Option<toml::Value>,
 }
 
 #[cfg(test)]

@@ -61,3 +61,180 @@ pub fn default_account(uid: u32) -> Option<String> {
         CStr::from_ptr(user.default_acct).to_str().ok().map(str::to_string)
     }
 }
+
+/// slurmctld lock levels for (conf, job, node, part, fed).
+fn lock_levels(job_write: bool) -> sys::slurmctld_lock_t {
+    sys::slurmctld_lock_t {
+        conf: sys::lock_level_t_NO_LOCK,
+        job: if job_write { sys::lock_level_t_WRITE_LOCK } else { sys::lock_level_t_READ_LOCK },
+        node: sys::lock_level_t_READ_LOCK,
+        part: sys::lock_level_t_READ_LOCK,
+        fed: sys::lock_level_t_NO_LOCK,
+    }
+}
+
+/// Iterates over an xlist, handing each element to `f`.
+///
+/// # Safety
+/// `list` is NULL or a valid Slurm List whose elements are `T` and stay
+/// valid (the caller holds the lock that protects them).
+unsafe fn for_each_in<T>(list: sys::List, mut f: impl FnMut(*mut T)) {
+    if list.is_null() {
+        return;
+    }
+    let it = sys::list_iterator_create(list);
+    loop {
+        let p = sys::list_next(it) as *mut T;
+        if p.is_null() {
+            break;
+        }
+        f(p);
+    }
+    sys::list_iterator_destroy(it);
+}
+
+/// Takes the slurmctld locks (job read or write; node and partition read,
+/// as multifactor's recalculation does) and hands every job record to `f`.
+/// `false` outside slurmctld.
+fn lock_and_iterate(job_write: bool, f: impl FnMut(*mut sys::job_record_t)) -> bool {
+    let Some(list_sym) = data_symbol(c"job_list") else { return false };
+    let levels = lock_levels(job_write);
+    // SAFETY: job_list is slurmctld's `List job_list`; its records are valid
+    // while the job lock is held, which we take for the whole iteration.
+    unsafe {
+        sys::lock_slurmctld(levels);
+        for_each_in::<sys::job_record_t>(*(list_sym as *mut sys::List), f);
+        sys::unlock_slurmctld(levels);
+    }
+    true
+}
+
+/// Runs `f` on every job slurmctld knows, under the job *read* lock.
+/// Returns `false` outside slurmctld.
+///
+/// Never call it from a slurmctld callback that already holds the job lock
+/// (priority_p_set, preemptable, ...): only from the plugin's own thread or
+/// a callback documented as unlocked (get_priority_factors_list).
+pub fn for_each_job(mut f: impl FnMut(&crate::job::JobRecord<'_>)) -> bool {
+    // SAFETY: the record is valid under the read lock for the callback.
+    lock_and_iterate(false, |p| {
+        if let Some(j) = unsafe { crate::job::JobRecord::from_ptr(p) } {
+            f(&j)
+        }
+    })
+}
+
+/// Runs `f` on every job under the job *write* lock, so it may update them
+/// (the priority recalculation). Same calling rules as [`for_each_job`].
+pub fn for_each_job_mut(mut f: impl FnMut(&mut crate::job::JobRecordMut<'_>)) -> bool {
+    // SAFETY: the record is exclusively ours under the write lock.
+    lock_and_iterate(true, |p| {
+        if let Some(mut j) = unsafe { crate::job::JobRecordMut::from_ptr(p) } {
+            f(&mut j)
+        }
+    })
+}
+
+/// The factors of one job as sprio shows them. sprio's PRIORITY column is
+/// `age + assoc + fs + js + part + qos + (site - NICE_OFFSET) - (nice -
+/// NICE_OFFSET)` (22.05 `get_priority_from_factors`), so a plugin that
+/// fills these so that they add up shows its real priority there.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Factors {
+    /// AGE column.
+    pub age: f64,
+    /// FAIRSHARE column.
+    pub fair_share: f64,
+    /// QOS column.
+    pub qos: f64,
+    /// PARTITION column.
+    pub partition: f64,
+    /// SITE column (signed; NICE_OFFSET is added here).
+    pub site: i64,
+    /// NICE column (signed; NICE_OFFSET is added here).
+    pub nice: i64,
+}
+
+/// Builds the List answered to `sprio` (`priority_p_get_priority_factors_list`):
+/// one object per pending, non-held job that passes the request's job-id,
+/// user and partition filters, with the factors `factors` computes.
+/// Operators' direct priorities are shown as such. Takes the job read lock.
+///
+/// # Safety
+/// `req` is NULL or the request slurmctld passed (valid for the call).
+pub unsafe fn priority_factors_list(
+    req: *const sys::priority_factors_request_msg_t,
+    factors: impl Fn(&crate::job::JobRecord<'_>) -> Option<Factors>,
+) -> sys::List {
+    let req = req.as_ref();
+    let mut want_jobs: Option<Vec<u32>> = None;
+    let mut want_uids: Option<Vec<u32>> = None;
+    let mut want_parts: Option<Vec<String>> = None;
+    if let Some(r) = req {
+        if !r.job_id_list.is_null() {
+            let mut v = Vec::new();
+            for_each_in::<u32>(r.job_id_list, |p| v.push(*p));
+            want_jobs = Some(v);
+        }
+        if !r.uid_list.is_null() {
+            let mut v = Vec::new();
+            for_each_in::<u32>(r.uid_list, |p| v.push(*p));
+            want_uids = Some(v);
+        }
+        if !r.partitions.is_null() {
+            let s = CStr::from_ptr(r.partitions).to_string_lossy();
+            want_parts = Some(s.split(',').map(str::to_string).collect());
+        }
+    }
+    let ret = sys::list_create(Some(sys::slurm_destroy_priority_factors_object));
+    let mut count = 0;
+    for_each_job(|job| {
+        if job.state() != crate::job::JobState::Pending || job.priority() == 0 {
+            return;
+        }
+        if want_jobs.as_ref().is_some_and(|w| !w.contains(&job.job_id()))
+            || want_uids.as_ref().is_some_and(|w| !w.contains(&job.user_id()))
+        {
+            return;
+        }
+        let part = job.partition().unwrap_or("");
+        if want_parts.as_ref().is_some_and(|w| !part.split(',').any(|p| w.iter().any(|x| x == p))) {
+            return;
+        }
+        let obj = sys::slurm_xcalloc(
+            1,
+            std::mem::size_of::<sys::priority_factors_object_t>(),
+            true,
+            false,
+            c"allot".as_ptr(),
+            0,
+            c"priority_factors_list".as_ptr(),
+        ) as *mut sys::priority_factors_object_t;
+        let o = &mut *obj;
+        o.job_id = job.job_id();
+        o.user_id = job.user_id();
+        // Not freed by the destructor: points at the job's string, which
+        // outlives the packing of the reply (as multifactor does with the
+        // partition's name).
+        o.partition = job.partition_ptr();
+        o.nice = sys::NICE_OFFSET;
+        o.priority_site = sys::NICE_OFFSET;
+        if job.direct_set_prio() {
+            o.direct_prio = f64::from(job.priority());
+        } else if let Some(f) = factors(job) {
+            o.priority_age = f.age;
+            o.priority_fs = f.fair_share;
+            o.priority_qos = f.qos;
+            o.priority_part = f.partition;
+            o.priority_site = (i64::from(sys::NICE_OFFSET) + f.site).clamp(0, i64::from(u32::MAX)) as u32;
+            o.nice = (i64::from(sys::NICE_OFFSET) + f.nice).clamp(0, i64::from(u32::MAX)) as u32;
+        }
+        sys::list_append(ret, obj as *mut c_void);
+        count += 1;
+    });
+    if count == 0 {
+        sys::list_destroy(ret);
+        return std::ptr::null_mut();
+    }
+    ret
+}

@@ -104,6 +104,11 @@ impl<'a> JobRecord<'a> {
     pub fn submit_time(&self) -> i64 {
         self.details().map_or(0, |d| d.submit_time)
     }
+    /// Earliest start the user asked for (`--begin`), seconds since the
+    /// epoch; 0 if none.
+    pub fn begin_time(&self) -> i64 {
+        self.details().map_or(0, |d| d.begin_time)
+    }
     /// Start time, seconds since the epoch (0 if never started; for a
     /// pending job slurmctld may hold an expected start time here).
     pub fn start_time(&self) -> i64 {
@@ -119,6 +124,20 @@ impl<'a> JobRecord<'a> {
             sys::INFINITE | sys::NO_VAL => None,
             m => Some(m),
         }
+    }
+    /// Running seconds before the current run stretch (`pre_sus_time`: Slurm
+    /// adds each stretch's length here when the job is suspended).
+    pub fn pre_suspend_secs(&self) -> i64 {
+        self.raw.pre_sus_time
+    }
+    /// Last suspend or resume time (`suspend_time`), seconds since the epoch; 0 if never.
+    pub fn suspend_time(&self) -> i64 {
+        self.raw.suspend_time
+    }
+    /// `tres_fmt_req_str`: requested TRES by name (`cpu=1,...,gres/gpu=2`).
+    pub fn tres_req_str(&self) -> Option<&'a str> {
+        // SAFETY: as in `account`.
+        unsafe { opt_str(self.raw.tres_fmt_req_str) }
     }
     /// Raw `job_state` word (base state plus flags).
     pub fn job_state_raw(&self) -> u32 {
@@ -174,6 +193,11 @@ impl<'a> JobRecord<'a> {
     /// Non-zero when an operator set the priority directly (`scontrol update priority=`).
     pub fn direct_set_prio(&self) -> bool {
         self.raw.direct_set_prio != 0
+    }
+    /// Raw `partition` string of the record (for Slurm structs that point
+    /// at it without owning it).
+    pub fn partition_ptr(&self) -> *mut c_char {
+        self.raw.partition
     }
     /// Allocated node list (`node[01-04]`), `None` while pending.
     pub fn nodes(&self) -> Option<&'a str> {
@@ -311,6 +335,12 @@ impl<'a> JobRecordMut<'a> {
         JobRecord { raw: self.raw }
     }
 
+    /// Sets the job's priority (the caller holds the job write lock: the
+    /// plugin's recalculation thread, or a callback that may write).
+    pub fn set_priority(&mut self, priority: u32) {
+        self.raw.priority = priority;
+    }
+
     /// Sets the job's AdminComment directly. In 22.05 `update_job` refuses
     /// an AdminComment in a non-operator's request even when a job_submit
     /// plugin put it there, so job_modify writes the record itself.
@@ -319,6 +349,15 @@ impl<'a> JobRecordMut<'a> {
         // SAFETY: job_record strings are xmalloc'ed and ours under the write lock.
         unsafe { replace_xstr(&mut self.raw.admin_comment, text) }
     }
+}
+
+/// The job of a scheduler queue record (`job_queue_rec_t`, as passed to
+/// `preempt_p_job_preempt_check`).
+///
+/// # Safety
+/// `rec` is NULL or a valid queue record whose job is valid for `'a`.
+pub unsafe fn job_of_queue_rec<'a>(rec: *const sys::job_queue_rec_t) -> Option<JobRecord<'a>> {
+    rec.as_ref().and_then(|r| JobRecord::from_ptr(r.job_ptr))
 }
 
 /// A job request job_submit may change (`job_desc_msg_t *`).

@@ -12,6 +12,8 @@
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod jobs;
+pub mod snapshot;
 pub mod submit;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -1,0 +1,168 @@
+//! `preempt_allot.so` (`PreemptType=preempt/allot`, `PreemptMode=REQUEUE`).
+//!
+//! slurmctld asks, for a pending job that cannot start, which running jobs
+//! it may preempt (`preempt_p_preemptable`), then takes the candidates in
+//! ascending `PREEMPT_DATA_PRIO` order until the job fits. allot answers
+//! with the engine's contract and fair-share rules
+//! ([`fairshare::preempt`]) and orders candidates as DESIGN.md 4 orders
+//! victims: unallocated first, then the most over-served accounts, then
+//! those that lose least work, `--no-requeue` jobs last (which are
+//! cancelled, not requeued).
+//!
+//! This plugin is its own dlopen handle: it keeps its own engine snapshot,
+//! rebuilt from the same ledger and config on the same interval as the
+//! priority plugin's, so both rank accounts identically up to one refresh.
+#![allow(non_upper_case_globals)]
+
+use std::ffi::{c_int, c_void};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use allot_ffi::ctld;
+use allot_ffi::job::{job_of_queue_rec, JobRecord};
+use allot_ffi::{log, sys};
+use fairshare::{Engine, Tier};
+use slurm_plugin::config::{config_path, ConfigWatcher};
+use slurm_plugin::guard;
+use slurm_plugin::jobs;
+use slurm_plugin::snapshot::{ledger_usage, now, EngineSnapshot};
+
+allot_ffi::slurm_plugin!(name: "allot preempt plugin", kind: "preempt/allot");
+
+const P: &str = "preempt/allot: ";
+
+struct State {
+    config: Arc<ConfigWatcher>,
+    engine: EngineSnapshot,
+}
+
+static STATE: OnceLock<State> = OnceLock::new();
+
+fn info(m: &str) {
+    log::info(P, m)
+}
+fn error(m: &str) {
+    log::error(P, m)
+}
+fn nothing(_: &Engine) {}
+
+/// Loads allot.toml and starts the engine thread (see the priority plugin).
+#[no_mangle]
+pub extern "C" fn init() -> c_int {
+    guard(P, "init", sys::SLURM_ERROR, || {
+        if !ctld::in_slurmctld() || STATE.get().is_some() {
+            return sys::SLURM_SUCCESS as c_int;
+        }
+        let path = config_path(std::env::var("ALLOT_CONF").ok().as_deref(), ctld::slurm_conf_path().as_deref());
+        let config = match ConfigWatcher::start(path, Duration::from_secs(5), info, error) {
+            Ok(w) => Arc::new(w),
+            Err(e) => {
+                error(&format!("{e}; fix the file and restart slurmctld"));
+                return sys::SLURM_ERROR;
+            }
+        };
+        match EngineSnapshot::start(config.clone(), ledger_usage, info, error, nothing) {
+            Ok(engine) => {
+                let _ = STATE.set(State { config, engine });
+                sys::SLURM_SUCCESS as c_int
+            }
+            Err(e) => {
+                error(&e);
+                sys::SLURM_ERROR
+            }
+        }
+    })
+}
+
+/// Stops the threads.
+#[no_mangle]
+pub extern "C" fn fini() -> c_int {
+    guard(P, "fini", sys::SLURM_SUCCESS as c_int, || {
+        if let Some(s) = STATE.get() {
+            s.engine.stop();
+            s.config.stop();
+        }
+        sys::SLURM_SUCCESS as c_int
+    })
+}
+
+/// May `preemptor` preempt `preemptee` now? (Note the argument order of 22.05.)
+#[no_mangle]
+pub extern "C" fn preempt_p_preemptable(preemptee: *mut sys::job_record_t, preemptor: *mut sys::job_record_t) -> bool {
+    guard(P, "preempt_p_preemptable", false, || {
+        let Some(state) = STATE.get() else { return false };
+        // SAFETY: slurmctld passes two job records it holds locked for the call.
+        let (Some(ee), Some(or)) = (unsafe { JobRecord::from_ptr(preemptee) }, unsafe { JobRecord::from_ptr(preemptor) })
+        else {
+            return false;
+        };
+        let engine = state.engine.get();
+        engine.may_preempt(&jobs::preemptor(&engine, &or), &jobs::running(&engine, &ee), now())
+    })
+}
+
+/// The queue-record form of [`preempt_p_preemptable`], used by the scheduler.
+#[no_mangle]
+pub extern "C" fn preempt_p_job_preempt_check(preemptor: *mut sys::job_queue_rec_t, preemptee: *mut sys::job_queue_rec_t) -> bool {
+    guard(P, "preempt_p_job_preempt_check", false, || {
+        // SAFETY: queue records slurmctld passes for the call.
+        let (Some(or), Some(ee)) = (unsafe { job_of_queue_rec(preemptor) }, unsafe { job_of_queue_rec(preemptee) }) else {
+            return false;
+        };
+        let Some(state) = STATE.get() else { return false };
+        let engine = state.engine.get();
+        engine.may_preempt(&jobs::preemptor(&engine, &or), &jobs::running(&engine, &ee), now())
+    })
+}
+
+/// Victim order (ascending is preempted first): bit 31 `--no-requeue`,
+/// bit 30 allocated, bits 29..16 account rank (low = over-served), bits
+/// 15..0 work lost (GPU-minutes, saturating).
+fn victim_order(engine: &Engine, job: &JobRecord<'_>) -> u32 {
+    let r = jobs::running(engine, job);
+    let no_requeue = u32::from(!r.requeue) << 31;
+    let allocated = u32::from(Tier::of(r.contract.min_runtime) == Tier::Allocated) << 30;
+    let rank = engine.rank(r.account).unwrap_or(0).min((1 << 14) - 1) << 16;
+    let gpus = job.allocated_gpus().max(1);
+    let work = (gpus.saturating_mul(r.contract.clock.run_time(now())) / 60).min(0xffff) as u32;
+    no_requeue | allocated | rank | work
+}
+
+/// ENABLED, MODE (requeue; cancel for `--no-requeue` jobs), PRIO (victim
+/// order) and GRACE_TIME (`[preempt] grace_time`, seconds).
+#[no_mangle]
+pub extern "C" fn preempt_p_get_data(job_ptr: *mut sys::job_record_t, data_type: u32, data: *mut c_void) -> c_int {
+    guard(P, "preempt_p_get_data", sys::SLURM_ERROR, || {
+        if data.is_null() {
+            return sys::SLURM_ERROR;
+        }
+        let state = STATE.get();
+        // SAFETY: slurmctld passes the job (locked) for the call.
+        let job = unsafe { JobRecord::from_ptr(job_ptr) };
+        // SAFETY (each arm): `data` points to the type slurmctld documents
+        // for that data_type (bool, u16, u32, u32).
+        match data_type {
+            sys::slurm_preempt_data_type_t_PREEMPT_DATA_ENABLED => unsafe { *(data as *mut bool) = true },
+            sys::slurm_preempt_data_type_t_PREEMPT_DATA_MODE => {
+                let mode = match job {
+                    Some(j) if !j.requeue() => sys::PREEMPT_MODE_CANCEL,
+                    _ => sys::PREEMPT_MODE_REQUEUE,
+                };
+                unsafe { *(data as *mut u16) = mode as u16 }
+            }
+            sys::slurm_preempt_data_type_t_PREEMPT_DATA_PRIO => {
+                let prio = match (state, job) {
+                    (Some(s), Some(j)) => victim_order(&s.engine.get(), &j),
+                    _ => 0,
+                };
+                unsafe { *(data as *mut u32) = prio }
+            }
+            sys::slurm_preempt_data_type_t_PREEMPT_DATA_GRACE_TIME => {
+                let grace = state.map_or(0, |s| s.config.get().preempt_grace_time);
+                unsafe { *(data as *mut u32) = grace.min(u64::from(u32::MAX)) as u32 }
+            }
+            _ => return sys::SLURM_ERROR,
+        }
+        sys::SLURM_SUCCESS as c_int
+    })
+}

@@ -1,0 +1,244 @@
+//! `priority_allot.so` (`PriorityType=priority/allot`).
+//!
+//! Priorities follow DESIGN.md 3 through [`fairshare::priority`]: the
+//! allocated tier above the free tier, then the account's Fair Tree rank
+//! over the sliding window, then nice and age inside the account. A
+//! background thread rebuilds the engine from the ledger every
+//! `sync.interval` and re-prioritises pending jobs under the job write lock
+//! (as multifactor's decay thread does); `priority_p_set` only reads the
+//! current snapshot. `sprio` shows the factors so that its PRIORITY column
+//! equals the job's priority: QOS = tier (2^31), FAIRSHARE = rank x 65536,
+//! AGE = age points, SITE and NICE = the rest of the within-account score.
+#![allow(non_upper_case_globals)]
+
+use std::ffi::{c_int, c_void};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use allot_ffi::ctld::{self, Factors};
+use allot_ffi::job::{JobRecord, JobState};
+use allot_ffi::{log, sys};
+use fairshare::{Engine, Tier};
+use slurm_plugin::config::{config_path, ConfigWatcher};
+use slurm_plugin::{guard, jobs};
+use slurm_plugin::snapshot::{ledger_usage, EngineSnapshot};
+
+allot_ffi::slurm_plugin!(name: "allot priority plugin", kind: "priority/allot");
+
+const P: &str = "priority/allot: ";
+
+struct State {
+    config: Arc<ConfigWatcher>,
+    engine: EngineSnapshot,
+}
+
+static STATE: OnceLock<State> = OnceLock::new();
+
+fn info(m: &str) {
+    log::info(P, m)
+}
+fn error(m: &str) {
+    log::error(P, m)
+}
+
+/// Re-prioritises every pending, non-held job whose priority an operator
+/// has not set (runs on the engine thread after each rebuild).
+fn recalculate(engine: &Engine) {
+    ctld::for_each_job_mut(|j| {
+        let job = j.get();
+        if job.state() != JobState::Pending || job.priority() == 0 || job.direct_set_prio() {
+            return;
+        }
+        let p = engine.priority(&jobs::pending(engine, &job));
+        j.set_priority(p);
+    });
+}
+
+/// Loads allot.toml (a bad file stops slurmctld: the log names the file,
+/// line and fix) and starts the engine thread. In a client (sshare/sprio
+/// load the plugin too) nothing is started.
+#[no_mangle]
+pub extern "C" fn init() -> c_int {
+    guard(P, "init", sys::SLURM_ERROR, || {
+        if !ctld::in_slurmctld() || STATE.get().is_some() {
+            return sys::SLURM_SUCCESS as c_int;
+        }
+        let path = config_path(std::env::var("ALLOT_CONF").ok().as_deref(), ctld::slurm_conf_path().as_deref());
+        let config = match ConfigWatcher::start(path, Duration::from_secs(5), info, error) {
+            Ok(w) => Arc::new(w),
+            Err(e) => {
+                error(&format!("{e}; fix the file and restart slurmctld"));
+                return sys::SLURM_ERROR;
+            }
+        };
+        info(&format!("loaded {}", config.path().display()));
+        match EngineSnapshot::start(config.clone(), ledger_usage, info, error, recalculate) {
+            Ok(engine) => {
+                let _ = STATE.set(State { config, engine });
+                sys::SLURM_SUCCESS as c_int
+            }
+            Err(e) => {
+                error(&e);
+                sys::SLURM_ERROR
+            }
+        }
+    })
+}
+
+/// Stops the threads.
+#[no_mangle]
+pub extern "C" fn fini() -> c_int {
+    guard(P, "fini", sys::SLURM_SUCCESS as c_int, || {
+        if let Some(s) = STATE.get() {
+            s.engine.stop();
+            s.config.stop();
+        }
+        sys::SLURM_SUCCESS as c_int
+    })
+}
+
+/// The priority of a new or requeued job. An operator-set priority
+/// (`scontrol update priority=`, direct_set_prio) is kept as Slurm does.
+#[no_mangle]
+pub extern "C" fn priority_p_set(last_prio: u32, job_ptr: *mut sys::job_record_t) -> u32 {
+    guard(P, "priority_p_set", last_prio.max(1), || {
+        // SAFETY: slurmctld passes the job it is creating/requeuing, locked.
+        let Some(job) = (unsafe { JobRecord::from_ptr(job_ptr) }) else { return 1 };
+        if job.direct_set_prio() {
+            return job.priority();
+        }
+        let Some(state) = STATE.get() else { return 1 };
+        let engine = state.engine.get();
+        engine.priority(&jobs::pending(&engine, &job))
+    })
+}
+
+/// `scontrol reconfigure`: reload allot.toml and rebuild the engine now.
+#[no_mangle]
+pub extern "C" fn priority_p_reconfig(_assoc_clear: bool) {
+    guard(P, "priority_p_reconfig", (), || {
+        if let Some(s) = STATE.get() {
+            s.config.poke();
+            s.engine.poke();
+        }
+    })
+}
+
+/// Slurm's association usage is not allot's input (the ledger is): nothing to do.
+#[no_mangle]
+pub extern "C" fn priority_p_set_assoc_usage(_assoc: *mut c_void) {}
+
+/// Usage is charged by `allot sync` from slurmdbd, not at job end: nothing to do.
+#[no_mangle]
+pub extern "C" fn priority_p_job_end(_job_ptr: *mut sys::job_record_t) {}
+
+/// `sprio`: the factors of pending jobs, adding up to their priority.
+#[no_mangle]
+pub extern "C" fn priority_p_get_priority_factors_list(
+    req_msg: *mut sys::priority_factors_request_msg_t,
+    _uid: u32,
+) -> sys::List {
+    guard(P, "priority_p_get_priority_factors_list", std::ptr::null_mut(), || {
+        let Some(state) = STATE.get() else { return std::ptr::null_mut() };
+        let engine = state.engine.get();
+        // SAFETY: slurmctld passes the request for this call; the call holds no job lock.
+        unsafe {
+            ctld::priority_factors_list(req_msg, |job| {
+                let f = engine.priority_factors(&jobs::pending(&engine, job));
+                let age = f64::from(f.age_points);
+                // score = site + age - nice (see the crate doc).
+                let nice = f.nice * i64::from(engine.config().priority.nice_weight);
+                Some(Factors {
+                    qos: if f.tier == Tier::Allocated { 2_147_483_648.0 } else { 0.0 },
+                    fair_share: f64::from(f.rank) * 65_536.0,
+                    age,
+                    partition: 0.0,
+                    site: i64::from(f.score) - i64::from(f.age_points) + nice,
+                    nice,
+                })
+            })
+        }
+    })
+}
+
+/// `priority_p_calc_fs_factor(long double usage_efctv, long double shares_norm)`:
+/// only sshare calls it, and only with `PriorityFlags=NO_FAIR_TREE`. Rust
+/// has no `long double`; on x86-64 the two 80-bit arguments are passed on
+/// the stack exactly like one 32-byte struct (SysV ABI, MEMORY class), so
+/// we take that struct and convert each value ourselves. Answers Slurm's
+/// classic factor `2^(-usage_efctv / shares_norm)`.
+#[cfg(target_arch = "x86_64")]
+#[no_mangle]
+pub extern "C" fn priority_p_calc_fs_factor(args: LongDoublePair) -> f64 {
+    guard(P, "priority_p_calc_fs_factor", 0.0, || {
+        classic_fs_factor(x87_to_f64(args.usage_efctv), x87_to_f64(args.shares_norm))
+    })
+}
+
+/// The two x87 extended-precision arguments of `priority_p_calc_fs_factor`.
+#[repr(C)]
+pub struct LongDoublePair {
+    usage_efctv: [u8; 16],
+    shares_norm: [u8; 16],
+}
+
+/// Converts an x87 80-bit extended float (little endian, padded to 16 bytes).
+fn x87_to_f64(b: [u8; 16]) -> f64 {
+    let mantissa = u64::from_le_bytes(b[0..8].try_into().unwrap());
+    let se = u16::from_le_bytes([b[8], b[9]]);
+    let sign = if se & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from(se & 0x7fff);
+    if exp == 0 && mantissa == 0 {
+        return 0.0 * sign;
+    }
+    if exp == 0x7fff {
+        return if mantissa << 1 == 0 { sign * f64::INFINITY } else { f64::NAN };
+    }
+    // value = mantissa * 2^(exp - 16383 - 63)
+    sign * (mantissa as f64) * 2f64.powi(exp - 16383 - 63)
+}
+
+/// Slurm's classic fair-share factor (priority/multifactor without Fair Tree).
+fn classic_fs_factor(usage_efctv: f64, shares_norm: f64) -> f64 {
+    if !(shares_norm > 0.0) || !usage_efctv.is_finite() {
+        return 0.0;
+    }
+    2f64.powf(-usage_efctv / shares_norm).clamp(0.0, 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn x87(v: f64) -> [u8; 16] {
+        // Exact for normal f64 values: widen the 52-bit fraction to 63 bits.
+        let bits = v.to_bits();
+        let sign = (bits >> 63) as u16;
+        let exp = ((bits >> 52) & 0x7ff) as i32;
+        let frac = bits & ((1 << 52) - 1);
+        let mut out = [0u8; 16];
+        if v == 0.0 {
+            out[9] = (sign << 7) as u8;
+            return out;
+        }
+        let mantissa = (1u64 << 63) | (frac << 11);
+        let e = (exp - 1023 + 16383) as u16 | (sign << 15);
+        out[0..8].copy_from_slice(&mantissa.to_le_bytes());
+        out[8..10].copy_from_slice(&e.to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn x87_conversion() {
+        for v in [1.0, 0.5, -3.25, 1e-40, 123456.789, 0.0] {
+            assert_eq!(x87_to_f64(x87(v)), v);
+        }
+    }
+
+    #[test]
+    fn classic_factor() {
+        assert_eq!(classic_fs_factor(0.0, 0.5), 1.0);
+        assert_eq!(classic_fs_factor(0.5, 0.5), 0.5);
+        assert_eq!(classic_fs_factor(1.0, 0.0), 0.0);
+    }
+}

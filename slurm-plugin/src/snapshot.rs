@@ -1,0 +1,145 @@
+//! The engine snapshot the priority and preempt plugins read.
+//!
+//! A background thread rebuilds a [`fairshare::Engine`] every
+//! `sync.interval` (and when poked by `scontrol reconfigure`) from the
+//! current config and the ledger's charged GPU-seconds per account over
+//! the window, then swaps it in atomically. Plugin calls only load the
+//! current `Arc<Engine>`: no I/O, no waiting on the thread. A ledger that
+//! cannot be read keeps the last usage; the error is logged once per
+//! change of state (no log flood), and so is the recovery.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+use fairshare::{Config, Engine};
+
+use crate::config::ConfigWatcher;
+
+/// Seconds since the epoch, now.
+pub fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// Reads charged GPU-seconds per account in `[start, end]` (epoch seconds).
+pub type UsageLoader = fn(&Config, u64, u64) -> Result<Vec<(String, f64)>, String>;
+
+/// Builds an engine from `config`, `usage` and `now`; unknown accounts in
+/// the usage are ignored (they have no budget to rank).
+pub fn build(config: Arc<Config>, usage: &[(String, f64)], now: u64) -> Engine {
+    Engine::from_account_usage(config, usage.iter().map(|(a, u)| (a.as_str(), *u)), now).0
+}
+
+struct Shared {
+    engine: ArcSwap<Engine>,
+    stop: AtomicBool,
+    poke: AtomicBool,
+}
+
+/// The current engine plus the thread that keeps it fresh.
+pub struct EngineSnapshot {
+    shared: Arc<Shared>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl EngineSnapshot {
+    /// Builds the first engine (reading the ledger once, at init) and
+    /// starts the refresh thread. `after_swap` runs on the thread after
+    /// every rebuild (the priority plugin re-prioritises pending jobs there).
+    pub fn start(
+        config: Arc<ConfigWatcher>,
+        load: UsageLoader,
+        log_info: fn(&str),
+        log_error: fn(&str),
+        after_swap: fn(&Engine),
+    ) -> Result<EngineSnapshot, String> {
+        let cfg = config.get();
+        let t = now();
+        let mut usage = match load(&cfg, t.saturating_sub(cfg.window), t) {
+            Ok(u) => u,
+            Err(e) => {
+                log_error(&format!("{e}; ranking with no usage until the ledger can be read"));
+                Vec::new()
+            }
+        };
+        let shared = Arc::new(Shared {
+            engine: ArcSwap::from_pointee(build(cfg, &usage, t)),
+            stop: AtomicBool::new(false),
+            poke: AtomicBool::new(false),
+        });
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("allot-engine".into())
+            .spawn(move || {
+                let mut failing: Option<String> = None;
+                let mut waited = Duration::ZERO;
+                let tick = Duration::from_millis(100);
+                while !s.stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(tick);
+                    waited += tick;
+                    let cfg = config.get();
+                    if !s.poke.swap(false, Ordering::Relaxed) && waited < Duration::from_secs(cfg.sync_interval) {
+                        continue;
+                    }
+                    waited = Duration::ZERO;
+                    let t = now();
+                    match load(&cfg, t.saturating_sub(cfg.window), t) {
+                        Ok(u) => {
+                            if failing.take().is_some() {
+                                log_info("ledger readable again");
+                            }
+                            usage = u;
+                        }
+                        Err(e) => {
+                            if failing.as_ref() != Some(&e) {
+                                log_error(&format!("{e}; keeping the last usage"));
+                                failing = Some(e);
+                            }
+                        }
+                    }
+                    let engine = Arc::new(build(cfg, &usage, t));
+                    s.engine.store(engine.clone());
+                    after_swap(&engine);
+                }
+            })
+            .map_err(|e| format!("cannot start the engine thread: {e}"))?;
+        Ok(EngineSnapshot { shared, thread: Mutex::new(Some(thread)) })
+    }
+
+    /// The current engine (an atomic load).
+    pub fn get(&self) -> Arc<Engine> {
+        self.shared.engine.load_full()
+    }
+
+    /// Rebuild now (reconfigure).
+    pub fn poke(&self) {
+        self.shared.poke.store(true, Ordering::Relaxed);
+    }
+
+    /// Stops the thread.
+    pub fn stop(&self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.lock().ok().and_then(|mut t| t.take()) {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for EngineSnapshot {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// [`UsageLoader`] reading the SQLite ledger that `allot sync` writes (the
+/// path from allot.toml's `[ledger] path`).
+pub fn ledger_usage(config: &Config, start: u64, end: u64) -> Result<Vec<(String, f64)>, String> {
+    let path = std::path::Path::new(&config.ledger_path);
+    let reader = allot_sync::ledger::LedgerReader::open(path).map_err(|e| e.to_string())?;
+    let by_account = reader
+        .charged_by_account(start as i64, end as i64)
+        .map_err(|e| e.to_string())?;
+    Ok(by_account.into_iter().map(|(a, s)| (a, s as f64)).collect())
+}
