@@ -83,9 +83,9 @@ fn main() {
         // slurm_version.h is generated at configure time: take the installed one.
         .clang_arg(format!("-I{}", include.join("slurm").display()))
         .clang_arg(format!("-I{}", include.display()))
-        .allowlist_type("slurm_preempt_data_type_t|job_queue_rec_t|slurmctld_lock_t|lock_level_t|priority_factors_request_msg_t|List|ListIterator|slurmdb_user_rec_t|job_states|job_record_t|job_record|job_details_t|job_details|job_desc_msg_t|part_record_t|part_record|priority_factors_object_t|priority_factors_t|slurm_conf_t|spank_t|spank_option|spank_item_t")
+        .allowlist_type("assoc_mgr_lock_t|slurmdb_assoc_rec_t|slurmdb_assoc_usage_t|slurm_preempt_data_type_t|job_queue_rec_t|slurmctld_lock_t|lock_level_t|priority_factors_request_msg_t|List|ListIterator|slurmdb_user_rec_t|job_states|job_record_t|job_record|job_details_t|job_details|job_desc_msg_t|part_record_t|part_record|priority_factors_object_t|priority_factors_t|slurm_conf_t|spank_t|spank_option|spank_item_t")
         .allowlist_var("SLURM_VERSION_.*|JOB_.*|NICE_OFFSET|INFINITE|NO_VAL|NO_VAL16|NO_VAL64|SLURM_SUCCESS|SLURM_ERROR|ESPANK_.*|ESLURM_.*|PREEMPT_.*|PRIORITY_.*|slurm_conf|S_CTX_.*|NO_VAL16")
-        .allowlist_function("lock_slurmctld|unlock_slurmctld|slurm_destroy_priority_factors_object|assoc_mgr_fill_in_user|slurm_info|slurm_error|slurm_verbose|slurm_debug|xstrdup|slurm_xfree|slurm_xcalloc|list_create|list_append|list_iterator_create|list_iterator_destroy|list_next|list_count|list_destroy|uid_to_string_cached|find_job_record|spank_option_register|spank_option_getopt|spank_getenv|spank_setenv|spank_job_control_setenv|spank_job_control_getenv|spank_context|spank_remote")
+        .allowlist_function("assoc_mgr_lock|assoc_mgr_unlock|lock_slurmctld|unlock_slurmctld|slurm_destroy_priority_factors_object|assoc_mgr_fill_in_user|slurm_info|slurm_error|slurm_verbose|slurm_debug|xstrdup|slurm_xfree|slurm_xcalloc|list_create|list_append|list_iterator_create|list_iterator_destroy|list_next|list_count|list_destroy|uid_to_string_cached|find_job_record|spank_option_register|spank_option_getopt|spank_getenv|spank_setenv|spank_job_control_setenv|spank_job_control_getenv|spank_context|spank_remote")
         .derive_default(true)
         .layout_tests(true)
         .generate_comments(false)

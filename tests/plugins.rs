@@ -16,7 +16,9 @@ fn decode(p: u64) -> (u64, u64, u64) {
 }
 
 fn priority(tb: &Testbed, job: u32) -> u64 {
-    tb.squeue(job, "%Q").parse().unwrap_or_else(|_| panic!("no priority for {job}"))
+    tb.squeue(job, "%Q")
+        .parse()
+        .unwrap_or_else(|_| panic!("no priority for {job}"))
 }
 
 /// sprio's PRIORITY and FAIRSHARE columns of a pending job.
@@ -51,14 +53,39 @@ fn under_served_account_starts_first_and_sprio_agrees() {
     // b1 used 2 GPUs for 10 hours in the window; b2 (equal share) nothing.
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
     // Hold the whole node, protected for 10 minutes.
-    let blocker = tb.sbatch(&["-A", "vision", "--gres=gpu:8", "--min-runtime=10:00", "--wrap", "sleep 300"]);
+    let blocker = tb.sbatch(&[
+        "-A",
+        "vision",
+        "--gres=gpu:8",
+        "--min-runtime=10:00",
+        "--wrap",
+        "sleep 300",
+    ]);
     tb.wait_state(blocker, "RUNNING", Duration::from_secs(30));
     // b1 submits first (older), b2 second: fair-share must beat age.
-    let j1 = tb.sbatch(&["-A", "b1", "--gres=gpu:8", "--min-runtime=0:05", "--wrap", "sleep 2"]);
-    let j2 = tb.sbatch(&["-A", "b2", "--gres=gpu:8", "--min-runtime=0:05", "--wrap", "sleep 2"]);
+    let j1 = tb.sbatch(&[
+        "-A",
+        "b1",
+        "--gres=gpu:8",
+        "--min-runtime=0:05",
+        "--wrap",
+        "sleep 2",
+    ]);
+    let j2 = tb.sbatch(&[
+        "-A",
+        "b2",
+        "--gres=gpu:8",
+        "--min-runtime=0:05",
+        "--wrap",
+        "sleep 2",
+    ]);
     let (p1, p2) = wait_until(Duration::from_secs(20), "b2 to rank above b1", || {
         let (p1, p2) = (priority(&tb, j1), priority(&tb, j2));
-        if p2 > p1 { Ok((p1, p2)) } else { Err(format!("b1 {p1}, b2 {p2}")) }
+        if p2 > p1 {
+            Ok((p1, p2))
+        } else {
+            Err(format!("b1 {p1}, b2 {p2}"))
+        }
     });
     let (t1, r1, _) = decode(p1);
     let (t2, r2, _) = decode(p2);
@@ -66,23 +93,47 @@ fn under_served_account_starts_first_and_sprio_agrees() {
     assert!(r2 > r1, "rank b2 {r2} > b1 {r1}");
     // sprio shows the same priority, its FAIRSHARE column the rank band.
     for (job, p, r) in [(j1, p1, r1), (j2, p2, r2)] {
-        let (sp, fs) = wait_until(Duration::from_secs(10), "sprio to agree with squeue", || {
-            let s = sprio(&tb, job).ok_or("not in sprio")?;
-            let now = priority(&tb, job);
-            if s.0 == now { Ok(s) } else { Err(format!("sprio {s:?} squeue {now}")) }
-        });
+        let (sp, fs) = wait_until(
+            Duration::from_secs(10),
+            "sprio to agree with squeue",
+            || {
+                let s = sprio(&tb, job).ok_or("not in sprio")?;
+                let now = priority(&tb, job);
+                if s.0 == now {
+                    Ok(s)
+                } else {
+                    Err(format!("sprio {s:?} squeue {now}"))
+                }
+            },
+        );
         assert!(sp >= p, "priority only grows with age: {sp} vs {p}");
         assert_eq!(fs, r * 65_536, "FAIRSHARE = rank x 65536");
     }
     // The engine's own view (allot report, from the same ledger) ranks b2 first too.
-    let report = tb.ok(tb.allot_bin().to_str().unwrap(), &["report", "--parsable2", "--config", tb.allot_conf().to_str().unwrap()]);
+    let report = tb.ok(
+        tb.allot_bin().to_str().unwrap(),
+        &[
+            "report",
+            "--parsable2",
+            "--config",
+            tb.allot_conf().to_str().unwrap(),
+        ],
+    );
     let fs = |acct: &str| -> f64 {
-        let line = report.lines().find(|l| l.split('|').next().map(str::trim) == Some(acct)).unwrap_or_else(|| panic!("{acct} not in report:\n{report}"));
+        let line = report
+            .lines()
+            .find(|l| l.split('|').next().map(str::trim) == Some(acct))
+            .unwrap_or_else(|| panic!("{acct} not in report:\n{report}"));
         let header: Vec<&str> = report.lines().next().unwrap().split('|').collect();
         let col = header.iter().position(|h| *h == "FairShare").unwrap();
         line.split('|').nth(col).unwrap().parse().unwrap()
     };
-    assert!(fs("b2") > fs("b1"), "report: b2 {} b1 {}", fs("b2"), fs("b1"));
+    assert!(
+        fs("b2") > fs("b1"),
+        "report: b2 {} b1 {}",
+        fs("b2"),
+        fs("b1")
+    );
     // Free the node: b2's job must start first although b1's is older.
     tb.ok("scancel", &[&blocker.to_string()]);
     tb.wait_state(j2, "RUNNING", Duration::from_secs(30));
@@ -97,22 +148,57 @@ fn expired_contract_is_requeued_for_an_under_served_account_and_not_before() {
     tb.cancel_all();
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
     // b1 fills the node: one job with an 8 s contract, three with 10 minutes.
-    let short = tb.sbatch(&["-A", "b1", "--gres=gpu:2", "--min-runtime=0:08", "--wrap", "sleep 300"]);
+    let short = tb.sbatch(&[
+        "-A",
+        "b1",
+        "--gres=gpu:2",
+        "--min-runtime=0:08",
+        "--wrap",
+        "sleep 300",
+    ]);
     let long: Vec<u32> = (0..3)
-        .map(|_| tb.sbatch(&["-A", "b1", "--gres=gpu:2", "--min-runtime=10:00", "--wrap", "sleep 300"]))
+        .map(|_| {
+            tb.sbatch(&[
+                "-A",
+                "b1",
+                "--gres=gpu:2",
+                "--min-runtime=10:00",
+                "--wrap",
+                "sleep 300",
+            ])
+        })
         .collect();
     for j in std::iter::once(short).chain(long.iter().copied()) {
         tb.wait_state(j, "RUNNING", Duration::from_secs(30));
     }
     let started = allot_e2e::epoch();
-    let b2 = tb.sbatch(&["-A", "b2", "--gres=gpu:2", "--min-runtime=0:01", "--wrap", "sleep 300"]);
+    let b2 = tb.sbatch(&[
+        "-A",
+        "b2",
+        "--gres=gpu:2",
+        "--min-runtime=0:01",
+        "--wrap",
+        "sleep 300",
+    ]);
     tb.wait_state(b2, "RUNNING", Duration::from_secs(60));
     let ran_at = allot_e2e::epoch();
-    assert!(ran_at - started >= 8, "b2 started {}s after b1's job, inside its 8 s contract", ran_at - started);
-    assert_eq!(requeue_count(&tb, short), 1, "the short-contract job was requeued");
+    assert!(
+        ran_at - started >= 8,
+        "b2 started {}s after b1's job, inside its 8 s contract",
+        ran_at - started
+    );
+    assert_eq!(
+        requeue_count(&tb, short),
+        1,
+        "the short-contract job was requeued"
+    );
     assert_ne!(tb.squeue(short, "%T"), "RUNNING");
     for j in &long {
-        assert_eq!(tb.squeue(*j, "%T"), "RUNNING", "job {j} inside its 10 min contract was left alone");
+        assert_eq!(
+            tb.squeue(*j, "%T"),
+            "RUNNING",
+            "job {j} inside its 10 min contract was left alone"
+        );
         assert_eq!(requeue_count(&tb, *j), 0);
     }
     tb.cancel_all();
@@ -125,22 +211,48 @@ fn free_tier_is_preempted_at_once_but_not_by_its_own_account() {
     tb.cancel_all();
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
     let free: Vec<u32> = (0..4)
-        .map(|_| tb.sbatch(&["-A", "b1", "--gres=gpu:2", "--min-runtime=0", "--wrap", "sleep 300"]))
+        .map(|_| {
+            tb.sbatch(&[
+                "-A",
+                "b1",
+                "--gres=gpu:2",
+                "--min-runtime=0",
+                "--wrap",
+                "sleep 300",
+            ])
+        })
         .collect();
     for j in &free {
         tb.wait_state(*j, "RUNNING", Duration::from_secs(30));
     }
     // Same account, allocated: never preempts its own account's jobs.
-    let own = tb.sbatch(&["-A", "b1", "--gres=gpu:2", "--min-runtime=0:01", "--wrap", "sleep 300"]);
+    let own = tb.sbatch(&[
+        "-A",
+        "b1",
+        "--gres=gpu:2",
+        "--min-runtime=0:01",
+        "--wrap",
+        "sleep 300",
+    ]);
     stays(&tb, own, "PENDING", Duration::from_secs(8));
     tb.ok("scancel", &[&own.to_string()]);
     // Another account's allocated job preempts a free-tier job at once
     // (b1's free-tier jobs are not protected even though b1 is over-served
     // only slightly; a2 has no usage).
     let t0 = allot_e2e::epoch();
-    let a2 = tb.sbatch(&["-A", "a2", "--gres=gpu:2", "--min-runtime=5:00", "--wrap", "sleep 300"]);
+    let a2 = tb.sbatch(&[
+        "-A",
+        "a2",
+        "--gres=gpu:2",
+        "--min-runtime=5:00",
+        "--wrap",
+        "sleep 300",
+    ]);
     tb.wait_state(a2, "RUNNING", Duration::from_secs(30));
-    assert!(allot_e2e::epoch() - t0 < 20, "free-tier preemption is immediate");
+    assert!(
+        allot_e2e::epoch() - t0 < 20,
+        "free-tier preemption is immediate"
+    );
     let requeued: u32 = free.iter().map(|j| requeue_count(&tb, *j)).sum();
     assert_eq!(requeued, 1, "exactly one free-tier job made room");
     tb.cancel_all();
@@ -153,7 +265,16 @@ fn contracts_hold_across_a_slurmctld_restart() {
     tb.cancel_all();
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
     let jobs: Vec<u32> = (0..4)
-        .map(|_| tb.sbatch(&["-A", "b1", "--gres=gpu:2", "--min-runtime=10:00", "--wrap", "sleep 300"]))
+        .map(|_| {
+            tb.sbatch(&[
+                "-A",
+                "b1",
+                "--gres=gpu:2",
+                "--min-runtime=10:00",
+                "--wrap",
+                "sleep 300",
+            ])
+        })
         .collect();
     for j in &jobs {
         tb.wait_state(*j, "RUNNING", Duration::from_secs(30));
@@ -164,17 +285,34 @@ fn contracts_hold_across_a_slurmctld_restart() {
     let pid = std::fs::read_to_string(tb.dir.join("run/slurmctld.pid")).unwrap();
     tb.ok("kill", &[pid.trim()]);
     wait_until(Duration::from_secs(10), "slurmctld to die", || {
-        if std::path::Path::new("/proc").join(pid.trim()).exists() { Err("alive".into()) } else { Ok(()) }
+        if std::path::Path::new("/proc").join(pid.trim()).exists() {
+            Err("alive".into())
+        } else {
+            Ok(())
+        }
     });
-    let st = std::process::Command::new(tb.root.join("scripts/testbed")).arg("up").status().unwrap();
+    let st = std::process::Command::new(tb.root.join("scripts/testbed"))
+        .arg("up")
+        .status()
+        .unwrap();
     assert!(st.success());
     for j in &jobs {
         tb.wait_state(*j, "RUNNING", Duration::from_secs(30));
         let c = tb.ok("scontrol", &["show", "job", "-o", &j.to_string()]);
-        assert!(c.contains("allot:min_runtime=600"), "contract survived the restart: {c}");
+        assert!(
+            c.contains("allot:min_runtime=600"),
+            "contract survived the restart: {c}"
+        );
     }
     // An under-served account still cannot break the 10 minute contracts.
-    let b2 = tb.sbatch(&["-A", "b2", "--gres=gpu:2", "--min-runtime=0:01", "--wrap", "sleep 300"]);
+    let b2 = tb.sbatch(&[
+        "-A",
+        "b2",
+        "--gres=gpu:2",
+        "--min-runtime=0:01",
+        "--wrap",
+        "sleep 300",
+    ]);
     stays(&tb, b2, "PENDING", Duration::from_secs(10));
     for j in &jobs {
         assert_eq!(requeue_count(&tb, *j), 0);
@@ -191,19 +329,43 @@ fn malformed_config_on_reconfigure_keeps_the_old_tree() {
     let good = std::fs::read_to_string(&conf).unwrap();
     let log = tb.dir.join("log/slurmctld.log");
     let before = std::fs::read_to_string(&log).unwrap().len();
-    std::fs::write(&conf, good.replace("[tree.perception.b2]\nshare = 16", "[tree.perception.b2]\nshare = -3")).unwrap();
+    std::fs::write(
+        &conf,
+        good.replace(
+            "[tree.perception.b2]\nshare = 16",
+            "[tree.perception.b2]\nshare = -3",
+        ),
+    )
+    .unwrap();
     tb.ok("scontrol", &["reconfigure"]);
-    let logged = wait_until(Duration::from_secs(20), "the error in slurmctld's log", || {
-        let text = std::fs::read_to_string(&log).unwrap();
-        let new = &text[before.min(text.len())..];
-        match new.lines().find(|l| l.contains("tree.perception.b2: share must be > 0")) {
-            Some(l) => Ok(l.to_string()),
-            None => Err(new.lines().rev().take(3).collect::<Vec<_>>().join(" / ")),
-        }
-    });
-    assert!(logged.contains("allot.toml") && logged.contains("keeping the last good configuration"), "{logged}");
+    let logged = wait_until(
+        Duration::from_secs(20),
+        "the error in slurmctld's log",
+        || {
+            let text = std::fs::read_to_string(&log).unwrap();
+            let new = &text[before.min(text.len())..];
+            match new
+                .lines()
+                .find(|l| l.contains("tree.perception.b2: share must be > 0"))
+            {
+                Some(l) => Ok(l.to_string()),
+                None => Err(new.lines().rev().take(3).collect::<Vec<_>>().join(" / ")),
+            }
+        },
+    );
+    assert!(
+        logged.contains("allot.toml") && logged.contains("keeping the last good configuration"),
+        "{logged}"
+    );
     // Still scheduling with the old tree: b2 is still an account with a budget.
-    let job = tb.sbatch(&["-A", "b2", "--gres=gpu:1", "--min-runtime=0:05", "--wrap", "true"]);
+    let job = tb.sbatch(&[
+        "-A",
+        "b2",
+        "--gres=gpu:1",
+        "--min-runtime=0:05",
+        "--wrap",
+        "true",
+    ]);
     wait_until(Duration::from_secs(60), "the job to complete", || {
         let r = tb.sacct(job, "State");
         match r.first() {
@@ -213,4 +375,63 @@ fn malformed_config_on_reconfigure_keeps_the_old_tree() {
     });
     std::fs::write(&conf, good).unwrap();
     tb.ok("scontrol", &["reconfigure"]);
+}
+
+#[test]
+fn sshare_shows_allots_usage_and_fair_share() {
+    let _one = serial();
+    let tb = Testbed::from_env();
+    tb.cancel_all();
+    // b1: 2 GPUs for 10 h inside the window = 72000 GPU-seconds; b2 nothing.
+    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let rows = wait_until(
+        Duration::from_secs(20),
+        "sshare to show the ledger's usage",
+        || {
+            let out = tb.ok(
+                "sshare",
+                &[
+                    "-P",
+                    "-n",
+                    "-a",
+                    "-A",
+                    "b1,b2",
+                    "-o",
+                    "Account,User,NormShares,RawUsage,EffectvUsage,FairShare,LevelFS",
+                ],
+            );
+            let rows: Vec<Vec<String>> = out
+                .lines()
+                .map(|l| l.split('|').map(|f| f.trim().to_string()).collect())
+                .collect();
+            let b1 = rows
+                .iter()
+                .find(|r| r[0] == "b1" && r[1].is_empty())
+                .cloned()
+                .ok_or_else(|| out.clone())?;
+            if b1[3] == "72000" {
+                Ok(rows)
+            } else {
+                Err(out)
+            }
+        },
+    );
+    let get = |acct: &str, user: &str| {
+        rows.iter()
+            .find(|r| r[0] == acct && r[1] == user)
+            .unwrap_or_else(|| panic!("{acct}/{user} not in {rows:?}"))
+    };
+    let (b1, b2) = (get("b1", ""), get("b2", ""));
+    assert_eq!(b1[2], "0.400000", "NormShares: 16 of 16+16+8");
+    assert_eq!(
+        (b1[4].as_str(), b2[3].as_str(), b2[4].as_str()),
+        ("1.000000", "0", "0.000000")
+    );
+    assert_eq!(b2[6], "inf", "no usage: Level FS infinite");
+    // User rows carry their account's fair-share factor: b2 above b1.
+    let (u1, u2) = (get("b1", "alice"), get("b2", "alice"));
+    assert!(
+        u2[5].parse::<f64>().unwrap() > u1[5].parse::<f64>().unwrap(),
+        "{u1:?} {u2:?}"
+    );
 }

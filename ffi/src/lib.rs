@@ -37,9 +37,11 @@ pub mod sys {
     include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 }
 
+pub mod assoc;
 pub mod ctld;
 pub mod job;
 pub mod log;
+pub mod long_double;
 pub mod plugin;
 pub mod spank;
 pub mod xstr;

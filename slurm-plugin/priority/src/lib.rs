@@ -17,11 +17,11 @@ use std::time::Duration;
 
 use allot_ffi::ctld::{self, Factors};
 use allot_ffi::job::{JobRecord, JobState};
-use allot_ffi::{log, sys};
+use allot_ffi::{assoc, log, long_double, sys};
 use fairshare::{Engine, Tier};
 use slurm_plugin::config::{config_path, ConfigWatcher};
-use slurm_plugin::{guard, jobs};
 use slurm_plugin::snapshot::{ledger_usage, EngineSnapshot};
+use slurm_plugin::{guard, jobs, shares};
 
 allot_ffi::slurm_plugin!(name: "allot priority plugin", kind: "priority/allot");
 
@@ -41,8 +41,9 @@ fn error(m: &str) {
     log::error(P, m)
 }
 
-/// Re-prioritises every pending, non-held job whose priority an operator
-/// has not set (runs on the engine thread after each rebuild).
+/// After each rebuild (on the engine thread): re-prioritises every pending,
+/// non-held job whose priority an operator has not set, then publishes the
+/// tree's figures into the association manager for `sshare`.
 fn recalculate(engine: &Engine) {
     ctld::for_each_job_mut(|j| {
         let job = j.get();
@@ -51,6 +52,15 @@ fn recalculate(engine: &Engine) {
         }
         let p = engine.priority(&jobs::pending(engine, &job));
         j.set_priority(p);
+    });
+    // After the slurmctld locks are released (lock order: slurmctld, then assoc_mgr).
+    assoc::for_each_assoc_mut(|a| {
+        if let Some(f) = a
+            .account()
+            .and_then(|acct| shares::figures(engine, acct, a.user()))
+        {
+            a.set_figures(&f);
+        }
     });
 }
 
@@ -63,7 +73,10 @@ pub extern "C" fn init() -> c_int {
         if !ctld::in_slurmctld() || STATE.get().is_some() {
             return sys::SLURM_SUCCESS as c_int;
         }
-        let path = config_path(std::env::var("ALLOT_CONF").ok().as_deref(), ctld::slurm_conf_path().as_deref());
+        let path = config_path(
+            std::env::var("ALLOT_CONF").ok().as_deref(),
+            ctld::slurm_conf_path().as_deref(),
+        );
         let config = match ConfigWatcher::start(path, Duration::from_secs(5), info, error) {
             Ok(w) => Arc::new(w),
             Err(e) => {
@@ -103,7 +116,9 @@ pub extern "C" fn fini() -> c_int {
 pub extern "C" fn priority_p_set(last_prio: u32, job_ptr: *mut sys::job_record_t) -> u32 {
     guard(P, "priority_p_set", last_prio.max(1), || {
         // SAFETY: slurmctld passes the job it is creating/requeuing, locked.
-        let Some(job) = (unsafe { JobRecord::from_ptr(job_ptr) }) else { return 1 };
+        let Some(job) = (unsafe { JobRecord::from_ptr(job_ptr) }) else {
+            return 1;
+        };
         if job.direct_set_prio() {
             return job.priority();
         }
@@ -124,9 +139,25 @@ pub extern "C" fn priority_p_reconfig(_assoc_clear: bool) {
     })
 }
 
-/// Slurm's association usage is not allot's input (the ledger is): nothing to do.
+/// slurmctld asks for an association's usage figures (sshare does, for user
+/// associations, under the assoc_mgr lock): answer allot's from the snapshot.
 #[no_mangle]
-pub extern "C" fn priority_p_set_assoc_usage(_assoc: *mut c_void) {}
+pub extern "C" fn priority_p_set_assoc_usage(assoc_ptr: *mut c_void) {
+    guard(P, "priority_p_set_assoc_usage", (), || {
+        let Some(state) = STATE.get() else { return };
+        // SAFETY: slurmctld passes an association it holds locked for the call.
+        let Some(mut a) = (unsafe { assoc::assoc_from_ptr(assoc_ptr) }) else {
+            return;
+        };
+        let engine = state.engine.get();
+        if let Some(f) = a
+            .account()
+            .and_then(|acct| shares::figures(&engine, acct, a.user()))
+        {
+            a.set_figures(&f);
+        }
+    })
+}
 
 /// Usage is charged by `allot sync` from slurmdbd, not at job end: nothing to do.
 #[no_mangle]
@@ -138,27 +169,38 @@ pub extern "C" fn priority_p_get_priority_factors_list(
     req_msg: *mut sys::priority_factors_request_msg_t,
     _uid: u32,
 ) -> sys::List {
-    guard(P, "priority_p_get_priority_factors_list", std::ptr::null_mut(), || {
-        let Some(state) = STATE.get() else { return std::ptr::null_mut() };
-        let engine = state.engine.get();
-        // SAFETY: slurmctld passes the request for this call; the call holds no job lock.
-        unsafe {
-            ctld::priority_factors_list(req_msg, |job| {
-                let f = engine.priority_factors(&jobs::pending(&engine, job));
-                let age = f64::from(f.age_points);
-                // score = site + age - nice (see the crate doc).
-                let nice = f.nice * i64::from(engine.config().priority.nice_weight);
-                Some(Factors {
-                    qos: if f.tier == Tier::Allocated { 2_147_483_648.0 } else { 0.0 },
-                    fair_share: f64::from(f.rank) * 65_536.0,
-                    age,
-                    partition: 0.0,
-                    site: i64::from(f.score) - i64::from(f.age_points) + nice,
-                    nice,
+    guard(
+        P,
+        "priority_p_get_priority_factors_list",
+        std::ptr::null_mut(),
+        || {
+            let Some(state) = STATE.get() else {
+                return std::ptr::null_mut();
+            };
+            let engine = state.engine.get();
+            // SAFETY: slurmctld passes the request for this call; the call holds no job lock.
+            unsafe {
+                ctld::priority_factors_list(req_msg, |job| {
+                    let f = engine.priority_factors(&jobs::pending(&engine, job));
+                    let age = f64::from(f.age_points);
+                    // score = site + age - nice (see the crate doc).
+                    let nice = f.nice * i64::from(engine.config().priority.nice_weight);
+                    Some(Factors {
+                        qos: if f.tier == Tier::Allocated {
+                            2_147_483_648.0
+                        } else {
+                            0.0
+                        },
+                        fair_share: f64::from(f.rank) * 65_536.0,
+                        age,
+                        partition: 0.0,
+                        site: i64::from(f.score) - i64::from(f.age_points) + nice,
+                        nice,
+                    })
                 })
-            })
-        }
-    })
+            }
+        },
+    )
 }
 
 /// `priority_p_calc_fs_factor(long double usage_efctv, long double shares_norm)`:
@@ -171,7 +213,10 @@ pub extern "C" fn priority_p_get_priority_factors_list(
 #[no_mangle]
 pub extern "C" fn priority_p_calc_fs_factor(args: LongDoublePair) -> f64 {
     guard(P, "priority_p_calc_fs_factor", 0.0, || {
-        classic_fs_factor(x87_to_f64(args.usage_efctv), x87_to_f64(args.shares_norm))
+        classic_fs_factor(
+            long_double::to_f64(args.usage_efctv),
+            long_double::to_f64(args.shares_norm),
+        )
     })
 }
 
@@ -180,22 +225,6 @@ pub extern "C" fn priority_p_calc_fs_factor(args: LongDoublePair) -> f64 {
 pub struct LongDoublePair {
     usage_efctv: [u8; 16],
     shares_norm: [u8; 16],
-}
-
-/// Converts an x87 80-bit extended float (little endian, padded to 16 bytes).
-fn x87_to_f64(b: [u8; 16]) -> f64 {
-    let mantissa = u64::from_le_bytes(b[0..8].try_into().unwrap());
-    let se = u16::from_le_bytes([b[8], b[9]]);
-    let sign = if se & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = i32::from(se & 0x7fff);
-    if exp == 0 && mantissa == 0 {
-        return 0.0 * sign;
-    }
-    if exp == 0x7fff {
-        return if mantissa << 1 == 0 { sign * f64::INFINITY } else { f64::NAN };
-    }
-    // value = mantissa * 2^(exp - 16383 - 63)
-    sign * (mantissa as f64) * 2f64.powi(exp - 16383 - 63)
 }
 
 /// Slurm's classic fair-share factor (priority/multifactor without Fair Tree).
@@ -209,31 +238,6 @@ fn classic_fs_factor(usage_efctv: f64, shares_norm: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn x87(v: f64) -> [u8; 16] {
-        // Exact for normal f64 values: widen the 52-bit fraction to 63 bits.
-        let bits = v.to_bits();
-        let sign = (bits >> 63) as u16;
-        let exp = ((bits >> 52) & 0x7ff) as i32;
-        let frac = bits & ((1 << 52) - 1);
-        let mut out = [0u8; 16];
-        if v == 0.0 {
-            out[9] = (sign << 7) as u8;
-            return out;
-        }
-        let mantissa = (1u64 << 63) | (frac << 11);
-        let e = (exp - 1023 + 16383) as u16 | (sign << 15);
-        out[0..8].copy_from_slice(&mantissa.to_le_bytes());
-        out[8..10].copy_from_slice(&e.to_le_bytes());
-        out
-    }
-
-    #[test]
-    fn x87_conversion() {
-        for v in [1.0, 0.5, -3.25, 1e-40, 123456.789, 0.0] {
-            assert_eq!(x87_to_f64(x87(v)), v);
-        }
-    }
 
     #[test]
     fn classic_factor() {
