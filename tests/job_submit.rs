@@ -9,7 +9,11 @@ fn refused(tb: &Testbed, args: &[&str]) -> String {
     all.extend_from_slice(args);
     all.extend_from_slice(&["--wrap", "true"]);
     let out = tb.run("sbatch", &all);
-    assert!(!out.status.success(), "sbatch {args:?} must be refused, printed {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !out.status.success(),
+        "sbatch {args:?} must be refused, printed {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
@@ -27,25 +31,38 @@ fn admin_comment(tb: &Testbed, job: u32) -> String {
         }
     }
     let v = rest[..end].trim();
-    if v == "(null)" { String::new() } else { v.to_string() }
+    if v == "(null)" {
+        String::new()
+    } else {
+        v.to_string()
+    }
 }
 
 #[test]
 fn unparsable_min_runtime_is_refused_with_the_fix() {
     let tb = Testbed::from_env();
     let err = refused(&tb, &["-A", "a1", "--comment=min_runtime=4h"]);
-    assert!(err.contains("allot: minimum runtime: invalid Slurm time \"4h\""), "{err}");
+    assert!(
+        err.contains("allot: minimum runtime: invalid Slurm time \"4h\""),
+        "{err}"
+    );
     assert!(err.contains("--min-runtime=4:00:00"), "{err}");
     // The SPANK option checks the syntax already in sbatch.
     let err = refused(&tb, &["-A", "a1", "--min-runtime=four"]);
-    assert!(err.contains("--min-runtime") && err.contains("hh:mm:ss"), "{err}");
+    assert!(
+        err.contains("--min-runtime") && err.contains("hh:mm:ss"),
+        "{err}"
+    );
 }
 
 #[test]
 fn min_runtime_above_the_cap_is_refused() {
     let tb = Testbed::from_env();
     let err = refused(&tb, &["-A", "a1", "--min-runtime=8:00:01"]);
-    assert!(err.contains("minimum runtime 08:00:01 is above the cluster's cap of 08:00:00"), "{err}");
+    assert!(
+        err.contains("minimum runtime 08:00:01 is above the cluster's cap of 08:00:00"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -54,8 +71,16 @@ fn unknown_account_is_refused_with_the_accounts_to_use() {
     // "nlp" exists in slurmdbd but is an inner node of the tree, not a leaf.
     for acct in ["physics", "nlp"] {
         let err = refused(&tb, &["-A", acct]);
-        assert!(err.contains(&format!("allot: account \"{acct}\" is not in the allot tree")), "{err}");
-        assert!(err.contains("a1, a1-interactive, a2, b1, b2, vision"), "{err}");
+        assert!(
+            err.contains(&format!(
+                "allot: account \"{acct}\" is not in the allot tree"
+            )),
+            "{err}"
+        );
+        assert!(
+            err.contains("a1, a1-interactive, a2, b1, b2, vision"),
+            "{err}"
+        );
     }
 }
 
@@ -64,10 +89,16 @@ fn contract_is_recorded_in_admin_comment() {
     let tb = Testbed::from_env();
     let hold = ["-H", "--wrap", "true"]; // held: stays pending, never runs
     let cases: [(&[&str], &str); 5] = [
-        (&["-A", "a1", "--min-runtime=2:00:00"], "allot:min_runtime=7200"),
-        (&["-A", "a2", "--comment=exp-7 min_runtime=30"], "allot:min_runtime=1800"),
+        (
+            &["-A", "a1", "--min-runtime=2:00:00"],
+            "allot:min_runtime=7200",
+        ),
+        (
+            &["-A", "a2", "--comment=exp-7 min_runtime=30"],
+            "allot:min_runtime=1800",
+        ),
         (&["-A", "b1", "--min-runtime=0"], "allot:min_runtime=0"),
-        (&["-A", "b2"], "allot:min_runtime=3600"),              // global default
+        (&["-A", "b2"], "allot:min_runtime=3600"), // global default
         (&["-A", "b2", "-p", "debug"], "allot:min_runtime=0"), // partition default
     ];
     for (args, want) in cases {
@@ -89,22 +120,39 @@ fn users_cannot_touch_the_recorded_contract() {
     let tb = Testbed::from_env();
     let as_alice = |cmd: &str| tb.run("su", &["alice", "-c", cmd]);
     let out = as_alice("sbatch --parsable -H -A a1 --min-runtime=1:00:00 -o /dev/null --wrap true");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let job = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let id: u32 = job.parse().unwrap();
     // The owner may not write AdminComment...
-    let out = as_alice(&format!("scontrol update jobid={job} admincomment=allot:min_runtime=99999"));
+    let out = as_alice(&format!(
+        "scontrol update jobid={job} admincomment=allot:min_runtime=99999"
+    ));
     assert!(!out.status.success(), "a user must not set AdminComment");
     assert_eq!(admin_comment(&tb, id), "allot:min_runtime=3600");
     // ...but may change the minimum runtime while the job is pending, within the cap...
-    let out = as_alice(&format!("scontrol update jobid={job} comment=min_runtime=2:00:00"));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = as_alice(&format!(
+        "scontrol update jobid={job} comment=min_runtime=2:00:00"
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(admin_comment(&tb, id), "allot:min_runtime=7200");
-    let out = as_alice(&format!("scontrol update jobid={job} comment=min_runtime=9:00:00"));
+    let out = as_alice(&format!(
+        "scontrol update jobid={job} comment=min_runtime=9:00:00"
+    ));
     assert!(!out.status.success(), "above the cap on modify too");
     assert_eq!(admin_comment(&tb, id), "allot:min_runtime=7200");
     // ...and an operator's AdminComment edit keeps the contract.
-    tb.ok("scontrol", &["update", &format!("jobid={job}"), "admincomment=ticket-42"]);
+    tb.ok(
+        "scontrol",
+        &["update", &format!("jobid={job}"), "admincomment=ticket-42"],
+    );
     assert_eq!(admin_comment(&tb, id), "ticket-42 allot:min_runtime=7200");
     tb.ok("scancel", &[&job]);
 }
@@ -112,14 +160,30 @@ fn users_cannot_touch_the_recorded_contract() {
 #[test]
 fn min_runtime_cannot_change_once_running() {
     let tb = Testbed::from_env();
-    let job = tb.sbatch(&["-A", "a2", "--min-runtime=10", "--wrap", "sleep 60"]).to_string();
+    let job = tb
+        .sbatch(&["-A", "a2", "--min-runtime=10", "--wrap", "sleep 60"])
+        .to_string();
     allot_e2e::wait_until(std::time::Duration::from_secs(30), "the job to run", || {
         let st = tb.ok("squeue", &["-h", "-j", &job, "-o", "%T"]);
-        if st.trim() == "RUNNING" { Ok(()) } else { Err(st) }
+        if st.trim() == "RUNNING" {
+            Ok(())
+        } else {
+            Err(st)
+        }
     });
-    let out = tb.run("scontrol", &["update", &format!("jobid={job}"), "comment=min_runtime=0"]);
+    let out = tb.run(
+        "scontrol",
+        &["update", &format!("jobid={job}"), "comment=min_runtime=0"],
+    );
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no longer pending"), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(admin_comment(&tb, job.parse().unwrap()), "allot:min_runtime=600");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no longer pending"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        admin_comment(&tb, job.parse().unwrap()),
+        "allot:min_runtime=600"
+    );
     tb.ok("scancel", &[&job]);
 }

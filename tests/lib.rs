@@ -6,8 +6,8 @@
 #![deny(missing_docs)]
 
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// The running testbed, as described by `scripts/testbed env`.
@@ -104,13 +104,17 @@ pub fn serial() -> MutexGuard<'static, ()> {
 
 /// Seconds since the epoch.
 pub fn epoch() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }
 
 impl Testbed {
     /// The `allot` binary of this build (scripts/test builds the workspace).
     pub fn allot_bin(&self) -> PathBuf {
-        let dir = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| self.root.join("target"), PathBuf::from);
+        let dir = std::env::var_os("CARGO_TARGET_DIR")
+            .map_or_else(|| self.root.join("target"), PathBuf::from);
         dir.join("debug/allot")
     }
 
@@ -133,7 +137,11 @@ impl Testbed {
         }
         wait_until(Duration::from_secs(60), "every job to end", || {
             let left = self.ok("squeue", &["-h", "-o", "%i %T"]);
-            if left.trim().is_empty() { Ok(()) } else { Err(left) }
+            if left.trim().is_empty() {
+                Ok(())
+            } else {
+                Err(left)
+            }
         });
     }
 
@@ -147,11 +155,16 @@ impl Testbed {
             let _ = std::fs::remove_file(format!("{}{suffix}", self.ledger().display()));
         }
         let fmt = |t: i64| {
-            let out = Command::new("date").args(["-u", "-d", &format!("@{t}"), "+%Y-%m-%dT%H:%M:%S"]).output().unwrap();
+            let out = Command::new("date")
+                .args(["-u", "-d", &format!("@{t}"), "+%Y-%m-%dT%H:%M:%S"])
+                .output()
+                .unwrap();
             String::from_utf8_lossy(&out.stdout).trim().to_string()
         };
         let now = epoch();
-        let mut dump = String::from("JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|State|AdminComment\n");
+        let mut dump = String::from(
+            "JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|State|AdminComment\n",
+        );
         for (i, (acct, gpus, ago, ran, min)) in jobs.iter().enumerate() {
             let id = 900_000 + i;
             let (start, end) = (now - ago, now - ago + ran);
@@ -172,7 +185,11 @@ impl Testbed {
             .arg(self.allot_conf())
             .output()
             .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
-        assert!(out.status.success(), "allot sync --from failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "allot sync --from failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// `squeue -h -j JOB -o FORMAT`, trimmed ("" once the job is gone).
@@ -185,7 +202,11 @@ impl Testbed {
     pub fn wait_state(&self, job: u32, state: &str, timeout: Duration) {
         wait_until(timeout, &format!("job {job} to be {state}"), || {
             let s = self.squeue(job, "%T");
-            if s == state { Ok(()) } else { Err(s) }
+            if s == state {
+                Ok(())
+            } else {
+                Err(s)
+            }
         });
     }
 }

@@ -32,7 +32,10 @@ pub fn slurm_conf_path() -> Option<String> {
         return None;
     }
     // SAFETY: NUL-terminated string owned by slurm_conf.
-    unsafe { CStr::from_ptr(p) }.to_str().ok().map(str::to_string)
+    unsafe { CStr::from_ptr(p) }
+        .to_str()
+        .ok()
+        .map(str::to_string)
 }
 
 /// The default account of `uid` from slurmctld's association manager
@@ -42,7 +45,10 @@ pub fn slurm_conf_path() -> Option<String> {
 pub fn default_account(uid: u32) -> Option<String> {
     let conn = data_symbol(c"acct_db_conn")?;
     let enforce = data_symbol(c"accounting_enforce")?;
-    let mut user = sys::slurmdb_user_rec_t { uid, ..Default::default() };
+    let mut user = sys::slurmdb_user_rec_t {
+        uid,
+        ..Default::default()
+    };
     // SAFETY: conn points to slurmctld's `void *acct_db_conn`, enforce to its
     // `uint16_t accounting_enforce`; assoc_mgr_fill_in_user only fills `user`
     // (locked=false: it takes the assoc_mgr read lock itself). default_acct
@@ -58,7 +64,10 @@ pub fn default_account(uid: u32) -> Option<String> {
         if rc != sys::SLURM_SUCCESS as i32 || user.default_acct.is_null() {
             return None;
         }
-        CStr::from_ptr(user.default_acct).to_str().ok().map(str::to_string)
+        CStr::from_ptr(user.default_acct)
+            .to_str()
+            .ok()
+            .map(str::to_string)
     }
 }
 
@@ -66,7 +75,11 @@ pub fn default_account(uid: u32) -> Option<String> {
 fn lock_levels(job_write: bool) -> sys::slurmctld_lock_t {
     sys::slurmctld_lock_t {
         conf: sys::lock_level_t_NO_LOCK,
-        job: if job_write { sys::lock_level_t_WRITE_LOCK } else { sys::lock_level_t_READ_LOCK },
+        job: if job_write {
+            sys::lock_level_t_WRITE_LOCK
+        } else {
+            sys::lock_level_t_READ_LOCK
+        },
         node: sys::lock_level_t_READ_LOCK,
         part: sys::lock_level_t_READ_LOCK,
         fed: sys::lock_level_t_NO_LOCK,
@@ -97,7 +110,9 @@ unsafe fn for_each_in<T>(list: sys::List, mut f: impl FnMut(*mut T)) {
 /// as multifactor's recalculation does) and hands every job record to `f`.
 /// `false` outside slurmctld.
 fn lock_and_iterate(job_write: bool, f: impl FnMut(*mut sys::job_record_t)) -> bool {
-    let Some(list_sym) = data_symbol(c"job_list") else { return false };
+    let Some(list_sym) = data_symbol(c"job_list") else {
+        return false;
+    };
     let levels = lock_levels(job_write);
     // SAFETY: job_list is slurmctld's `List job_list`; its records are valid
     // while the job lock is held, which we take for the whole iteration.
@@ -192,13 +207,20 @@ pub unsafe fn priority_factors_list(
         if job.state() != crate::job::JobState::Pending || job.priority() == 0 {
             return;
         }
-        if want_jobs.as_ref().is_some_and(|w| !w.contains(&job.job_id()))
-            || want_uids.as_ref().is_some_and(|w| !w.contains(&job.user_id()))
+        if want_jobs
+            .as_ref()
+            .is_some_and(|w| !w.contains(&job.job_id()))
+            || want_uids
+                .as_ref()
+                .is_some_and(|w| !w.contains(&job.user_id()))
         {
             return;
         }
         let part = job.partition().unwrap_or("");
-        if want_parts.as_ref().is_some_and(|w| !part.split(',').any(|p| w.iter().any(|x| x == p))) {
+        if want_parts
+            .as_ref()
+            .is_some_and(|w| !part.split(',').any(|p| w.iter().any(|x| x == p)))
+        {
             return;
         }
         let obj = sys::slurm_xcalloc(
@@ -226,7 +248,8 @@ pub unsafe fn priority_factors_list(
             o.priority_fs = f.fair_share;
             o.priority_qos = f.qos;
             o.priority_part = f.partition;
-            o.priority_site = (i64::from(sys::NICE_OFFSET) + f.site).clamp(0, i64::from(u32::MAX)) as u32;
+            o.priority_site =
+                (i64::from(sys::NICE_OFFSET) + f.site).clamp(0, i64::from(u32::MAX)) as u32;
             o.nice = (i64::from(sys::NICE_OFFSET) + f.nice).clamp(0, i64::from(u32::MAX)) as u32;
         }
         sys::list_append(ret, obj as *mut c_void);

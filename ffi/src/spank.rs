@@ -78,7 +78,11 @@ pub fn register_option(
     };
     // SAFETY: sp is live (Handle::from_raw); SPANK copies the struct; the strings are 'static.
     let rc = unsafe { sys::spank_option_register(sp.0, &mut opt) };
-    if rc == 0 { Ok(()) } else { Err(rc as i32) }
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(rc as i32)
+    }
 }
 
 /// Sets `NAME=VALUE` in the job-control environment (allocator and local
@@ -91,7 +95,11 @@ pub fn job_control_setenv(sp: Handle, name: &str, value: &str) -> Result<(), i32
     let v = CString::new(value).map_err(|_| -1)?;
     // SAFETY: sp is live (Handle::from_raw); both strings are valid for the call and copied.
     let rc = unsafe { sys::spank_job_control_setenv(sp.0, n.as_ptr(), v.as_ptr(), 1) };
-    if rc == 0 { Ok(()) } else { Err(rc as i32) }
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(rc as i32)
+    }
 }
 
 /// Reads a C string argument of a SPANK callback (`None` for NULL / non-UTF-8).
@@ -99,5 +107,9 @@ pub fn job_control_setenv(sp: Handle, name: &str, value: &str) -> Result<(), i32
 /// # Safety
 /// `p` is NULL or a NUL-terminated string valid for the call.
 pub unsafe fn arg_str<'a>(p: *const c_char) -> Option<&'a str> {
-    if p.is_null() { None } else { std::ffi::CStr::from_ptr(p).to_str().ok() }
+    if p.is_null() {
+        None
+    } else {
+        std::ffi::CStr::from_ptr(p).to_str().ok()
+    }
 }

@@ -30,9 +30,14 @@ pub fn config_path(env_allot_conf: Option<&str>, slurm_conf: Option<&str>) -> Pa
 /// Reads and validates `path`. The error names the file and every problem
 /// (each with its node path / line and the fix).
 pub fn load(path: &Path) -> Result<Config, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}; set ALLOT_CONF or put allot.toml beside slurm.conf", path.display()))?;
-    Config::from_toml_str(&text).map_err(|e| format!("{}: {}", path.display(), e.to_string().replace('\n', "; ")))
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "{}: cannot read: {e}; set ALLOT_CONF or put allot.toml beside slurm.conf",
+            path.display()
+        )
+    })?;
+    Config::from_toml_str(&text)
+        .map_err(|e| format!("{}: {}", path.display(), e.to_string().replace('\n', "; ")))
 }
 
 fn mtime(path: &Path) -> Option<SystemTime> {
@@ -65,7 +70,8 @@ impl ConfigWatcher {
         let stop = Arc::new(AtomicBool::new(false));
         let poke = Arc::new(AtomicBool::new(false));
         let thread = {
-            let (path, current, stop, poke) = (path.clone(), current.clone(), stop.clone(), poke.clone());
+            let (path, current, stop, poke) =
+                (path.clone(), current.clone(), stop.clone(), poke.clone());
             std::thread::Builder::new()
                 .name("allot-config".into())
                 .spawn(move || {
@@ -103,7 +109,13 @@ impl ConfigWatcher {
                 })
                 .map_err(|e| format!("cannot start the config thread: {e}"))?
         };
-        Ok(ConfigWatcher { path, current, stop, poke, thread: Mutex::new(Some(thread)) })
+        Ok(ConfigWatcher {
+            path,
+            current,
+            stop,
+            poke,
+            thread: Mutex::new(Some(thread)),
+        })
     }
 
     /// The current config (a cheap atomic load; no I/O, no waiting).
@@ -145,9 +157,18 @@ mod tests {
 
     #[test]
     fn path_resolution() {
-        assert_eq!(config_path(Some("/x/a.toml"), Some("/etc/slurm/slurm.conf")), PathBuf::from("/x/a.toml"));
-        assert_eq!(config_path(None, Some("/tb/etc/slurm.conf")), PathBuf::from("/tb/etc/allot.toml"));
-        assert_eq!(config_path(Some(""), None), PathBuf::from("/etc/slurm/allot.toml"));
+        assert_eq!(
+            config_path(Some("/x/a.toml"), Some("/etc/slurm/slurm.conf")),
+            PathBuf::from("/x/a.toml")
+        );
+        assert_eq!(
+            config_path(None, Some("/tb/etc/slurm.conf")),
+            PathBuf::from("/tb/etc/allot.toml")
+        );
+        assert_eq!(
+            config_path(Some(""), None),
+            PathBuf::from("/etc/slurm/allot.toml")
+        );
     }
 
     #[test]
@@ -157,8 +178,13 @@ mod tests {
         let p = dir.join("bad.toml");
         std::fs::write(&p, "window = \"0\"\n[tree.a]\nshare = 1\n").unwrap();
         let e = load(&p).unwrap_err();
-        assert!(e.starts_with(&p.display().to_string()) && e.contains("window"), "{e}");
-        assert!(load(&dir.join("missing.toml")).unwrap_err().contains("cannot read"));
+        assert!(
+            e.starts_with(&p.display().to_string()) && e.contains("window"),
+            "{e}"
+        );
+        assert!(load(&dir.join("missing.toml"))
+            .unwrap_err()
+            .contains("cannot read"));
     }
 
     static ERRORS: AtomicUsize = AtomicUsize::new(0);
@@ -191,13 +217,23 @@ mod tests {
             }
             std::thread::sleep(Duration::from_millis(150));
         }
-        assert_eq!(ERRORS.load(Ordering::SeqCst), 1, "one log line per distinct error");
-        assert!(w.get().tree.leaf_of_account("b").is_some(), "last good config kept");
+        assert_eq!(
+            ERRORS.load(Ordering::SeqCst),
+            1,
+            "one log line per distinct error"
+        );
+        assert!(
+            w.get().tree.leaf_of_account("b").is_some(),
+            "last good config kept"
+        );
         std::fs::write(&p, GOOD.replace("[tree.b]", "[tree.c]")).unwrap();
         w.poke();
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         while w.get().tree.leaf_of_account("c").is_none() {
-            assert!(std::time::Instant::now() < deadline, "reload did not happen");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "reload did not happen"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         assert_eq!(INFOS.load(Ordering::SeqCst), 1);

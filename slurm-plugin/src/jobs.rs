@@ -9,16 +9,24 @@ use fairshare::{Contract, Engine, PendingJob, Preemptor, RunClock, RunningJob};
 /// a job without a record (submitted before allot was loaded) gets its
 /// partition's or the global default.
 pub fn min_runtime(engine: &Engine, job: &JobRecord<'_>) -> u64 {
-    job.admin_comment().and_then(recorded_min_runtime).unwrap_or_else(|| {
-        let c = &engine.config().contract;
-        c.min_runtime(None, job.partition().and_then(|p| p.split(',').next())).unwrap_or(c.default_min_runtime)
-    })
+    job.admin_comment()
+        .and_then(recorded_min_runtime)
+        .unwrap_or_else(|| {
+            let c = &engine.config().contract;
+            c.min_runtime(None, job.partition().and_then(|p| p.split(',').next()))
+                .unwrap_or(c.default_min_runtime)
+        })
 }
 
 /// A pending job for priority: age counts from `max(submit, begin)`.
 pub fn pending<'a>(engine: &Engine, job: &JobRecord<'a>) -> PendingJob<'a> {
     let eligible = job.begin_time().max(job.submit_time()).max(0) as u64;
-    PendingJob { account: job.account().unwrap_or(""), min_runtime: min_runtime(engine, job), nice: job.nice(), eligible_time: eligible }
+    PendingJob {
+        account: job.account().unwrap_or(""),
+        min_runtime: min_runtime(engine, job),
+        nice: job.nice(),
+        eligible_time: eligible,
+    }
 }
 
 /// The running-time clock of a job: `pre_sus_time` accumulated, plus the
@@ -29,13 +37,24 @@ pub fn run_clock(job: &JobRecord<'_>) -> RunClock {
         JobState::Running => Some(job.start_time().max(job.suspend_time()).max(0) as u64),
         _ => None,
     };
-    RunClock { accumulated, running_since }
+    RunClock {
+        accumulated,
+        running_since,
+    }
 }
 
 /// A job as a preemptor: charged at the rate of its requested TRES.
 pub fn preemptor<'a>(engine: &Engine, job: &JobRecord<'a>) -> Preemptor<'a> {
-    let rate = job.tres_req_str().map_or(0, |t| engine.config().charge.rate_of_tres(t));
-    Preemptor { account: job.account().unwrap_or(""), min_runtime: min_runtime(engine, job), rate, nodes: 1, gpus_per_node: 0 }
+    let rate = job
+        .tres_req_str()
+        .map_or(0, |t| engine.config().charge.rate_of_tres(t));
+    Preemptor {
+        account: job.account().unwrap_or(""),
+        min_runtime: min_runtime(engine, job),
+        rate,
+        nodes: 1,
+        gpus_per_node: 0,
+    }
 }
 
 /// A job as a preemptee (its per-node allocation is not needed for the
@@ -44,7 +63,10 @@ pub fn running<'a>(engine: &Engine, job: &JobRecord<'a>) -> RunningJob<'a> {
     RunningJob {
         id: u64::from(job.job_id()),
         account: job.account().unwrap_or(""),
-        contract: Contract { min_runtime: min_runtime(engine, job), clock: run_clock(job) },
+        contract: Contract {
+            min_runtime: min_runtime(engine, job),
+            clock: run_clock(job),
+        },
         alloc: &[],
         requeue: job.requeue(),
     }

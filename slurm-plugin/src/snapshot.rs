@@ -20,7 +20,9 @@ use crate::config::ConfigWatcher;
 
 /// Seconds since the epoch, now.
 pub fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// Reads charged GPU-seconds per account in `[start, end]` (epoch seconds).
@@ -60,7 +62,9 @@ impl EngineSnapshot {
         let mut usage = match load(&cfg, t.saturating_sub(cfg.window), t) {
             Ok(u) => u,
             Err(e) => {
-                log_error(&format!("{e}; ranking with no usage until the ledger can be read"));
+                log_error(&format!(
+                    "{e}; ranking with no usage until the ledger can be read"
+                ));
                 Vec::new()
             }
         };
@@ -80,7 +84,9 @@ impl EngineSnapshot {
                     std::thread::sleep(tick);
                     waited += tick;
                     let cfg = config.get();
-                    if !s.poke.swap(false, Ordering::Relaxed) && waited < Duration::from_secs(cfg.sync_interval) {
+                    if !s.poke.swap(false, Ordering::Relaxed)
+                        && waited < Duration::from_secs(cfg.sync_interval)
+                    {
                         continue;
                     }
                     waited = Duration::ZERO;
@@ -105,7 +111,10 @@ impl EngineSnapshot {
                 }
             })
             .map_err(|e| format!("cannot start the engine thread: {e}"))?;
-        Ok(EngineSnapshot { shared, thread: Mutex::new(Some(thread)) })
+        Ok(EngineSnapshot {
+            shared,
+            thread: Mutex::new(Some(thread)),
+        })
     }
 
     /// The current engine (an atomic load).

@@ -12,8 +12,8 @@
 //! - On modification, the minimum runtime may change only while the job is
 //!   pending; an operator's AdminComment edit keeps the recorded contract.
 
-use fairshare::record::{comment_min_runtime, recorded_min_runtime, with_recorded_min_runtime};
 use fairshare::contract::ContractError;
+use fairshare::record::{comment_min_runtime, recorded_min_runtime, with_recorded_min_runtime};
 use fairshare::Config;
 
 /// At most this many account names are listed in a message.
@@ -59,7 +59,11 @@ fn account_list(config: &Config) -> String {
     let mut names: Vec<&str> = config.tree.accounts().map(|(a, _)| a).collect();
     names.sort_unstable();
     let more = names.len().saturating_sub(LIST_MAX);
-    let mut s = names.into_iter().take(LIST_MAX).collect::<Vec<_>>().join(", ");
+    let mut s = names
+        .into_iter()
+        .take(LIST_MAX)
+        .collect::<Vec<_>>()
+        .join(", ");
     if more > 0 {
         s.push_str(&format!(" and {more} more"));
     }
@@ -73,7 +77,10 @@ fn declared<'a>(spank: Option<&'a str>, comment: Option<&'a str>) -> Option<&'a 
 
 /// Validates a submission; on success returns the job's account and the
 /// AdminComment to set (with the recorded contract).
-pub fn decide_submit(config: &Config, s: &Submission<'_>) -> Result<(String, u64, String), Refusal> {
+pub fn decide_submit(
+    config: &Config,
+    s: &Submission<'_>,
+) -> Result<(String, u64, String), Refusal> {
     let account = match s.account.or(s.default_account) {
         Some(a) => a,
         None => {
@@ -101,7 +108,11 @@ pub fn decide_submit(config: &Config, s: &Submission<'_>) -> Result<(String, u64
                 ContractError::AboveCap { .. } => format!("allot: {e}"),
             })
         })?;
-    Ok((account.to_string(), min_runtime, with_recorded_min_runtime(s.admin_comment, min_runtime)))
+    Ok((
+        account.to_string(),
+        min_runtime,
+        with_recorded_min_runtime(s.admin_comment, min_runtime),
+    ))
 }
 
 /// What job_modify sees of a change request and the job it targets.
@@ -147,7 +158,10 @@ pub fn decide_modify(config: &Config, m: &Modification<'_>) -> ModifyDecision {
             );
         }
         let base = m.admin_comment.or(m.current_admin_comment);
-        return match config.contract.min_runtime(Some(text), m.partition.and_then(|p| p.split(',').next())) {
+        return match config
+            .contract
+            .min_runtime(Some(text), m.partition.and_then(|p| p.split(',').next()))
+        {
             Ok(secs) if m.admin_comment.is_some() => {
                 ModifyDecision::SetAdminComment(with_recorded_min_runtime(base, secs))
             }
@@ -192,44 +206,105 @@ mod tests {
     #[test]
     fn records_the_declared_contract() {
         let c = config();
-        let s = Submission { account: Some("a1"), spank_min_runtime: Some("4:00:00"), ..Default::default() };
-        assert_eq!(decide_submit(&c, &s).unwrap(), ("a1".into(), 14_400, "allot:min_runtime=14400".into()));
-        let s = Submission { account: Some("a2"), comment: Some("run 3 min_runtime=30"), ..Default::default() };
+        let s = Submission {
+            account: Some("a1"),
+            spank_min_runtime: Some("4:00:00"),
+            ..Default::default()
+        };
+        assert_eq!(
+            decide_submit(&c, &s).unwrap(),
+            ("a1".into(), 14_400, "allot:min_runtime=14400".into())
+        );
+        let s = Submission {
+            account: Some("a2"),
+            comment: Some("run 3 min_runtime=30"),
+            ..Default::default()
+        };
         assert_eq!(decide_submit(&c, &s).unwrap().1, 1800);
     }
 
     #[test]
     fn defaults_by_partition_then_global() {
         let c = config();
-        let s = Submission { account: Some("a1"), partition: Some("debug"), ..Default::default() };
+        let s = Submission {
+            account: Some("a1"),
+            partition: Some("debug"),
+            ..Default::default()
+        };
         assert_eq!(decide_submit(&c, &s).unwrap().1, 0);
-        let s = Submission { account: Some("a1"), partition: Some("gpu,debug"), ..Default::default() };
+        let s = Submission {
+            account: Some("a1"),
+            partition: Some("gpu,debug"),
+            ..Default::default()
+        };
         assert_eq!(decide_submit(&c, &s).unwrap().1, 3600);
-        let s = Submission { default_account: Some("vision"), ..Default::default() };
+        let s = Submission {
+            default_account: Some("vision"),
+            ..Default::default()
+        };
         assert_eq!(decide_submit(&c, &s).unwrap().0, "vision");
     }
 
     #[test]
     fn refusals_say_what_to_write() {
         let c = config();
-        let e = decide_submit(&c, &Submission { account: Some("a1"), spank_min_runtime: Some("9:00:00"), ..Default::default() })
-            .unwrap_err();
+        let e = decide_submit(
+            &c,
+            &Submission {
+                account: Some("a1"),
+                spank_min_runtime: Some("9:00:00"),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
         assert!(matches!(e, Refusal::MinRuntime(_)));
-        assert!(e.message().contains("above the cluster's cap of 08:00:00; ask for at most 08:00:00"), "{e:?}");
-        let e = decide_submit(&c, &Submission { account: Some("a1"), comment: Some("min_runtime=4h"), ..Default::default() })
-            .unwrap_err();
-        assert!(e.message().contains("\"4h\"") && e.message().contains("--min-runtime=4:00:00"), "{e:?}");
-        let e = decide_submit(&c, &Submission { account: Some("physics"), ..Default::default() }).unwrap_err();
+        assert!(
+            e.message()
+                .contains("above the cluster's cap of 08:00:00; ask for at most 08:00:00"),
+            "{e:?}"
+        );
+        let e = decide_submit(
+            &c,
+            &Submission {
+                account: Some("a1"),
+                comment: Some("min_runtime=4h"),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert!(
+            e.message().contains("\"4h\"") && e.message().contains("--min-runtime=4:00:00"),
+            "{e:?}"
+        );
+        let e = decide_submit(
+            &c,
+            &Submission {
+                account: Some("physics"),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
         assert!(matches!(e, Refusal::Account(_)));
-        assert!(e.message().contains("\"physics\"") && e.message().contains("a1, a2, vision"), "{e:?}");
+        assert!(
+            e.message().contains("\"physics\"") && e.message().contains("a1, a2, vision"),
+            "{e:?}"
+        );
         let e = decide_submit(&c, &Submission::default()).unwrap_err();
-        assert!(e.message().contains("no account") && e.message().contains("--account="), "{e:?}");
+        assert!(
+            e.message().contains("no account") && e.message().contains("--account="),
+            "{e:?}"
+        );
     }
 
     #[test]
     fn spank_value_wins_over_comment() {
         let c = config();
-        let s = Submission { account: Some("a1"), spank_min_runtime: Some("0"), comment: Some("min_runtime=2:00:00"), ..Default::default() };
+        let s = Submission {
+            account: Some("a1"),
+            spank_min_runtime: Some("0"),
+            comment: Some("min_runtime=2:00:00"),
+            ..Default::default()
+        };
         assert_eq!(decide_submit(&c, &s).unwrap().1, 0);
     }
 
@@ -237,20 +312,51 @@ mod tests {
     fn modify_only_while_pending() {
         let c = config();
         let cur = Some("allot:min_runtime=3600");
-        let m = Modification { comment: Some("min_runtime=2:00:00"), current_admin_comment: cur, pending: true, ..Default::default() };
-        assert_eq!(decide_modify(&c, &m), ModifyDecision::SetJobAdminComment("allot:min_runtime=7200".into()));
-        let m = Modification { pending: false, ..m };
-        assert!(matches!(decide_modify(&c, &m), ModifyDecision::NotPending(_)));
-        let m = Modification { comment: Some("min_runtime=99:00:00"), current_admin_comment: cur, pending: true, ..Default::default() };
+        let m = Modification {
+            comment: Some("min_runtime=2:00:00"),
+            current_admin_comment: cur,
+            pending: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            decide_modify(&c, &m),
+            ModifyDecision::SetJobAdminComment("allot:min_runtime=7200".into())
+        );
+        let m = Modification {
+            pending: false,
+            ..m
+        };
+        assert!(matches!(
+            decide_modify(&c, &m),
+            ModifyDecision::NotPending(_)
+        ));
+        let m = Modification {
+            comment: Some("min_runtime=99:00:00"),
+            current_admin_comment: cur,
+            pending: true,
+            ..Default::default()
+        };
         assert!(matches!(decide_modify(&c, &m), ModifyDecision::Invalid(_)));
-        let m = Modification { comment: Some("just a note"), current_admin_comment: cur, pending: false, ..Default::default() };
+        let m = Modification {
+            comment: Some("just a note"),
+            current_admin_comment: cur,
+            pending: false,
+            ..Default::default()
+        };
         assert_eq!(decide_modify(&c, &m), ModifyDecision::Unchanged);
     }
 
     #[test]
     fn operator_admin_comment_keeps_the_contract() {
         let c = config();
-        let m = Modification { admin_comment: Some("node swap"), current_admin_comment: Some("allot:min_runtime=600"), ..Default::default() };
-        assert_eq!(decide_modify(&c, &m), ModifyDecision::SetAdminComment("node swap allot:min_runtime=600".into()));
+        let m = Modification {
+            admin_comment: Some("node swap"),
+            current_admin_comment: Some("allot:min_runtime=600"),
+            ..Default::default()
+        };
+        assert_eq!(
+            decide_modify(&c, &m),
+            ModifyDecision::SetAdminComment("node swap allot:min_runtime=600".into())
+        );
     }
 }

@@ -11,7 +11,9 @@ use allot_ffi::{ctld, log, sys};
 use fairshare::record::SPANK_ENV;
 use slurm_plugin::config::{config_path, ConfigWatcher};
 use slurm_plugin::guard;
-use slurm_plugin::submit::{decide_modify, decide_submit, Modification, ModifyDecision, Refusal, Submission};
+use slurm_plugin::submit::{
+    decide_modify, decide_submit, Modification, ModifyDecision, Refusal, Submission,
+};
 
 allot_ffi::slurm_plugin!(name: "allot job_submit plugin", kind: "job_submit/allot");
 
@@ -32,7 +34,10 @@ pub extern "C" fn init() -> c_int {
         if CONFIG.get().is_some() {
             return sys::SLURM_SUCCESS as c_int;
         }
-        let path = config_path(std::env::var("ALLOT_CONF").ok().as_deref(), ctld::slurm_conf_path().as_deref());
+        let path = config_path(
+            std::env::var("ALLOT_CONF").ok().as_deref(),
+            ctld::slurm_conf_path().as_deref(),
+        );
         match ConfigWatcher::start(path, Duration::from_secs(5), info, error) {
             Ok(w) => {
                 info(&format!("loaded {}", w.path().display()));
@@ -59,12 +64,17 @@ pub extern "C" fn fini() -> c_int {
 }
 
 fn spank_value<'a>(d: &allot_ffi::job::JobDesc<'a>) -> Option<&'a str> {
-    d.spank_env(SPANK_ENV).or_else(|| d.spank_env(&format!("SPANK_{SPANK_ENV}")))
+    d.spank_env(SPANK_ENV)
+        .or_else(|| d.spank_env(&format!("SPANK_{SPANK_ENV}")))
 }
 
 /// Validates account and minimum runtime; records the contract in AdminComment.
 #[no_mangle]
-pub extern "C" fn job_submit(job_desc: *mut sys::job_desc_msg_t, _submit_uid: u32, err_msg: *mut *mut c_char) -> c_int {
+pub extern "C" fn job_submit(
+    job_desc: *mut sys::job_desc_msg_t,
+    _submit_uid: u32,
+    err_msg: *mut *mut c_char,
+) -> c_int {
     guard(P, "job_submit", sys::SLURM_ERROR, || {
         let Some(config) = CONFIG.get().map(|w| w.get()) else {
             return sys::SLURM_ERROR;
@@ -74,7 +84,11 @@ pub extern "C" fn job_submit(job_desc: *mut sys::job_desc_msg_t, _submit_uid: u3
             return sys::SLURM_ERROR;
         };
         let d = desc.get();
-        let default_account = if d.account().is_none() { ctld::default_account(d.user_id()) } else { None };
+        let default_account = if d.account().is_none() {
+            ctld::default_account(d.user_id())
+        } else {
+            None
+        };
         let sub = Submission {
             account: d.account(),
             default_account: default_account.as_deref(),
@@ -105,14 +119,20 @@ pub extern "C" fn job_submit(job_desc: *mut sys::job_desc_msg_t, _submit_uid: u3
 /// The minimum runtime may change only while pending; operators' AdminComment
 /// edits keep the recorded contract.
 #[no_mangle]
-pub extern "C" fn job_modify(job_desc: *mut sys::job_desc_msg_t, job_ptr: *mut sys::job_record_t, _submit_uid: u32) -> c_int {
+pub extern "C" fn job_modify(
+    job_desc: *mut sys::job_desc_msg_t,
+    job_ptr: *mut sys::job_record_t,
+    _submit_uid: u32,
+) -> c_int {
     guard(P, "job_modify", sys::SLURM_ERROR, || {
         let Some(config) = CONFIG.get().map(|w| w.get()) else {
             return sys::SLURM_ERROR;
         };
         // SAFETY: slurmctld passes the request and the job (write-locked) for this call.
         let (Some(mut desc), Some(mut job_mut)) =
-            (unsafe { JobDescMut::from_ptr(job_desc) }, unsafe { JobRecordMut::from_ptr(job_ptr) })
+            (unsafe { JobDescMut::from_ptr(job_desc) }, unsafe {
+                JobRecordMut::from_ptr(job_ptr)
+            })
         else {
             return sys::SLURM_ERROR;
         };
@@ -129,7 +149,9 @@ pub extern "C" fn job_modify(job_desc: *mut sys::job_desc_msg_t, job_ptr: *mut s
         match decide_modify(&config, &m) {
             ModifyDecision::Unchanged => sys::SLURM_SUCCESS as c_int,
             ModifyDecision::SetJobAdminComment(c) => {
-                info(&format!("JobId={job_id}: minimum runtime changed while pending: {c}"));
+                info(&format!(
+                    "JobId={job_id}: minimum runtime changed while pending: {c}"
+                ));
                 job_mut.set_admin_comment(&c);
                 sys::SLURM_SUCCESS as c_int
             }

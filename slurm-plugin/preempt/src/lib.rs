@@ -53,7 +53,10 @@ pub extern "C" fn init() -> c_int {
         if !ctld::in_slurmctld() || STATE.get().is_some() {
             return sys::SLURM_SUCCESS as c_int;
         }
-        let path = config_path(std::env::var("ALLOT_CONF").ok().as_deref(), ctld::slurm_conf_path().as_deref());
+        let path = config_path(
+            std::env::var("ALLOT_CONF").ok().as_deref(),
+            ctld::slurm_conf_path().as_deref(),
+        );
         let config = match ConfigWatcher::start(path, Duration::from_secs(5), info, error) {
             Ok(w) => Arc::new(w),
             Err(e) => {
@@ -88,30 +91,51 @@ pub extern "C" fn fini() -> c_int {
 
 /// May `preemptor` preempt `preemptee` now? (Note the argument order of 22.05.)
 #[no_mangle]
-pub extern "C" fn preempt_p_preemptable(preemptee: *mut sys::job_record_t, preemptor: *mut sys::job_record_t) -> bool {
+pub extern "C" fn preempt_p_preemptable(
+    preemptee: *mut sys::job_record_t,
+    preemptor: *mut sys::job_record_t,
+) -> bool {
     guard(P, "preempt_p_preemptable", false, || {
-        let Some(state) = STATE.get() else { return false };
+        let Some(state) = STATE.get() else {
+            return false;
+        };
         // SAFETY: slurmctld passes two job records it holds locked for the call.
-        let (Some(ee), Some(or)) = (unsafe { JobRecord::from_ptr(preemptee) }, unsafe { JobRecord::from_ptr(preemptor) })
-        else {
+        let (Some(ee), Some(or)) = (unsafe { JobRecord::from_ptr(preemptee) }, unsafe {
+            JobRecord::from_ptr(preemptor)
+        }) else {
             return false;
         };
         let engine = state.engine.get();
-        engine.may_preempt(&jobs::preemptor(&engine, &or), &jobs::running(&engine, &ee), now())
+        engine.may_preempt(
+            &jobs::preemptor(&engine, &or),
+            &jobs::running(&engine, &ee),
+            now(),
+        )
     })
 }
 
 /// The queue-record form of [`preempt_p_preemptable`], used by the scheduler.
 #[no_mangle]
-pub extern "C" fn preempt_p_job_preempt_check(preemptor: *mut sys::job_queue_rec_t, preemptee: *mut sys::job_queue_rec_t) -> bool {
+pub extern "C" fn preempt_p_job_preempt_check(
+    preemptor: *mut sys::job_queue_rec_t,
+    preemptee: *mut sys::job_queue_rec_t,
+) -> bool {
     guard(P, "preempt_p_job_preempt_check", false, || {
         // SAFETY: queue records slurmctld passes for the call.
-        let (Some(or), Some(ee)) = (unsafe { job_of_queue_rec(preemptor) }, unsafe { job_of_queue_rec(preemptee) }) else {
+        let (Some(or), Some(ee)) = (unsafe { job_of_queue_rec(preemptor) }, unsafe {
+            job_of_queue_rec(preemptee)
+        }) else {
             return false;
         };
-        let Some(state) = STATE.get() else { return false };
+        let Some(state) = STATE.get() else {
+            return false;
+        };
         let engine = state.engine.get();
-        engine.may_preempt(&jobs::preemptor(&engine, &or), &jobs::running(&engine, &ee), now())
+        engine.may_preempt(
+            &jobs::preemptor(&engine, &or),
+            &jobs::running(&engine, &ee),
+            now(),
+        )
     })
 }
 
@@ -131,7 +155,11 @@ fn victim_order(engine: &Engine, job: &JobRecord<'_>) -> u32 {
 /// ENABLED, MODE (requeue; cancel for `--no-requeue` jobs), PRIO (victim
 /// order) and GRACE_TIME (`[preempt] grace_time`, seconds).
 #[no_mangle]
-pub extern "C" fn preempt_p_get_data(job_ptr: *mut sys::job_record_t, data_type: u32, data: *mut c_void) -> c_int {
+pub extern "C" fn preempt_p_get_data(
+    job_ptr: *mut sys::job_record_t,
+    data_type: u32,
+    data: *mut c_void,
+) -> c_int {
     guard(P, "preempt_p_get_data", sys::SLURM_ERROR, || {
         if data.is_null() {
             return sys::SLURM_ERROR;
@@ -142,7 +170,9 @@ pub extern "C" fn preempt_p_get_data(job_ptr: *mut sys::job_record_t, data_type:
         // SAFETY (each arm): `data` points to the type slurmctld documents
         // for that data_type (bool, u16, u32, u32).
         match data_type {
-            sys::slurm_preempt_data_type_t_PREEMPT_DATA_ENABLED => unsafe { *(data as *mut bool) = true },
+            sys::slurm_preempt_data_type_t_PREEMPT_DATA_ENABLED => unsafe {
+                *(data as *mut bool) = true
+            },
             sys::slurm_preempt_data_type_t_PREEMPT_DATA_MODE => {
                 let mode = match job {
                     Some(j) if !j.requeue() => sys::PREEMPT_MODE_CANCEL,

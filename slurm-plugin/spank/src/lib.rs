@@ -53,7 +53,11 @@ unsafe extern "C" fn on_min_runtime(_val: c_int, optarg: *const c_char, remote: 
 /// Registers `--min-runtime` in every context (slurmd too, so srun's option
 /// is accepted when forwarded).
 #[no_mangle]
-pub extern "C" fn slurm_spank_init(sp: allot_ffi::sys::spank_t, _ac: c_int, _av: *mut *mut c_char) -> c_int {
+pub extern "C" fn slurm_spank_init(
+    sp: allot_ffi::sys::spank_t,
+    _ac: c_int,
+    _av: *mut *mut c_char,
+) -> c_int {
     // SAFETY: SPANK passes the live handle of this callback.
     let sp = unsafe { Handle::from_raw(sp) };
     std::panic::catch_unwind(|| {
@@ -73,7 +77,11 @@ pub extern "C" fn slurm_spank_init(sp: allot_ffi::sys::spank_t, _ac: c_int, _av:
 
 /// In sbatch/salloc/srun: passes the value on to slurmctld.
 #[no_mangle]
-pub extern "C" fn slurm_spank_init_post_opt(sp: allot_ffi::sys::spank_t, _ac: c_int, _av: *mut *mut c_char) -> c_int {
+pub extern "C" fn slurm_spank_init_post_opt(
+    sp: allot_ffi::sys::spank_t,
+    _ac: c_int,
+    _av: *mut *mut c_char,
+) -> c_int {
     // SAFETY: SPANK passes the live handle of this callback.
     let sp = unsafe { Handle::from_raw(sp) };
     std::panic::catch_unwind(|| {
