@@ -42,6 +42,10 @@ pub struct Args {
     /// Cluster capacity in GPUs [default: `capacity_gpus` of allot.toml, else the GPUs sinfo reports]
     #[arg(long, value_name = "GPUS")]
     pub capacity: Option<u64>,
+    /// Health report instead: GPU health events, drains, automatic requeues
+    /// and how long each node took to empty (text or --json)
+    #[arg(long, conflicts_with_all = ["parsable2", "users", "capacity"])]
+    pub health: bool,
 }
 
 /// Seconds since the epoch, now.
@@ -119,6 +123,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     if start >= end {
         bail!("empty window: -S {start} is not before -E {end} (epoch seconds)");
+    }
+    if args.health {
+        let reader = LedgerReader::open(&path)?;
+        let r = allot_sync::health_report::build(reader.events(start, end)?);
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&r)?);
+        } else {
+            print!("{}", allot_sync::health_report::render_text(&r));
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     let cap = capacity(args.capacity, &config)?;
     let reader = LedgerReader::open(&path)?;

@@ -46,6 +46,11 @@ pub struct Args {
     /// Job attempts per transaction
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub batch_size: usize,
+    /// With --follow, do not requeue the jobs of draining nodes (see
+    /// docs/health.md; by default each is requeued once its minimum runtime
+    /// has passed)
+    #[arg(long, requires = "follow")]
+    pub no_drain: bool,
     /// The sacct program
     #[arg(
         long,
@@ -153,14 +158,36 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         None => config.sync_interval,
     }
     .max(1);
-    tracing::info!(ledger = %path.display(), interval_s = interval, "following sacct");
+    tracing::info!(ledger = %path.display(), interval_s = interval, drain = !args.no_drain, "following sacct");
+    let mut watcher = allot_sync::draining::DrainWatcher::new(config.contract.clone());
+    let mut next_sync = std::time::Instant::now();
     loop {
-        match sync::sync_once(&mut ledger, &charging, &opts, now()) {
-            Ok(stats) => tracing::info!("{}", summary(&stats)),
-            // A failed pass leaves the watermark where it was: the next one retries.
-            Err(e) => tracing::error!("sync pass failed, retrying in {interval} s: {e:#}"),
+        if std::time::Instant::now() >= next_sync {
+            next_sync = std::time::Instant::now() + Duration::from_secs(interval);
+            match sync::sync_once(&mut ledger, &charging, &opts, now()) {
+                Ok(stats) => tracing::info!("{}", summary(&stats)),
+                // A failed pass leaves the watermark where it was: the next one retries.
+                Err(e) => tracing::error!("sync pass failed, retrying in {interval} s: {e:#}"),
+            }
         }
-        std::thread::sleep(Duration::from_secs(interval));
+        // Draining: every pass, and again as soon as a protected job's
+        // contract on a draining node ends (not up to an interval later).
+        let mut wake = next_sync;
+        if !args.no_drain {
+            match watcher.pass(&ledger, now()) {
+                Ok(r) => {
+                    if let Some(t) = r.next_look {
+                        let secs = (t - now()).max(0) as u64;
+                        wake = wake.min(std::time::Instant::now() + Duration::from_secs(secs));
+                    }
+                }
+                Err(e) => tracing::error!("draining pass failed, retrying in {interval} s: {e:#}"),
+            }
+        }
+        std::thread::sleep(
+            wake.saturating_duration_since(std::time::Instant::now())
+                .max(Duration::from_millis(200)),
+        );
     }
 }
 

@@ -37,7 +37,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 use serde::Serialize;
 
 /// Current schema version (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Seconds per bucket.
 pub const BUCKET_SECS: i64 = 3600;
@@ -89,7 +89,7 @@ CREATE TABLE buckets (
     unalloc_active   INTEGER NOT NULL,
     PRIMARY KEY (hour, account, user)
 ) WITHOUT ROWID;
-"#];
+"#, events::MIGRATION_2];
 
 /// Ledger failures. Each message names the file and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -1031,6 +1031,24 @@ impl LedgerReader {
         rows.collect::<rusqlite::Result<_>>().map_err(self.sql())
     }
 
+    /// The attempts of one job (all array tasks / het components with that
+    /// raw job id), oldest first. For `allot explain`.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn attempts_of_job(&self, job_id: u64) -> Result<Vec<StoredAttempt>> {
+        let mut st = self
+            .conn
+            .prepare(&format!("SELECT attempt, {COLUMNS} FROM attempts WHERE job_id = ?1 ORDER BY submit"))
+            .map_err(self.sql())?;
+        let rows = st
+            .query_map([job_id as i64], |r| {
+                Ok(StoredAttempt { attempt: r.get::<_, i64>(0)? as u32, record: record_from_row(r, 1)? })
+            })
+            .map_err(self.sql())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.sql())
+    }
+
     /// Every attempt, by job id then attempt index: for dumps and tests.
     ///
     /// # Errors
@@ -1082,6 +1100,8 @@ impl LedgerReader {
         Ok(out)
     }
 }
+
+pub mod events;
 
 #[cfg(test)]
 mod tests;

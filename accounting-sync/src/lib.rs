@@ -7,7 +7,10 @@
 //! - [`charge`]: applying the engine's charging rule to one attempt;
 //! - [`ledger`]: the SQLite file, its single writer and its readers;
 //! - [`sync`]: the import (live from sacct, or from a saved dump);
-//! - [`report`]: the budget report.
+//! - [`report`]: the budget report;
+//! - [`health`]: GPU health checks (`allot health`), [`drain`] and
+//!   [`draining`]: contract-aware draining in `allot sync --follow`,
+//!   [`health_report`]: `allot report --health`.
 //!
 //! Reading a ledger (what the plugin does):
 //!
@@ -24,7 +27,12 @@
 #![deny(missing_docs)]
 
 pub mod charge;
+pub mod drain;
+pub mod draining;
+pub mod health;
+pub mod health_report;
 pub mod ledger;
 pub mod report;
 pub mod sacct;
 pub mod sync;
+pub mod tree_sync;

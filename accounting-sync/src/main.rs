@@ -9,9 +9,12 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd_config;
+mod cmd_explain;
+mod cmd_health;
 mod cmd_report;
 mod cmd_shares;
 mod cmd_sync;
+mod cmd_tree;
 mod config_path;
 mod usage_csv;
 
@@ -33,6 +36,13 @@ enum Command {
     Sync(cmd_sync::Args),
     /// Budget report: allocation, charged and unallocated GPU-hours, Level FS, fair-share
     Report(cmd_report::Args),
+    /// Why a job has its priority, its protection, what could preempt it, who preempted it
+    Explain(cmd_explain::Args),
+    /// The org tree as code: compare allot.toml with slurmdbd's accounts (plan), apply, or import
+    #[command(subcommand_value_name = "plan|apply|import")]
+    Tree(cmd_tree::Args),
+    /// Check this node's GPUs through NVML (Slurm's HealthCheckProgram); --drain on a failure
+    Health(cmd_health::Args),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +52,9 @@ fn main() -> ExitCode {
         Command::Shares(args) => cmd_shares::run(args),
         Command::Sync(args) => cmd_sync::run(args),
         Command::Report(args) => cmd_report::run(args),
+        Command::Health(args) => cmd_health::run(args),
+        Command::Tree(args) => cmd_tree::run(args),
+        Command::Explain(args) => cmd_explain::run(args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("allot: {e:#}");

@@ -1,0 +1,247 @@
+//! `allot explain JOBID`: why a job has its priority, whether it is
+//! protected and until when, what could preempt it, and for a requeued job
+//! which job most likely preempted it. Reuses the engine's
+//! [`fairshare::Explanation`] over the ledger's window usage, as the
+//! plugins compute it.
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+
+use allot_sync::ledger::{LedgerReader, StoredAttempt};
+use anyhow::{bail, Context};
+use fairshare::duration::SlurmDuration;
+use fairshare::record::recorded_min_runtime;
+use fairshare::{Contract, Engine, Explanation, PendingJob, RunClock};
+use serde::Serialize;
+
+use crate::cmd_report::{ledger_path, now};
+use crate::config_path::{load, ConfigArg};
+
+/// `allot explain` arguments.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Slurm job id
+    job: u64,
+    #[command(flatten)]
+    config: ConfigArg,
+    /// Ledger file [default: `[ledger] path` of allot.toml]
+    #[arg(long, value_name = "PATH")]
+    ledger: Option<PathBuf>,
+    /// Print JSON
+    #[arg(long)]
+    json: bool,
+}
+
+/// What slurmctld says of the job (from `squeue --json`).
+#[derive(Debug, Default, Serialize)]
+struct LiveJob {
+    state: String,
+    account: String,
+    user: String,
+    partition: String,
+    priority: u64,
+    nice: i64,
+    submit: u64,
+    eligible: u64,
+    start: u64,
+    suspend_time: u64,
+    pre_sus_time: u64,
+    admin_comment: String,
+    restarts: u64,
+}
+
+fn live_job(id: u64) -> anyhow::Result<Option<LiveJob>> {
+    // squeue --json ignores -j in 22.05: filter here.
+    let out = Command::new("squeue").args(["--json"]).output().context("cannot run squeue")?;
+    if !out.status.success() {
+        bail!("squeue --json failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).context("squeue --json printed invalid JSON")?;
+    let Some(j) = v["jobs"].as_array().and_then(|a| a.iter().find(|j| j["job_id"].as_u64() == Some(id))) else {
+        return Ok(None);
+    };
+    let s = |k: &str| j[k].as_str().unwrap_or("").to_string();
+    let n = |k: &str| j[k].as_u64().unwrap_or(0);
+    Ok(Some(LiveJob {
+        state: s("job_state"),
+        account: s("account"),
+        user: s("user_name"),
+        partition: s("partition"),
+        priority: n("priority"),
+        nice: j["nice"].as_i64().unwrap_or(0),
+        submit: n("submit_time"),
+        eligible: n("eligible_time"),
+        start: n("start_time"),
+        suspend_time: n("suspend_time"),
+        pre_sus_time: n("pre_sus_time"),
+        admin_comment: s("admin_comment"),
+        restarts: n("restart_cnt"),
+    }))
+}
+
+/// One earlier attempt that ended by preemption, and its likely preemptor.
+#[derive(Debug, Serialize)]
+struct Requeue {
+    attempt: u32,
+    ended: i64,
+    state: String,
+    /// The allocated job of another account that started first at or after
+    /// the end (within 60 s): slurmd's accounting does not name preemptors.
+    likely_preemptor: Option<Preemptor>,
+}
+
+#[derive(Debug, Serialize)]
+struct Preemptor {
+    job_id: u64,
+    account: String,
+    started: i64,
+}
+
+#[derive(Debug, Serialize)]
+struct Output {
+    job_id: u64,
+    live: Option<LiveJob>,
+    explanation: Explanation,
+    requeues: Vec<Requeue>,
+}
+
+fn requeues(reader: &LedgerReader, attempts: &[StoredAttempt]) -> anyhow::Result<Vec<Requeue>> {
+    let mut out = Vec::new();
+    for a in attempts.iter().filter(|a| a.record.state.starts_with("PREEMPTED") || a.record.state.starts_with("REQUEUE")) {
+        let Some(end) = a.record.end else { continue };
+        let likely = reader
+            .attempts_overlapping(end, end + 60)?
+            .into_iter()
+            .filter(|o| o.record.account != a.record.account && o.record.min_runtime > 0)
+            .filter_map(|o| o.record.start.filter(|s| (end..=end + 60).contains(s)).map(|s| (s, o)))
+            .min_by_key(|(s, o)| (*s, o.record.job_id))
+            .map(|(s, o)| Preemptor { job_id: o.record.job_id, account: o.record.account, started: s });
+        out.push(Requeue { attempt: a.attempt, ended: end, state: a.record.state.clone(), likely_preemptor: likely });
+    }
+    Ok(out)
+}
+
+/// Runs `allot explain`.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let config = Arc::new(load(&args.config.path())?);
+    let reader = LedgerReader::open(&ledger_path(args.ledger.as_deref(), &config))?;
+    let t = now();
+    let usage = reader.charged_by_account(t - config.window as i64, t)?;
+    let (engine, _) =
+        Engine::from_account_usage(config.clone(), usage.iter().map(|(a, u)| (a.as_str(), *u as f64)), t as u64);
+    let attempts = reader.attempts_of_job(args.job)?;
+    let live = live_job(args.job)?;
+    let (account, min_runtime) = match (&live, attempts.last()) {
+        (Some(l), _) => {
+            let m = recorded_min_runtime(&l.admin_comment).unwrap_or_else(|| {
+                config.contract.min_runtime(None, Some(l.partition.as_str())).unwrap_or(config.contract.default_min_runtime)
+            });
+            (l.account.clone(), m)
+        }
+        (None, Some(a)) => (a.record.account.clone(), a.record.min_runtime),
+        (None, None) => bail!("job {} is neither known to slurmctld (squeue) nor in the ledger; run `allot sync` if it ended", args.job),
+    };
+    let explanation = match live.as_ref().map(|l| l.state.as_str()) {
+        Some("PENDING") => {
+            let l = live.as_ref().expect("live");
+            engine.explain_pending(&PendingJob {
+                account: &account,
+                min_runtime,
+                nice: l.nice,
+                eligible_time: l.eligible.max(l.submit),
+            })
+        }
+        Some("RUNNING") | Some("SUSPENDED") => {
+            let l = live.as_ref().expect("live");
+            let running_since = (l.state == "RUNNING").then(|| l.start.max(l.suspend_time));
+            let contract = Contract { min_runtime, clock: RunClock { accumulated: l.pre_sus_time, running_since } };
+            engine.explain_running(&account, &contract, t as u64)
+        }
+        // Finished (or in another state): only its account's standing now.
+        _ => {
+            let mut e =
+                engine.explain_pending(&PendingJob { account: &account, min_runtime, nice: 0, eligible_time: t as u64 });
+            e.priority = None;
+            e.summary = format!("finished; its account {account} ranks {} of {} now", e.rank, e.leaves);
+            e
+        }
+    };
+    let out = Output { job_id: args.job, requeues: requeues(&reader, &attempts)?, live, explanation };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print!("{}", render(&out, t));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn when(t: i64, now: i64) -> String {
+    let d = now - t;
+    if d >= 0 { format!("{} ago", SlurmDuration(d as u64)) } else { format!("in {}", SlurmDuration((-d) as u64)) }
+}
+
+fn render(o: &Output, now: i64) -> String {
+    use std::fmt::Write as _;
+    let e = &o.explanation;
+    let mut s = String::new();
+    let state = o.live.as_ref().map_or("not in slurmctld (finished)", |l| l.state.as_str());
+    let _ = writeln!(s, "Job {} ({state}), account {}: {}", o.job_id, e.account, e.summary);
+    match &e.leaf {
+        Some(leaf) => {
+            let _ = writeln!(s, "  Leaf {leaf}: rank {} of {} -> fair-share factor {:.4}", e.rank, e.leaves, e.fair_share);
+        }
+        None => {
+            let _ = writeln!(s, "  Account {} is not in allot.toml: it ranks below every account in the tree.", e.account);
+        }
+    }
+    let _ = writeln!(s, "  Tier: {:?}", e.tier);
+    for l in &e.levels {
+        let _ = writeln!(
+            s,
+            "    {:<28} share {:>5} ({:>6.2}% of siblings)  usage {:>12.0} GPU-s ({:>6.2}% of parent)  Level FS {:>12}  place {}/{}",
+            l.node,
+            l.share,
+            100.0 * l.norm_share,
+            l.usage,
+            100.0 * l.effective_usage,
+            l.level_fs.to_string(),
+            l.place,
+            l.siblings
+        );
+    }
+    if let Some(p) = &e.priority {
+        let live = o.live.as_ref().map_or(String::new(), |l| format!(" (slurmctld has {})", l.priority));
+        let _ = writeln!(
+            s,
+            "  Priority {}{live} = tier {:?} | rank {} | score {} (age {} s -> {} points, nice {})",
+            p.priority, p.tier, p.rank, p.score, p.age, p.age_points, p.nice
+        );
+    }
+    if let Some(p) = &e.protection {
+        let until = p.until.map_or("while suspended, never".to_string(), |u| when(u as i64, now));
+        let _ = writeln!(
+            s,
+            "  Contract: minimum runtime {}, ran {}, protection left {} (ends {until})",
+            SlurmDuration(p.min_runtime),
+            SlurmDuration(p.run_time),
+            SlurmDuration(p.left)
+        );
+    }
+    if let Some(p) = &e.preemptible {
+        if p.by_any_allocated_job {
+            let _ = writeln!(s, "  Free tier: any allocated job of another account may preempt it, at any time.");
+        } else if p.by_accounts_ranked_above.is_empty() {
+            let _ = writeln!(s, "  No account ranks above it now: nothing would preempt it.");
+        } else {
+            let _ = writeln!(s, "  May be preempted by allocated jobs of: {}", p.by_accounts_ranked_above.join(", "));
+        }
+    }
+    for r in &o.requeues {
+        let by = r.likely_preemptor.as_ref().map_or("no preemptor found in the ledger".to_string(), |p| {
+            format!("most likely for job {} of account {} (started {})", p.job_id, p.account, when(p.started, now))
+        });
+        let _ = writeln!(s, "  Attempt {} ended {} ({}): {by}", r.attempt, when(r.ended, now), r.state);
+    }
+    s
+}

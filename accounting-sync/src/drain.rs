@@ -1,0 +1,338 @@
+//! Contract-aware draining: which jobs on a draining node to requeue now,
+//! and when to look again (DESIGN.md 5).
+//!
+//! The rule, with its boundaries:
+//! - A job is requeued at the first pass where it is **no longer
+//!   protected** by its contract ([`fairshare::contract::protected`]):
+//!   running time (suspended time excluded) `>=` minimum runtime. A job
+//!   whose running time *equals* its minimum runtime is requeued; one
+//!   second less and it is left alone.
+//! - Unallocated jobs (minimum runtime 0) are never protected: requeued at
+//!   once.
+//! - A job submitted with `--no-requeue` (Slurm `Requeue=0`) is never
+//!   requeued or cancelled: the user said a rerun is unsafe, and cancelling
+//!   would throw its work away. It is left to finish (logged and recorded
+//!   once as `kept`); the node becomes DRAINED when it ends.
+//! - When to look again: the earliest [`fairshare::contract::protected_until`]
+//!   of the protected jobs; a suspended protected job has a stopped clock
+//!   and adds no deadline.
+//!
+//! The functions here are pure: the Slurm commands that feed them and act
+//! on them live in [`crate::draining`].
+
+use fairshare::contract::{protected, protected_until, Contract, RunClock};
+use fairshare::ContractPolicy;
+
+/// A job running (or suspended) on a draining node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeJob {
+    /// Slurm job id (`JobIDRaw`).
+    pub job_id: u64,
+    /// Its contract and running-time clock.
+    pub contract: Contract,
+    /// False for a `--no-requeue` job.
+    pub requeueable: bool,
+}
+
+/// What to do with the jobs of one draining node at `now`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Plan {
+    /// Jobs to requeue now (contract served, or unallocated).
+    pub requeue: Vec<u64>,
+    /// `--no-requeue` jobs past their contract: left to finish.
+    pub keep: Vec<u64>,
+    /// Protected jobs with the instant (epoch s) their protection ends;
+    /// `None` while suspended.
+    pub wait: Vec<(u64, Option<u64>)>,
+    /// When to look at this node again (epoch s): the earliest end of
+    /// protection among `wait`; `None` when nothing is waiting on a clock.
+    pub next_look: Option<u64>,
+}
+
+/// Decides, at `now` (epoch seconds), what to do with each job of a
+/// draining node. See the module rules.
+pub fn plan(jobs: &[NodeJob], now: u64) -> Plan {
+    let mut p = Plan::default();
+    for j in jobs {
+        if protected(&j.contract, now) {
+            let until = protected_until(&j.contract, now);
+            p.wait.push((j.job_id, until));
+            if let Some(t) = until {
+                p.next_look = Some(p.next_look.map_or(t, |n: u64| n.min(t)));
+            }
+        } else if j.requeueable {
+            p.requeue.push(j.job_id);
+        } else {
+            p.keep.push(j.job_id);
+        }
+    }
+    p
+}
+
+/// A node Slurm reports as draining or drained.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DrainingNode {
+    /// Node name.
+    pub node: String,
+    /// True once no job is left (`drained`); false while `draining`.
+    pub drained: bool,
+    /// When the drain reason was set (epoch s): the start of the episode.
+    pub since: Option<i64>,
+    /// The drain reason (`maintenance`, `allot: gpu3 Xid 79 ...`).
+    pub reason: String,
+}
+
+/// The sinfo format [`parse_sinfo`] reads (run with `SLURM_TIME_FORMAT=%s`).
+pub const SINFO_FORMAT: &str = "%N|%T|%H|%E";
+
+/// Draining and drained nodes in `sinfo -h -N -o "%N|%T|%H|%E"` output
+/// (`SLURM_TIME_FORMAT=%s`), once per node even when it is in several
+/// partitions. States are sinfo's long names; a trailing flag character
+/// (`*` not responding, `~` powered off, ...) is ignored.
+pub fn parse_sinfo(text: &str) -> Vec<DrainingNode> {
+    let mut out: Vec<DrainingNode> = Vec::new();
+    for line in text.lines() {
+        let mut f = line.splitn(4, '|');
+        let (Some(node), Some(state), Some(time), reason) =
+            (f.next(), f.next(), f.next(), f.next())
+        else {
+            continue;
+        };
+        let state = state
+            .trim()
+            .trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+        let drained = match state {
+            "draining" => false,
+            "drained" => true,
+            _ => continue,
+        };
+        let node = node.trim().to_string();
+        if out.iter().any(|n| n.node == node) {
+            continue;
+        }
+        out.push(DrainingNode {
+            node,
+            drained,
+            since: time.trim().parse().ok(),
+            reason: reason.unwrap_or("").trim().to_string(),
+        });
+    }
+    out
+}
+
+/// The squeue `-O` format [`parse_squeue`] reads: `|`-separated, the free
+/// text AdminComment last.
+pub const SQUEUE_FORMAT: &str =
+    "JobID:|,StateCompact:|,TimeUsed:|,Partition:|,Requeue:|,admin_comment:";
+
+/// A job line of `squeue -h -w NODE -t R,S -O` [`SQUEUE_FORMAT`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqueueJob {
+    /// `JobIDRaw`.
+    pub job_id: u64,
+    /// `S` (suspended) rather than `R`.
+    pub suspended: bool,
+    /// Running seconds, suspended time excluded (squeue's `TimeUsed`).
+    pub run_time: u64,
+    /// Partition.
+    pub partition: String,
+    /// Slurm's `Requeue` flag (false for `--no-requeue`).
+    pub requeue: bool,
+    /// The recorded minimum runtime, seconds, when AdminComment has one.
+    pub recorded_min_runtime: Option<u64>,
+}
+
+/// Parses squeue output in [`SQUEUE_FORMAT`]; unreadable lines are
+/// returned as errors naming the line, for the caller to log.
+pub fn parse_squeue(text: &str) -> Vec<Result<SqueueJob, String>> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let f: Vec<&str> = line.splitn(6, '|').collect();
+            let [id, state, used, part, requeue, comment] = f.as_slice() else {
+                return Err(format!(
+                    "squeue line {line:?}: expected 6 |-separated fields"
+                ));
+            };
+            let job_id = id
+                .trim()
+                .parse()
+                .map_err(|_| format!("squeue line {line:?}: JobID {id:?} is not a number"))?;
+            let run_time = fairshare::duration::parse_slurm_duration(used.trim())
+                .map_err(|e| format!("squeue line {line:?}: TimeUsed {used:?}: {e}"))?;
+            let comment = comment.trim();
+            Ok(SqueueJob {
+                job_id,
+                suspended: state.trim() == "S",
+                run_time,
+                partition: part.trim().to_string(),
+                requeue: requeue.trim() != "0",
+                recorded_min_runtime: (comment != "(null)")
+                    .then(|| crate::sacct::min_runtime_token(comment))
+                    .flatten(),
+            })
+        })
+        .collect()
+}
+
+impl SqueueJob {
+    /// The job's contract at `now` (epoch s): its recorded minimum runtime,
+    /// else the partition's or the global default of `policy`; its clock
+    /// has run `run_time` seconds and runs on unless suspended.
+    pub fn node_job(&self, policy: &ContractPolicy, now: u64) -> NodeJob {
+        let min_runtime = self.recorded_min_runtime.unwrap_or_else(|| {
+            policy
+                .min_runtime(None, Some(&self.partition))
+                .unwrap_or(policy.default_min_runtime)
+        });
+        NodeJob {
+            job_id: self.job_id,
+            contract: Contract {
+                min_runtime,
+                clock: RunClock {
+                    accumulated: self.run_time,
+                    running_since: (!self.suspended).then_some(now),
+                },
+            },
+            requeueable: self.requeue,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: u64, min: u64, started: u64) -> NodeJob {
+        NodeJob {
+            job_id: id,
+            contract: Contract {
+                min_runtime: min,
+                clock: RunClock::started(started),
+            },
+            requeueable: true,
+        }
+    }
+
+    #[test]
+    fn requeued_exactly_at_the_minimum_runtime_not_a_second_before() {
+        let jobs = [job(1, 5, 1000), job(2, 40, 1000)];
+        // 4 s in: both protected; look again when the first contract ends.
+        let p = plan(&jobs, 1004);
+        assert!(p.requeue.is_empty());
+        assert_eq!(p.wait, vec![(1, Some(1005)), (2, Some(1040))]);
+        assert_eq!(p.next_look, Some(1005));
+        // run time == 5 == min runtime: no longer protected, requeued.
+        let p = plan(&jobs, 1005);
+        assert_eq!(p.requeue, vec![1]);
+        assert_eq!(p.next_look, Some(1040));
+        // 39 s: the second is still inside its contract.
+        let p = plan(&jobs[1..], 1039);
+        assert!(p.requeue.is_empty());
+        assert_eq!(p.next_look, Some(1040));
+        let p = plan(&jobs[1..], 1040);
+        assert_eq!(p.requeue, vec![2]);
+        assert_eq!(p.next_look, None);
+    }
+
+    #[test]
+    fn unallocated_jobs_go_at_once() {
+        let p = plan(&[job(7, 0, 1000)], 1000);
+        assert_eq!(p.requeue, vec![7]);
+        assert!(p.wait.is_empty());
+    }
+
+    #[test]
+    fn no_requeue_jobs_are_kept_after_their_contract_and_protected_before() {
+        let mut j = job(9, 10, 1000);
+        j.requeueable = false;
+        let p = plan(&[j], 1009);
+        assert_eq!(p.wait, vec![(9, Some(1010))]);
+        assert!(p.keep.is_empty());
+        let p = plan(&[j], 1010);
+        assert_eq!(p.keep, vec![9]);
+        assert!(p.requeue.is_empty());
+    }
+
+    #[test]
+    fn suspended_protected_job_adds_no_deadline() {
+        let mut j = job(3, 600, 0);
+        j.contract.clock.suspend(100);
+        let p = plan(&[j], 5000);
+        assert_eq!(p.wait, vec![(3, None)]);
+        assert_eq!(p.next_look, None);
+    }
+
+    #[test]
+    fn sinfo_lines() {
+        let text = "n1|draining|1717236000|maintenance\nn1|draining|1717236000|maintenance\n\
+                    n2|drained*|1717230000|allot: gpu3 Xid 79 serial=1|x\nn3|mixed|Unknown|none\nn4|idle|0|\n";
+        let got = parse_sinfo(text);
+        assert_eq!(
+            got,
+            vec![
+                DrainingNode {
+                    node: "n1".into(),
+                    drained: false,
+                    since: Some(1717236000),
+                    reason: "maintenance".into()
+                },
+                DrainingNode {
+                    node: "n2".into(),
+                    drained: true,
+                    since: Some(1717230000),
+                    reason: "allot: gpu3 Xid 79 serial=1|x".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn squeue_lines_and_contracts() {
+        let text = "101|R|0:07|gpu|1|allot:min_runtime=5\n\
+                    102|S|1:00:00|debug|0|ticket-9 allot:min_runtime=7200\n\
+                    103|R|2-00:00:00|gpu|1|(null)\n\
+                    oops\n";
+        let rows = parse_squeue(text);
+        assert_eq!(rows.len(), 4);
+        let a = rows[0].clone().unwrap();
+        assert_eq!(
+            (
+                a.job_id,
+                a.suspended,
+                a.run_time,
+                a.requeue,
+                a.recorded_min_runtime
+            ),
+            (101, false, 7, true, Some(5))
+        );
+        let b = rows[1].clone().unwrap();
+        assert_eq!(
+            (b.suspended, b.run_time, b.requeue, b.recorded_min_runtime),
+            (true, 3600, false, Some(7200))
+        );
+        let c = rows[2].clone().unwrap();
+        assert_eq!((c.run_time, c.recorded_min_runtime), (172_800, None));
+        assert!(rows[3]
+            .as_ref()
+            .unwrap_err()
+            .contains("6 |-separated fields"));
+
+        let policy = ContractPolicy::default();
+        let now = 10_000;
+        let ja = a.node_job(&policy, now);
+        assert_eq!(ja.contract.clock.run_time(now), 7);
+        assert_eq!(plan(&[ja], now).requeue, vec![101]);
+        let jb = b.node_job(&policy, now);
+        assert_eq!(
+            plan(&[jb], now).wait,
+            vec![(102, None)],
+            "suspended: clock stopped"
+        );
+        let jc = c.node_job(&policy, now);
+        assert_eq!(
+            jc.contract.min_runtime, 3600,
+            "no record: the config's default"
+        );
+    }
+}

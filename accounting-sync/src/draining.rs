@@ -1,0 +1,220 @@
+//! The draining pass of `allot sync --follow`: finds draining nodes with
+//! sinfo, reads their jobs with squeue, requeues each job whose contract is
+//! served ([`crate::drain::plan`]) with `scontrol requeue`, and records the
+//! drain, each requeue and the moment the node is empty in the ledger.
+//!
+//! Cost: one `sinfo` per pass when no node drains (two slurmctld RPCs:
+//! node and partition info); one `squeue -w NODE` more per draining node.
+
+use std::collections::HashSet;
+use std::process::Command;
+
+use anyhow::{bail, Context};
+use fairshare::ContractPolicy;
+
+use crate::drain::{self, parse_sinfo, parse_squeue, DrainingNode, SINFO_FORMAT, SQUEUE_FORMAT};
+use crate::ledger::events::{Event, EventKind};
+use crate::ledger::Ledger;
+
+/// What one pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PassReport {
+    /// Nodes draining (jobs left) in this pass.
+    pub draining: Vec<String>,
+    /// Jobs requeued in this pass.
+    pub requeued: Vec<u64>,
+    /// When a protected job's contract ends next (epoch s): look again then.
+    pub next_look: Option<i64>,
+}
+
+/// Runs the draining passes; remembers what it already warned about.
+#[derive(Debug)]
+pub struct DrainWatcher {
+    policy: ContractPolicy,
+    warned: HashSet<u64>,
+}
+
+fn run(program: &str, args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new(program)
+        .args(args)
+        .env("SLURM_TIME_FORMAT", "%s")
+        .output()
+        .with_context(|| format!("cannot run {program}"))?;
+    if !out.status.success() {
+        bail!(
+            "{program} {} failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+impl DrainWatcher {
+    /// A watcher applying `policy`'s defaults to jobs without a recorded
+    /// contract.
+    pub fn new(policy: ContractPolicy) -> DrainWatcher {
+        DrainWatcher {
+            policy,
+            warned: HashSet::new(),
+        }
+    }
+
+    /// One pass at `now` (epoch seconds). Events go to `ledger` (a failure
+    /// to record is logged, never stops a requeue).
+    ///
+    /// # Errors
+    /// sinfo failing; a node whose squeue fails is logged and skipped.
+    pub fn pass(&mut self, ledger: &Ledger, now: i64) -> anyhow::Result<PassReport> {
+        let nodes = parse_sinfo(&run("sinfo", &["-h", "-N", "-o", SINFO_FORMAT])?);
+        let mut report = PassReport::default();
+        for n in &nodes {
+            let since = n.since.unwrap_or(now);
+            record(
+                ledger,
+                Event {
+                    time: since,
+                    node: n.node.clone(),
+                    kind: EventKind::Drain,
+                    since: Some(since),
+                    job_id: None,
+                    gpu: None,
+                    serial: None,
+                    reason: n.reason.clone(),
+                },
+            );
+            if n.drained {
+                if record(
+                    ledger,
+                    Event {
+                        time: now,
+                        node: n.node.clone(),
+                        kind: EventKind::Drained,
+                        since: Some(since),
+                        job_id: None,
+                        gpu: None,
+                        serial: None,
+                        reason: n.reason.clone(),
+                    },
+                ) {
+                    tracing::info!(node = %n.node, after_s = now - since, "node drained: no job left, ready for repair ({})", n.reason);
+                }
+                continue;
+            }
+            report.draining.push(n.node.clone());
+            if let Err(e) = self.node_pass(ledger, n, since, now, &mut report) {
+                tracing::error!(node = %n.node, "draining pass: {e:#}");
+            }
+        }
+        Ok(report)
+    }
+
+    fn node_pass(
+        &mut self,
+        ledger: &Ledger,
+        n: &DrainingNode,
+        since: i64,
+        now: i64,
+        report: &mut PassReport,
+    ) -> anyhow::Result<()> {
+        let text = run(
+            "squeue",
+            &["-h", "-w", &n.node, "-t", "R,S", "-O", SQUEUE_FORMAT],
+        )?;
+        let mut jobs = Vec::new();
+        for row in parse_squeue(&text) {
+            match row {
+                Ok(j) => jobs.push(j),
+                Err(e) => tracing::warn!(node = %n.node, "skipping a job: {e}"),
+            }
+        }
+        let now_u = now.max(0) as u64;
+        let node_jobs: Vec<_> = jobs
+            .iter()
+            .map(|j| j.node_job(&self.policy, now_u))
+            .collect();
+        let plan = drain::plan(&node_jobs, now_u);
+        let describe = |id: u64| {
+            let j = node_jobs
+                .iter()
+                .find(|j| j.job_id == id)
+                .expect("planned job");
+            let ran = j.contract.clock.run_time(now_u);
+            if j.contract.min_runtime == 0 {
+                format!(
+                    "node {} draining ({}): unallocated job (minimum runtime 0), ran {ran} s",
+                    n.node, n.reason
+                )
+            } else {
+                format!(
+                    "node {} draining ({}): minimum runtime {} s served (ran {ran} s)",
+                    n.node, n.reason, j.contract.min_runtime
+                )
+            }
+        };
+        for &id in &plan.requeue {
+            let why = describe(id);
+            match run("scontrol", &["requeue", &id.to_string()]) {
+                Ok(_) => {
+                    tracing::info!(job = id, node = %n.node, "requeued: {why}");
+                    report.requeued.push(id);
+                    record(
+                        ledger,
+                        job_event(n, since, now, EventKind::Requeue, id, why),
+                    );
+                }
+                Err(e) => {
+                    if self.warned.insert(id) {
+                        tracing::warn!(job = id, node = %n.node, "cannot requeue ({why}): {e:#}; it is left to finish");
+                    }
+                }
+            }
+        }
+        for &id in &plan.keep {
+            let why = format!("{}; --no-requeue: left to finish", describe(id));
+            if record(
+                ledger,
+                job_event(n, since, now, EventKind::Kept, id, why.clone()),
+            ) {
+                tracing::warn!(job = id, node = %n.node, "not requeued: {why}");
+            }
+        }
+        if let Some(t) = plan.next_look {
+            let t = t as i64;
+            report.next_look = Some(report.next_look.map_or(t, |x| x.min(t)));
+        }
+        Ok(())
+    }
+}
+
+fn job_event(
+    n: &DrainingNode,
+    since: i64,
+    now: i64,
+    kind: EventKind,
+    job: u64,
+    reason: String,
+) -> Event {
+    Event {
+        time: now,
+        node: n.node.clone(),
+        kind,
+        since: Some(since),
+        job_id: Some(job),
+        gpu: None,
+        serial: None,
+        reason,
+    }
+}
+
+/// Records `e`; true when it is new. A ledger error is logged.
+fn record(ledger: &Ledger, e: Event) -> bool {
+    match ledger.record_event(&e) {
+        Ok(new) => new,
+        Err(err) => {
+            tracing::error!(node = %e.node, kind = e.kind.as_str(), "cannot record the event: {err}");
+            false
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! A recorded GPU state (JSON) read instead of NVML: for tests, and for
+//! replaying a captured incident. Format (docs/health.md):
+//!
+//! ```json
+//! {
+//!   "node": "gpu-a01",
+//!   "expected_gpus": 8,
+//!   "nvml": "ok",
+//!   "gpus": [
+//!     { "index": 0, "serial": "1652221028513", "uuid": "GPU-5a1c...",
+//!       "pci_bus_id": "00000000:3B:00.0",
+//!       "xids": [], "ecc_uncorrected": 0, "retired_pages_pending": false,
+//!       "row_remap": { "pending": false, "failure": false } },
+//!     { "index": 3, "lost": true }
+//!   ]
+//! }
+//! ```
+//!
+//! - `node` (optional): the Slurm node name; `expected_gpus` (optional):
+//!   what Slurm's `Gres=gpu:N` says; `nvml`: `"ok"` (default), `"absent"`
+//!   (no libnvidia-ml) or `"init_failed"`; `count` (optional): GPUs the
+//!   driver lists, default the length of `gpus`.
+//! - Per GPU: `index` (default: its position), `serial`, `uuid`,
+//!   `pci_bus_id`; `lost: true` (fallen off the bus) or `unreadable:
+//!   "why"` instead of readings; the probes `xids` (list of Xid numbers),
+//!   `ecc_uncorrected` (count), `retired_pages_pending` (bool), `row_remap`
+//!   (`{pending, failure}`). A probe that is absent or `"unsupported"` is
+//!   unsupported.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::{GpuError, GpuReading, GpuSource, Probe, RowRemap, SourceError};
+
+/// What the fixture says about NVML itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FixtureNvml {
+    /// NVML works.
+    Ok,
+    /// No libnvidia-ml on the node.
+    Absent,
+    /// NVML fails to initialise.
+    InitFailed,
+}
+
+#[derive(Debug, Clone)]
+enum Slot {
+    Read(GpuReading),
+    Err(GpuError),
+}
+
+/// A GPU source read from a fixture file.
+#[derive(Debug, Clone)]
+pub struct FixtureSource {
+    /// `node` of the fixture.
+    pub node: Option<String>,
+    /// `expected_gpus` of the fixture.
+    pub expected_gpus: Option<u32>,
+    /// `nvml` of the fixture.
+    pub nvml: FixtureNvml,
+    count: u32,
+    slots: Vec<(u32, Slot)>,
+}
+
+/// A fixture that does not follow the format: the field and what to write.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("fixture {field}: {problem}")]
+pub struct FixtureError {
+    /// JSON path of the offending field, e.g. `gpus[2].ecc_uncorrected`.
+    pub field: String,
+    /// What is wrong and what to write instead.
+    pub problem: String,
+}
+
+fn bad(field: &str, problem: impl Into<String>) -> FixtureError {
+    FixtureError {
+        field: field.to_string(),
+        problem: problem.into(),
+    }
+}
+
+const UNSUPPORTED: &str = "unsupported (fixture)";
+
+fn probe<T>(
+    v: Option<&Value>,
+    field: &str,
+    what: &str,
+    get: impl Fn(&Value) -> Option<T>,
+) -> Result<Probe<T>, FixtureError> {
+    match v {
+        None | Some(Value::Null) => Ok(Probe::Unsupported(UNSUPPORTED.into())),
+        Some(Value::String(s)) if s == "unsupported" => Ok(Probe::Unsupported(UNSUPPORTED.into())),
+        Some(v) => get(v).map(Probe::Value).ok_or_else(|| {
+            bad(
+                field,
+                format!("expected {what} or \"unsupported\" (found {v})"),
+            )
+        }),
+    }
+}
+
+fn opt_str(
+    o: &serde_json::Map<String, Value>,
+    key: &str,
+    field: &str,
+) -> Result<Option<String>, FixtureError> {
+    match o.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(v) => Err(bad(field, format!("expected a string (found {v})"))),
+    }
+}
+
+fn opt_u32(v: Option<&Value>, field: &str) -> Result<Option<u32>, FixtureError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| bad(field, format!("expected a whole number >= 0 (found {v})"))),
+    }
+}
+
+impl FixtureSource {
+    /// Reads and checks a fixture file.
+    ///
+    /// # Errors
+    /// The file cannot be read, is not JSON, or a field does not follow the
+    /// format ([`FixtureError`] names it).
+    pub fn load(path: &Path) -> anyhow::Result<FixtureSource> {
+        use anyhow::Context;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the fixture {}", path.display()))?;
+        FixtureSource::parse(&text).with_context(|| format!("fixture {}", path.display()))
+    }
+
+    /// Parses fixture JSON text.
+    ///
+    /// # Errors
+    /// Not JSON, or a field that does not follow the format.
+    pub fn parse(text: &str) -> Result<FixtureSource, FixtureError> {
+        let root: Value =
+            serde_json::from_str(text).map_err(|e| bad("(file)", format!("not JSON: {e}")))?;
+        let Some(o) = root.as_object() else {
+            return Err(bad("(file)", "expected an object with a \"gpus\" list"));
+        };
+        let nvml = match o.get("nvml").and_then(Value::as_str) {
+            None | Some("ok") => FixtureNvml::Ok,
+            Some("absent") => FixtureNvml::Absent,
+            Some("init_failed") => FixtureNvml::InitFailed,
+            Some(other) => {
+                return Err(bad(
+                    "nvml",
+                    format!("expected \"ok\", \"absent\" or \"init_failed\" (found {other:?})"),
+                ))
+            }
+        };
+        let gpus = match o.get("gpus") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(a)) => a.clone(),
+            Some(v) => return Err(bad("gpus", format!("expected a list of GPUs (found {v})"))),
+        };
+        let mut slots = Vec::with_capacity(gpus.len());
+        for (pos, g) in gpus.iter().enumerate() {
+            let f = |k: &str| format!("gpus[{pos}].{k}");
+            let Some(g) = g.as_object() else {
+                return Err(bad(&format!("gpus[{pos}]"), "expected an object"));
+            };
+            let index = opt_u32(g.get("index"), &f("index"))?.unwrap_or(pos as u32);
+            if g.get("lost").and_then(Value::as_bool) == Some(true) {
+                slots.push((
+                    index,
+                    Slot::Err(GpuError::Lost(
+                        "GPU has fallen off the bus (fixture)".into(),
+                    )),
+                ));
+                continue;
+            }
+            if let Some(why) = opt_str(g, "unreadable", &f("unreadable"))? {
+                slots.push((index, Slot::Err(GpuError::Unreadable(why))));
+                continue;
+            }
+            let reading = GpuReading {
+                index,
+                serial: opt_str(g, "serial", &f("serial"))?,
+                uuid: opt_str(g, "uuid", &f("uuid"))?,
+                pci_bus_id: opt_str(g, "pci_bus_id", &f("pci_bus_id"))?,
+                xids: probe(
+                    g.get("xids"),
+                    &f("xids"),
+                    "a list of Xid numbers such as [79]",
+                    |v| v.as_array()?.iter().map(Value::as_u64).collect(),
+                )?,
+                ecc_uncorrected: probe(
+                    g.get("ecc_uncorrected"),
+                    &f("ecc_uncorrected"),
+                    "a count such as 0",
+                    Value::as_u64,
+                )?,
+                retired_pages_pending: probe(
+                    g.get("retired_pages_pending"),
+                    &f("retired_pages_pending"),
+                    "true or false",
+                    Value::as_bool,
+                )?,
+                row_remap: probe(
+                    g.get("row_remap"),
+                    &f("row_remap"),
+                    "{\"pending\": false, \"failure\": false}",
+                    |v| {
+                        let o = v.as_object()?;
+                        Some(RowRemap {
+                            pending: o.get("pending").map_or(Some(false), Value::as_bool)?,
+                            failure: o.get("failure").map_or(Some(false), Value::as_bool)?,
+                        })
+                    },
+                )?,
+            };
+            slots.push((index, Slot::Read(reading)));
+        }
+        let count = opt_u32(o.get("count"), "count")?.unwrap_or(slots.len() as u32);
+        Ok(FixtureSource {
+            node: opt_str(o, "node", "node")?,
+            expected_gpus: opt_u32(o.get("expected_gpus"), "expected_gpus")?,
+            nvml,
+            count,
+            slots,
+        })
+    }
+
+    /// What opening NVML would have answered.
+    ///
+    /// # Errors
+    /// [`SourceError`] for a fixture with `"nvml": "absent"` or
+    /// `"init_failed"`.
+    pub fn nvml_status(&self) -> Result<(), SourceError> {
+        match self.nvml {
+            FixtureNvml::Ok => Ok(()),
+            FixtureNvml::Absent => Err(SourceError::Absent(
+                "libnvidia-ml.so.1: cannot open shared object file (fixture)".into(),
+            )),
+            FixtureNvml::InitFailed => Err(SourceError::InitFailed {
+                attempts: 1,
+                reason: "driver not loaded (fixture)".into(),
+            }),
+        }
+    }
+}
+
+impl GpuSource for FixtureSource {
+    fn count(&mut self) -> Result<u32, String> {
+        Ok(self.count)
+    }
+
+    fn read(&mut self, index: u32) -> Result<GpuReading, GpuError> {
+        match self.slots.iter().find(|(i, _)| *i == index) {
+            Some((_, Slot::Read(r))) => Ok(r.clone()),
+            Some((_, Slot::Err(e))) => Err(e.clone()),
+            None => Err(GpuError::Unreadable(format!(
+                "no GPU with index {index} in the fixture"
+            ))),
+        }
+    }
+}

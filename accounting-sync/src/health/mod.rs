@@ -1,0 +1,461 @@
+//! GPU health: what `allot health` reads, how each check is judged, and the
+//! drain reason it writes.
+//!
+//! Rules (DESIGN.md 5; docs/health.md):
+//! - A [`GpuSource`] reports each GPU: NVML ([`nvml::NvmlSource`]) on a GPU
+//!   node, a recorded JSON state ([`fixture::FixtureSource`]) for tests and
+//!   for replaying an incident.
+//! - Per GPU, five checks, each **ok**, **failed** or **unsupported**:
+//!   `present` (not lost / fallen off the bus), `xid` (a critical Xid, see
+//!   [`xid::CRITICAL_XIDS`]), `ecc` (uncorrectable ECC errors since the driver
+//!   loaded), `retired_pages` (pages pending retirement), `row_remap` (a row
+//!   remapping failure; a pending remap alone is not a failure). Per node,
+//!   `count`: fewer GPUs than Slurm's `Gres=gpu:N` fails.
+//! - A GPU is **failed** when any check failed; else **unknown** when any
+//!   check is unsupported (unsupported never counts as failed *or* as
+//!   healthy); else **healthy**. The node follows the same rule over its
+//!   GPUs and its count check.
+//! - One GPU that cannot be read is reported as such; the others are still
+//!   read ([`check_node`] asks the source for each index separately).
+
+use serde::Serialize;
+
+pub mod fixture;
+pub mod node;
+pub mod nvml;
+pub mod xid;
+
+/// One quantity read from a GPU, or why it could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Probe<T> {
+    /// The value.
+    Value(T),
+    /// Not supported by this GPU or driver, or not readable (the reason).
+    Unsupported(String),
+}
+
+/// Row remapper state (Ampere and newer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct RowRemap {
+    /// A remapping is pending (applied at the next GPU reset).
+    pub pending: bool,
+    /// A remapping failed at some point: the GPU needs service.
+    pub failure: bool,
+}
+
+/// Everything read from one GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GpuReading {
+    /// NVML index (the `N` of `gpuN` in drain reasons).
+    pub index: u32,
+    /// Board serial number, when readable.
+    pub serial: Option<String>,
+    /// GPU UUID, when readable.
+    pub uuid: Option<String>,
+    /// PCI bus id (`00000000:3B:00.0`), when readable.
+    pub pci_bus_id: Option<String>,
+    /// Xid codes the driver reported for this GPU since boot (any Xid;
+    /// the check fails on the critical ones).
+    pub xids: Probe<Vec<u64>>,
+    /// Uncorrectable (double-bit) ECC errors since the driver loaded
+    /// (NVML's volatile counter), count.
+    pub ecc_uncorrected: Probe<u64>,
+    /// Pages waiting to be retired at the next reset.
+    pub retired_pages_pending: Probe<bool>,
+    /// Row remapper state.
+    pub row_remap: Probe<RowRemap>,
+}
+
+impl GpuReading {
+    /// A reading with only the index set and every probe unsupported
+    /// (`why`): the starting point of a source.
+    pub fn unsupported(index: u32, why: &str) -> GpuReading {
+        GpuReading {
+            index,
+            serial: None,
+            uuid: None,
+            pci_bus_id: None,
+            xids: Probe::Unsupported(why.into()),
+            ecc_uncorrected: Probe::Unsupported(why.into()),
+            retired_pages_pending: Probe::Unsupported(why.into()),
+            row_remap: Probe::Unsupported(why.into()),
+        }
+    }
+}
+
+/// Why one GPU could not be read at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GpuError {
+    /// The GPU is lost (NVML `GPU_IS_LOST`: fallen off the bus).
+    #[error("lost: {0}")]
+    Lost(String),
+    /// Another error reading the GPU's handle.
+    #[error("unreadable: {0}")]
+    Unreadable(String),
+}
+
+/// Why no GPU could be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    /// No NVML library on this machine (not a GPU node): not an error.
+    #[error("NVML is not available ({0}); no NVIDIA driver on this node, nothing to check")]
+    Absent(String),
+    /// NVML is installed but did not initialise (after retries).
+    #[error("NVML failed to initialise after {attempts} attempts: {reason}")]
+    InitFailed {
+        /// Attempts made.
+        attempts: u32,
+        /// The last error.
+        reason: String,
+    },
+}
+
+/// Where GPU state comes from: NVML on a GPU node, or a fixture.
+pub trait GpuSource {
+    /// How many GPUs the driver reports.
+    ///
+    /// # Errors
+    /// A message when even the count cannot be read.
+    fn count(&mut self) -> Result<u32, String>;
+    /// Reads GPU `index` (`0..count`). A failure here concerns this GPU
+    /// only.
+    ///
+    /// # Errors
+    /// [`GpuError`] when the GPU cannot be read at all.
+    fn read(&mut self, index: u32) -> Result<GpuReading, GpuError>;
+}
+
+/// Result of one check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", content = "detail", rename_all = "lowercase")]
+pub enum Check {
+    /// Passed.
+    Ok,
+    /// Failed; the fault as written in a drain reason (`Xid 79`).
+    Failed(String),
+    /// Not supported or not readable (the reason): neither healthy nor failed.
+    Unsupported(String),
+}
+
+impl Check {
+    fn word(&self) -> &'static str {
+        match self {
+            Check::Ok => "ok",
+            Check::Failed(_) => "FAILED",
+            Check::Unsupported(_) => "unsupported",
+        }
+    }
+}
+
+/// Verdict on a GPU or a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Every check passed.
+    Healthy,
+    /// No check failed, but at least one is unsupported: never drained.
+    Unknown,
+    /// At least one check failed.
+    Failed,
+}
+
+impl Verdict {
+    fn of<'a>(checks: impl IntoIterator<Item = &'a Check>) -> Verdict {
+        let mut v = Verdict::Healthy;
+        for c in checks {
+            v = v.max(match c {
+                Check::Ok => Verdict::Healthy,
+                Check::Unsupported(_) => Verdict::Unknown,
+                Check::Failed(_) => Verdict::Failed,
+            });
+        }
+        v
+    }
+
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Healthy => "healthy",
+            Verdict::Unknown => "unknown",
+            Verdict::Failed => "FAILED",
+        }
+    }
+}
+
+/// The checks of one GPU, in output order.
+pub const GPU_CHECKS: [&str; 5] = ["present", "xid", "ecc", "retired_pages", "row_remap"];
+
+/// One GPU's report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GpuReport {
+    /// NVML index.
+    pub index: u32,
+    /// Serial number, when readable.
+    pub serial: Option<String>,
+    /// UUID, when readable.
+    pub uuid: Option<String>,
+    /// PCI bus id, when readable.
+    pub pci_bus_id: Option<String>,
+    /// `(name, result)` for each of [`GPU_CHECKS`], in that order.
+    pub checks: Vec<(String, Check)>,
+    /// Worst of the checks.
+    pub verdict: Verdict,
+}
+
+/// The whole node's report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeReport {
+    /// Slurm node name.
+    pub node: String,
+    /// One report per GPU index the driver listed.
+    pub gpus: Vec<GpuReport>,
+    /// GPUs the driver reports.
+    pub found: u32,
+    /// GPUs Slurm expects (`Gres=gpu:N`), when known.
+    pub expected: Option<u32>,
+    /// The count check: fewer than expected fails.
+    pub count: Check,
+    /// Worst of every GPU and the count.
+    pub verdict: Verdict,
+    /// Why the node is unknown without any GPU (NVML failed to initialise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+fn judge(r: &GpuReading) -> Vec<(String, Check)> {
+    let xid = match &r.xids {
+        Probe::Value(codes) => {
+            let critical: Vec<u64> = codes
+                .iter()
+                .copied()
+                .filter(|c| xid::is_critical(*c))
+                .collect();
+            match critical.first() {
+                None => Check::Ok,
+                Some(_) => {
+                    let mut seen = critical.clone();
+                    seen.sort_unstable();
+                    seen.dedup();
+                    let list: Vec<String> = seen.iter().map(u64::to_string).collect();
+                    Check::Failed(format!("Xid {}", list.join(",")))
+                }
+            }
+        }
+        Probe::Unsupported(why) => Check::Unsupported(why.clone()),
+    };
+    let ecc = match &r.ecc_uncorrected {
+        Probe::Value(0) => Check::Ok,
+        Probe::Value(n) => Check::Failed(format!("uncorrectable ECC x{n}")),
+        Probe::Unsupported(why) => Check::Unsupported(why.clone()),
+    };
+    let pages = match &r.retired_pages_pending {
+        Probe::Value(false) => Check::Ok,
+        Probe::Value(true) => Check::Failed("retired pages pending".into()),
+        Probe::Unsupported(why) => Check::Unsupported(why.clone()),
+    };
+    let remap = match &r.row_remap {
+        Probe::Value(RowRemap { failure: true, .. }) => Check::Failed("row remap failure".into()),
+        Probe::Value(_) => Check::Ok,
+        Probe::Unsupported(why) => Check::Unsupported(why.clone()),
+    };
+    vec![
+        ("present".into(), Check::Ok),
+        ("xid".into(), xid),
+        ("ecc".into(), ecc),
+        ("retired_pages".into(), pages),
+        ("row_remap".into(), remap),
+    ]
+}
+
+fn gpu_report(index: u32, read: Result<GpuReading, GpuError>) -> GpuReport {
+    let (checks, serial, uuid, bus) = match read {
+        Ok(r) => (judge(&r), r.serial, r.uuid, r.pci_bus_id),
+        Err(e) => {
+            let present = match &e {
+                GpuError::Lost(_) => Check::Failed("lost".into()),
+                GpuError::Unreadable(why) => Check::Unsupported(why.clone()),
+            };
+            let mut checks = vec![("present".to_string(), present)];
+            for name in &GPU_CHECKS[1..] {
+                checks.push((
+                    name.to_string(),
+                    Check::Unsupported(format!("not read: {e}")),
+                ));
+            }
+            (checks, None, None, None)
+        }
+    };
+    GpuReport {
+        index,
+        serial,
+        uuid,
+        pci_bus_id: bus,
+        verdict: Verdict::of(checks.iter().map(|(_, c)| c)),
+        checks,
+    }
+}
+
+/// Reads every GPU of `source` and judges the node. `expected` is the GPU
+/// count Slurm expects (`Gres=gpu:N`), `None` when unknown (the count check
+/// is then unsupported). Each GPU is read on its own: a GPU that cannot be
+/// read does not stop the others.
+pub fn check_node(node: &str, source: &mut dyn GpuSource, expected: Option<u32>) -> NodeReport {
+    let (found, gpus, count_err) = match source.count() {
+        Ok(n) => {
+            let gpus: Vec<GpuReport> = (0..n).map(|i| gpu_report(i, source.read(i))).collect();
+            (n, gpus, None)
+        }
+        Err(e) => (0, Vec::new(), Some(e)),
+    };
+    let count = match (expected, &count_err) {
+        (_, Some(e)) => Check::Unsupported(format!("GPU count unreadable: {e}")),
+        (None, None) => Check::Unsupported(
+            "expected GPU count unknown (no Gres=gpu:N for the node; pass --expected-gpus)".into(),
+        ),
+        (Some(want), None) if found < want => {
+            Check::Failed(format!("{found} of {want} GPUs visible"))
+        }
+        (Some(_), None) => Check::Ok,
+    };
+    let verdict = Verdict::of(
+        gpus.iter()
+            .flat_map(|g| g.checks.iter().map(|(_, c)| c))
+            .chain(std::iter::once(&count)),
+    );
+    NodeReport {
+        node: node.to_string(),
+        gpus,
+        found,
+        expected,
+        count,
+        verdict,
+        note: count_err,
+    }
+}
+
+/// The report of a node whose NVML did not initialise: unknown (never
+/// drained), with the reason.
+pub fn unknown_node(node: &str, expected: Option<u32>, why: &str) -> NodeReport {
+    NodeReport {
+        node: node.to_string(),
+        gpus: Vec::new(),
+        found: 0,
+        expected,
+        count: Check::Unsupported(why.to_string()),
+        verdict: Verdict::Unknown,
+        note: Some(why.to_string()),
+    }
+}
+
+/// The first failure, for the drain reason and the ledger event: `(GPU
+/// index, serial, fault)`; GPU `None` for the node's count check.
+pub fn first_failure(r: &NodeReport) -> Option<(Option<u32>, Option<String>, String)> {
+    for g in &r.gpus {
+        for (_, c) in &g.checks {
+            if let Check::Failed(f) = c {
+                return Some((Some(g.index), g.serial.clone(), f.clone()));
+            }
+        }
+    }
+    match &r.count {
+        Check::Failed(f) => Some((None, None, f.clone())),
+        _ => None,
+    }
+}
+
+/// The drain reason: `allot: gpu3 Xid 79 serial=1652221028513`, with
+/// ` (+N more)` when other checks failed too; `allot: 7 of 8 GPUs visible`
+/// for the count. `None` when nothing failed.
+pub fn drain_reason(r: &NodeReport) -> Option<String> {
+    let (gpu, serial, fault) = first_failure(r)?;
+    let failures = r
+        .gpus
+        .iter()
+        .flat_map(|g| g.checks.iter())
+        .filter(|(_, c)| matches!(c, Check::Failed(_)))
+        .count()
+        + usize::from(matches!(r.count, Check::Failed(_)));
+    let mut s = match gpu {
+        Some(i) => format!("allot: gpu{i} {fault}"),
+        None => format!("allot: {fault}"),
+    };
+    if let Some(serial) = serial {
+        s.push_str(&format!(" serial={serial}"));
+    }
+    if failures > 1 {
+        s.push_str(&format!(" (+{} more)", failures - 1));
+    }
+    Some(s)
+}
+
+/// Text output: one line per GPU, then the node summary.
+pub fn render_text(r: &NodeReport) -> String {
+    let mut out = String::new();
+    for g in &r.gpus {
+        out.push_str(&format!(
+            "gpu{:<3} {:<8} serial={} bus={}",
+            g.index,
+            g.verdict.as_str(),
+            g.serial.as_deref().unwrap_or("?"),
+            g.pci_bus_id.as_deref().unwrap_or("?")
+        ));
+        for (name, c) in &g.checks {
+            out.push_str(&format!(" {name}={}", c.word()));
+            if let Check::Failed(d) = c {
+                out.push_str(&format!("({d})"));
+            }
+        }
+        out.push('\n');
+    }
+    let failed = r
+        .gpus
+        .iter()
+        .filter(|g| g.verdict == Verdict::Failed)
+        .count();
+    let unknown = r
+        .gpus
+        .iter()
+        .filter(|g| g.verdict == Verdict::Unknown)
+        .count();
+    let expected = r
+        .expected
+        .map_or_else(|| "?".to_string(), |e| e.to_string());
+    out.push_str(&format!(
+        "node {}: {}: {} GPUs ({} expected), {} failed, {} unknown; count {}",
+        r.node,
+        r.verdict.as_str(),
+        r.found,
+        expected,
+        failed,
+        unknown,
+        r.count.word()
+    ));
+    if let Some(reason) = drain_reason(r) {
+        out.push_str(&format!("; {reason}"));
+    }
+    out.push('\n');
+    // Why each unsupported check is unsupported, once per distinct reason.
+    let mut whys: Vec<String> = Vec::new();
+    let all = r
+        .gpus
+        .iter()
+        .flat_map(|g| g.checks.iter().map(|(_, c)| c))
+        .chain(std::iter::once(&r.count));
+    for c in all {
+        if let Check::Unsupported(why) = c {
+            let line = format!("  unsupported: {why}");
+            if !whys.contains(&line) {
+                whys.push(line);
+            }
+        }
+    }
+    for w in whys {
+        out.push_str(&w);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

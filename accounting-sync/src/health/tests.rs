@@ -1,0 +1,176 @@
+use super::fixture::FixtureSource;
+use super::*;
+
+fn fixture(name: &str) -> FixtureSource {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/health")
+        .join(name);
+    FixtureSource::load(&path).unwrap()
+}
+
+fn run(name: &str) -> NodeReport {
+    let mut f = fixture(name);
+    f.nvml_status().unwrap();
+    let expected = f.expected_gpus;
+    check_node("gpu-a01", &mut f, expected)
+}
+
+#[test]
+fn healthy_node_of_8() {
+    let r = run("healthy-8.json");
+    assert_eq!(r.found, 8);
+    assert_eq!(r.gpus.len(), 8);
+    assert!(r.gpus.iter().all(|g| g.verdict == Verdict::Healthy));
+    assert!(r
+        .gpus
+        .iter()
+        .all(|g| g.checks.iter().all(|(_, c)| *c == Check::Ok)));
+    assert_eq!(r.count, Check::Ok);
+    assert_eq!(r.verdict, Verdict::Healthy);
+    assert_eq!(drain_reason(&r), None);
+    let text = render_text(&r);
+    assert_eq!(text.lines().count(), 9, "8 GPU lines + summary:\n{text}");
+    assert!(text.starts_with("gpu0   healthy  serial=1652221028510 bus=00000000:18:00.0 present=ok xid=ok ecc=ok retired_pages=ok row_remap=ok\n"), "{text}");
+    assert!(
+        text.ends_with(
+            "node gpu-a01: healthy: 8 GPUs (8 expected), 0 failed, 0 unknown; count ok\n"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn lost_gpu_among_8_the_other_7_still_reported() {
+    let r = run("lost-gpu.json");
+    assert_eq!(r.gpus.len(), 8);
+    let lost = &r.gpus[5];
+    assert_eq!(lost.verdict, Verdict::Failed);
+    assert_eq!(
+        lost.checks[0],
+        ("present".into(), Check::Failed("lost".into()))
+    );
+    let others: Vec<_> = r.gpus.iter().filter(|g| g.index != 5).collect();
+    assert_eq!(others.len(), 7);
+    assert!(others
+        .iter()
+        .all(|g| g.verdict == Verdict::Healthy && g.serial.is_some()));
+    assert_eq!(r.verdict, Verdict::Failed);
+    assert_eq!(drain_reason(&r).as_deref(), Some("allot: gpu5 lost"));
+}
+
+#[test]
+fn xid_79_fails_and_names_gpu_serial_and_fault() {
+    let r = run("xid79.json");
+    let g = &r.gpus[3];
+    assert_eq!(g.verdict, Verdict::Failed);
+    assert_eq!(
+        g.checks[1],
+        ("xid".into(), Check::Failed("Xid 79".into())),
+        "Xid 13 (an application fault) is not listed"
+    );
+    assert_eq!(
+        r.gpus
+            .iter()
+            .filter(|g| g.verdict == Verdict::Failed)
+            .count(),
+        1
+    );
+    assert_eq!(r.verdict, Verdict::Failed);
+    assert_eq!(
+        drain_reason(&r).as_deref(),
+        Some("allot: gpu3 Xid 79 serial=1652221028513")
+    );
+    assert!(render_text(&r).contains(
+        "gpu3   FAILED   serial=1652221028513 bus=00000000:3B:00.0 present=ok xid=FAILED(Xid 79)"
+    ));
+}
+
+#[test]
+fn ecc_unsupported_is_unknown_not_failed() {
+    let r = run("ecc-unsupported.json");
+    for g in &r.gpus {
+        assert_eq!(g.verdict, Verdict::Unknown, "gpu{}", g.index);
+        assert!(matches!(g.checks[2].1, Check::Unsupported(_)));
+    }
+    assert_eq!(r.verdict, Verdict::Unknown);
+    assert_eq!(drain_reason(&r), None, "unknown never drains");
+    let text = render_text(&r);
+    assert!(
+        text.contains("node gpu-a01: unknown: 8 GPUs (8 expected), 0 failed, 8 unknown"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  unsupported: unsupported (fixture)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn nvml_absent_is_reported_by_the_source() {
+    let f = fixture("nvml-absent.json");
+    let e = f.nvml_status().unwrap_err();
+    assert!(matches!(e, SourceError::Absent(_)));
+    assert!(e.to_string().starts_with("NVML is not available ("), "{e}");
+}
+
+#[test]
+fn fewer_gpus_than_gres_fails_the_count() {
+    let mut f = fixture("healthy-8.json");
+    let r = check_node("gpu-a01", &mut f, Some(9));
+    assert_eq!(r.count, Check::Failed("8 of 9 GPUs visible".into()));
+    assert_eq!(r.verdict, Verdict::Failed);
+    assert_eq!(
+        drain_reason(&r).as_deref(),
+        Some("allot: 8 of 9 GPUs visible")
+    );
+    // Unknown expected count: unsupported, so the node is unknown.
+    let r = check_node("gpu-a01", &mut f, None);
+    assert!(matches!(r.count, Check::Unsupported(_)));
+    assert_eq!(r.verdict, Verdict::Unknown);
+    // More than expected is fine.
+    assert_eq!(check_node("gpu-a01", &mut f, Some(8)).count, Check::Ok);
+}
+
+#[test]
+fn several_failures_are_counted_in_the_reason() {
+    let text = r#"{"gpus": [
+        {"serial": "A", "xids": [48], "ecc_uncorrected": 2, "retired_pages_pending": true,
+         "row_remap": {"pending": true, "failure": true}},
+        {"serial": "B", "xids": [], "ecc_uncorrected": 0, "retired_pages_pending": false,
+         "row_remap": {"pending": true, "failure": false}}
+    ]}"#;
+    let mut f = FixtureSource::parse(text).unwrap();
+    let r = check_node("n", &mut f, Some(2));
+    assert_eq!(
+        drain_reason(&r).as_deref(),
+        Some("allot: gpu0 Xid 48 serial=A (+3 more)")
+    );
+    assert_eq!(
+        r.gpus[1].verdict,
+        Verdict::Healthy,
+        "a pending row remap alone is not a failure"
+    );
+}
+
+#[test]
+fn fixture_errors_name_the_field() {
+    let e = FixtureSource::parse(r#"{"gpus": [{"ecc_uncorrected": "lots"}]}"#).unwrap_err();
+    assert_eq!(e.field, "gpus[0].ecc_uncorrected");
+    assert!(
+        e.to_string()
+            .contains("expected a count such as 0 or \"unsupported\""),
+        "{e}"
+    );
+    let e = FixtureSource::parse(r#"{"nvml": "gone"}"#).unwrap_err();
+    assert_eq!(e.field, "nvml");
+}
+
+#[test]
+fn json_output_carries_every_check() {
+    let r = run("xid79.json");
+    let v: serde_json::Value = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["verdict"], "failed");
+    assert_eq!(v["gpus"][3]["checks"][1][1]["status"], "failed");
+    assert_eq!(v["gpus"][3]["checks"][1][1]["detail"], "Xid 79");
+    assert_eq!(v["gpus"].as_array().unwrap().len(), 8);
+}

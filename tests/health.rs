@@ -1,0 +1,287 @@
+//! Contract-aware draining on the real testbed (issue 6, must show 2): two
+//! jobs with minimum runtimes of 5 s and 40 s run on the node; an admin
+//! drains it for maintenance; `allot sync --follow --interval 1s` requeues
+//! the first soon after 5 s of running time and the second not before 40 s;
+//! the node ends DRAINED; `allot report --health` lists both requeues with
+//! their reasons and how long the node took to empty.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use allot_e2e::{serial, wait_until, Testbed};
+
+fn node_name() -> String {
+    let out = Command::new("hostname").arg("-s").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Undoes the test whatever happens: stops the sync, cancels the requeued
+/// jobs (before the resume, so they never start again) and resumes the node.
+struct Cleanup<'a> {
+    tb: &'a Testbed,
+    node: String,
+    sync: Option<Child>,
+}
+
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.sync.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.tb.cancel_all();
+        let _ = self.tb.run(
+            "scontrol",
+            &["update", &format!("nodename={}", self.node), "state=resume"],
+        );
+    }
+}
+
+fn node_state(tb: &Testbed, node: &str) -> String {
+    tb.ok("sinfo", &["-h", "-N", "-n", node, "-o", "%T"])
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// `(job, reason)` of the requeue events in `allot report --health --json`.
+fn requeues(tb: &Testbed) -> Vec<(u64, String)> {
+    let out = Command::new(tb.allot_bin())
+        .args(["report", "--health", "--json", "--config"])
+        .arg(tb.allot_conf())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "requeue")
+        .map(|e| {
+            (
+                e["job_id"].as_u64().unwrap(),
+                e["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The running time the requeue reason reports (`... (ran N s)`).
+fn ran(reason: &str) -> u64 {
+    let tail = reason.rsplit("(ran ").next().unwrap();
+    tail.trim_end_matches(" s)")
+        .parse()
+        .unwrap_or_else(|_| panic!("no running time in {reason:?}"))
+}
+
+#[test]
+fn draining_node_requeues_each_job_at_its_contract_end() {
+    let _one = serial();
+    let tb = Testbed::from_env();
+    let node = node_name();
+    tb.cancel_all();
+    let _ = tb.run(
+        "scontrol",
+        &["update", &format!("nodename={node}"), "state=resume"],
+    );
+    let mut guard = Cleanup {
+        tb: &tb,
+        node: node.clone(),
+        sync: None,
+    };
+
+    let short = tb.sbatch(&[
+        "-A",
+        "b1",
+        "--gres=gpu:1",
+        "--min-runtime=0:05",
+        "--wrap",
+        "sleep 600",
+    ]);
+    let long = tb.sbatch(&[
+        "-A",
+        "b2",
+        "--gres=gpu:1",
+        "--min-runtime=0:40",
+        "--wrap",
+        "sleep 600",
+    ]);
+    tb.wait_state(short, "RUNNING", Duration::from_secs(30));
+    tb.wait_state(long, "RUNNING", Duration::from_secs(30));
+
+    tb.ok(
+        "scontrol",
+        &[
+            "update",
+            &format!("nodename={node}"),
+            "state=drain",
+            "reason=maintenance",
+        ],
+    );
+    assert_eq!(node_state(&tb, &node), "draining");
+
+    let log = std::fs::File::create(tb.dir.join("health-test-sync.log")).unwrap();
+    guard.sync = Some(
+        Command::new(tb.allot_bin())
+            .args(["sync", "--follow", "--interval", "1s", "--config"])
+            .arg(tb.allot_conf())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("cannot start allot sync --follow"),
+    );
+
+    // The first job: requeued soon after its 5 s.
+    wait_until(
+        Duration::from_secs(30),
+        "the 5 s job to be requeued",
+        || {
+            let s = tb.squeue(short, "%T");
+            if s != "RUNNING" {
+                Ok(())
+            } else {
+                Err(s)
+            }
+        },
+    );
+    assert_eq!(
+        tb.squeue(long, "%T"),
+        "RUNNING",
+        "the 40 s job stays inside its contract"
+    );
+    // The second: not before 40 s of running time.
+    wait_until(
+        Duration::from_secs(70),
+        "the 40 s job to be requeued",
+        || {
+            let s = tb.squeue(long, "%T");
+            if s != "RUNNING" {
+                Ok(())
+            } else {
+                Err(s)
+            }
+        },
+    );
+    // Neither runs again while the node drains, and the node ends DRAINED.
+    wait_until(Duration::from_secs(30), "the node to be drained", || {
+        let s = node_state(&tb, &node);
+        if s == "drained" {
+            Ok(())
+        } else {
+            Err(s)
+        }
+    });
+    for j in [short, long] {
+        assert_eq!(
+            tb.squeue(j, "%T"),
+            "PENDING",
+            "job {j} waits elsewhere after its requeue"
+        );
+    }
+
+    // Slurm's own record of each first attempt: REQUEUED, ran its contract.
+    for (job, min, slack) in [(short, 5, 6), (long, 40, 6)] {
+        let rows = wait_until(
+            Duration::from_secs(20),
+            "slurmdbd to record the requeue",
+            || {
+                let rows = tb.sacct(job, "State,ElapsedRaw");
+                if rows.first().is_some_and(|r| r[0] == "REQUEUED") {
+                    Ok(rows)
+                } else {
+                    Err(format!("{rows:?}"))
+                }
+            },
+        );
+        let elapsed: u64 = rows[0][1].parse().unwrap();
+        assert!(
+            (min..=min + slack).contains(&elapsed),
+            "job {job} ran {elapsed} s before its requeue; expected {min}..={} s",
+            min + slack
+        );
+    }
+
+    // The ledger: both requeues with their reasons; the drain emptied.
+    let got = wait_until(
+        Duration::from_secs(10),
+        "both requeues in the report",
+        || {
+            let r = requeues(&tb);
+            if r.len() >= 2 {
+                Ok(r)
+            } else {
+                Err(format!("{r:?}"))
+            }
+        },
+    );
+    let reason = |job: u32| {
+        got.iter()
+            .find(|(j, _)| *j == u64::from(job))
+            .map(|(_, r)| r.clone())
+            .unwrap_or_else(|| panic!("no requeue of {job} in {got:?}"))
+    };
+    let (r1, r2) = (reason(short), reason(long));
+    assert!(
+        r1.starts_with(&format!(
+            "node {node} draining (maintenance): minimum runtime 5 s served (ran "
+        )),
+        "{r1}"
+    );
+    assert!(
+        r2.starts_with(&format!(
+            "node {node} draining (maintenance): minimum runtime 40 s served (ran "
+        )),
+        "{r2}"
+    );
+    assert!((5..=8).contains(&ran(&r1)), "{r1}");
+    assert!((40..=43).contains(&ran(&r2)), "{r2}");
+
+    // The latest drain of this node (earlier runs may have left others).
+    let last_drain = |text: &str| {
+        text.lines()
+            .skip_while(|l| *l != "Drains")
+            .filter(|l| l.starts_with(&format!("{node} ")))
+            .last()
+            .map(str::to_string)
+    };
+    let (text, drain_line) = wait_until(
+        Duration::from_secs(10),
+        "the drain to be reported emptied",
+        || {
+            let out = tb.ok(
+                tb.allot_bin().to_str().unwrap(),
+                &[
+                    "report",
+                    "--health",
+                    "--config",
+                    tb.allot_conf().to_str().unwrap(),
+                ],
+            );
+            match last_drain(&out) {
+                Some(l) if !l.contains("still draining") => Ok((out, l)),
+                _ => Err(out),
+            }
+        },
+    );
+    println!("{text}");
+    assert!(text.contains(&format!("requeue  {short:>8}")), "{text}");
+    assert!(text.contains(&format!("requeue  {long:>8}")), "{text}");
+    assert!(drain_line.ends_with("maintenance"), "{drain_line}");
+    assert!(
+        drain_line.contains("       2     0  "),
+        "two requeued, none kept: {drain_line}"
+    );
+    drop(guard);
+    assert_ne!(
+        node_state(&tb, &node),
+        "drained",
+        "resumed for the next tests"
+    );
+}
