@@ -13,6 +13,7 @@ mod cmd_explain;
 mod cmd_health;
 mod cmd_report;
 mod cmd_shares;
+mod cmd_sim;
 mod cmd_sync;
 mod cmd_tree;
 mod config_path;
@@ -36,6 +37,8 @@ enum Command {
     Sync(cmd_sync::Args),
     /// Budget report: allocation, charged and unallocated GPU-hours, Level FS, fair-share
     Report(cmd_report::Args),
+    /// Replay a workload trace against scheduling policies and configurations; compare
+    Sim(cmd_sim::Args),
     /// Why a job has its priority, its protection, what could preempt it, who preempted it
     Explain(cmd_explain::Args),
     /// The org tree as code: compare allot.toml with slurmdbd's accounts (plan), apply, or import
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Command::Shares(args) => cmd_shares::run(args),
         Command::Sync(args) => cmd_sync::run(args),
         Command::Report(args) => cmd_report::run(args),
+        Command::Sim(args) => cmd_sim::run(args),
         Command::Health(args) => cmd_health::run(args),
         Command::Tree(args) => cmd_tree::run(args),
         Command::Explain(args) => cmd_explain::run(args),

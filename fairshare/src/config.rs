@@ -75,6 +75,8 @@ pub struct Config {
     pub preempt_grace_time: u64,
     /// The org tree.
     pub tree: Tree,
+    /// `[sim]`: how `allot sim` replays traces (the plugins ignore it).
+    pub sim: crate::sim::SimSettings,
 }
 
 impl Config {
@@ -121,6 +123,10 @@ impl Config {
         };
         let sync_interval = dur("sync.interval", &raw.sync.interval, DEFAULT_SYNC_INTERVAL);
         let preempt_grace_time = dur("preempt.grace_time", &raw.preempt.grace_time, 0);
+        let sim = match &raw.sim {
+            Some(v) => crate::sim::settings::parse(v, contract.max_min_runtime, &mut errors),
+            None => crate::sim::SimSettings::default(),
+        };
 
         if raw.window.is_some() && window == 0 {
             errors.push(ConfigError::WindowZero);
@@ -194,6 +200,7 @@ impl Config {
                 sync_interval,
                 preempt_grace_time,
                 tree,
+                sim,
             }),
             _ => Err(ConfigErrors(errors)),
         }
@@ -212,6 +219,7 @@ impl Config {
             sync_interval: DEFAULT_SYNC_INTERVAL,
             preempt_grace_time: 0,
             tree,
+            sim: crate::sim::SimSettings::default(),
         }
     }
 }
@@ -378,6 +386,7 @@ struct RawConfig {
     sync: RawSync,
     #[serde(default)]
     preempt: RawPreempt,
+    sim: Option<toml::Value>,
     tree: Option<toml::Table>,
 }
 

@@ -47,6 +47,7 @@ mod hash;
 pub mod preempt;
 pub mod priority;
 pub mod record;
+pub mod sim;
 pub mod tree;
 pub mod tres;
 pub mod usage;

@@ -1,0 +1,176 @@
+//! Nodes, free GPUs and placement.
+//!
+//! Placement is best fit: a job goes to the usable node(s) with the fewest
+//! free GPUs that still hold it (as Slurm's cons_tres packs GPUs), ties
+//! broken by a seeded hash of the job so identical seeds place identically.
+//! A multi-node job takes `nodes` nodes with `gpus_per_node` free each.
+//! A node is *usable* while it is neither drained nor failed; a failed node
+//! also leaves the capacity.
+
+use std::collections::BTreeSet;
+
+use crate::preempt::NodeGpus;
+
+/// The cluster's state.
+#[derive(Debug, Clone)]
+pub(crate) struct Cluster {
+    pub gpus_per_node: u32,
+    pub free: Vec<u32>,
+    /// Active drain events per node.
+    pub drains: Vec<u32>,
+    /// Active failure events per node.
+    pub fails: Vec<u32>,
+    /// Usable nodes by free GPU count.
+    buckets: Vec<BTreeSet<u32>>,
+    /// Free GPUs on usable nodes.
+    pub free_total: u64,
+    /// GPUs on nodes that have not failed (the capacity).
+    pub capacity: u64,
+    /// Running jobs on each node.
+    pub jobs_on: Vec<Vec<u32>>,
+    seed: u64,
+}
+
+/// SplitMix64: a fast, well-mixed hash for seeded tie-breaks.
+pub(crate) fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+impl Cluster {
+    pub fn new(nodes: u32, gpus_per_node: u32, seed: u64) -> Cluster {
+        let mut buckets = vec![BTreeSet::new(); gpus_per_node as usize + 1];
+        buckets[gpus_per_node as usize] = (0..nodes).collect();
+        Cluster {
+            gpus_per_node,
+            free: vec![gpus_per_node; nodes as usize],
+            drains: vec![0; nodes as usize],
+            fails: vec![0; nodes as usize],
+            buckets,
+            free_total: u64::from(nodes) * u64::from(gpus_per_node),
+            capacity: u64::from(nodes) * u64::from(gpus_per_node),
+            jobs_on: vec![Vec::new(); nodes as usize],
+            seed,
+        }
+    }
+
+    pub fn nodes(&self) -> u32 {
+        self.free.len() as u32
+    }
+
+    pub fn usable(&self, node: u32) -> bool {
+        self.drains[node as usize] == 0 && self.fails[node as usize] == 0
+    }
+
+    /// Usable nodes with at least `gpus` free.
+    pub fn fitting(&self, gpus: u32) -> impl Iterator<Item = u32> + '_ {
+        self.buckets[gpus.min(self.gpus_per_node) as usize..]
+            .iter()
+            .flat_map(|b| b.iter().copied())
+    }
+
+    /// Number of usable nodes.
+    pub fn usable_count(&self) -> usize {
+        self.buckets.iter().map(BTreeSet::len).sum()
+    }
+
+    fn set_free(&mut self, node: u32, free: u32) {
+        let n = node as usize;
+        if self.usable(node) {
+            self.buckets[self.free[n] as usize].remove(&node);
+            self.buckets[free as usize].insert(node);
+            self.free_total = self.free_total + u64::from(free) - u64::from(self.free[n]);
+        }
+        self.free[n] = free;
+    }
+
+    /// Takes GPUs for job `id`.
+    pub fn take(&mut self, id: u32, alloc: &[NodeGpus]) {
+        for a in alloc {
+            let f = self.free[a.node as usize] - a.gpus;
+            self.set_free(a.node, f);
+            self.jobs_on[a.node as usize].push(id);
+        }
+    }
+
+    /// Gives back job `id`'s GPUs.
+    pub fn release(&mut self, id: u32, alloc: &[NodeGpus]) {
+        for a in alloc {
+            let f = self.free[a.node as usize] + a.gpus;
+            self.set_free(a.node, f);
+            let on = &mut self.jobs_on[a.node as usize];
+            if let Some(i) = on.iter().position(|&j| j == id) {
+                on.swap_remove(i);
+            }
+        }
+    }
+
+    /// Marks a node (un)usable: `drain`/`fail` deltas of +1 or -1.
+    pub fn change(&mut self, node: u32, drain: i32, fail: i32) {
+        let n = node as usize;
+        let was_usable = self.usable(node);
+        let was_up = self.fails[n] == 0;
+        self.drains[n] = (self.drains[n] as i32 + drain).max(0) as u32;
+        self.fails[n] = (self.fails[n] as i32 + fail).max(0) as u32;
+        let (usable, up) = (self.usable(node), self.fails[n] == 0);
+        if was_usable && !usable {
+            self.buckets[self.free[n] as usize].remove(&node);
+            self.free_total -= u64::from(self.free[n]);
+        } else if !was_usable && usable {
+            self.buckets[self.free[n] as usize].insert(node);
+            self.free_total += u64::from(self.free[n]);
+        }
+        let g = u64::from(self.gpus_per_node);
+        match (was_up, up) {
+            (true, false) => self.capacity -= g,
+            (false, true) => self.capacity += g,
+            _ => {}
+        }
+    }
+
+    /// Best-fit placement of `nodes` x `per_node` GPUs, avoiding the
+    /// (sorted) `avoid` nodes. `salt` varies the tie-break per job.
+    pub fn place(
+        &self,
+        nodes: u32,
+        per_node: u32,
+        avoid: &[u32],
+        salt: u64,
+    ) -> Option<Vec<NodeGpus>> {
+        if u64::from(nodes) * u64::from(per_node) > self.free_total {
+            return None;
+        }
+        let ok = |n: &u32| avoid.binary_search(n).is_err();
+        if nodes == 1 {
+            let start = (mix(self.seed ^ salt) % u64::from(self.nodes())) as u32;
+            for b in &self.buckets[per_node as usize..] {
+                if b.is_empty() {
+                    continue;
+                }
+                let pick = b
+                    .range(start..)
+                    .find(|n| ok(n))
+                    .or_else(|| b.range(..start).find(|n| ok(n)));
+                if let Some(&node) = pick {
+                    return Some(vec![NodeGpus {
+                        node,
+                        gpus: per_node,
+                    }]);
+                }
+            }
+            return None;
+        }
+        let chosen: Vec<NodeGpus> = self
+            .fitting(per_node)
+            .filter(ok)
+            .take(nodes as usize)
+            .map(|node| NodeGpus {
+                node,
+                gpus: per_node,
+            })
+            .collect();
+        (chosen.len() == nodes as usize).then_some(chosen)
+    }
+}

@@ -1,0 +1,448 @@
+//! What a replay measured, hour by hour, and the summary built from it.
+//!
+//! Definitions (per team, then summed for the cluster):
+//! - **got(h)**: GPU-seconds the team's jobs held during hour `h` (running,
+//!   whatever the tier). A fully busy GPU-hour is exactly 3600.
+//! - **demand(h)**: GPU-seconds the team wanted: running plus pending GPUs,
+//!   integrated over the hour.
+//! - **owed(h)** = min(allocation x capacity(h), demand(h)): the team's
+//!   allocation capped hour by hour at what it actually asked for.
+//! - **delivered(h)** = min(got(h), owed(h)): what it got, capped the same
+//!   way. *Owed delivered* = sum delivered / sum owed.
+//! - **occupancy**: sum got / sum capacity (capacity = GPUs of nodes not
+//!   failed, from the first submission to the last event).
+//! - **unallocated share**: GPU-seconds of free-tier jobs / all got.
+//! - **share error(h)**: over the rolling `metric_window` ending at `h`,
+//!   half the L1 distance between the teams' shares of what was delivered
+//!   and their fair shares of it, where the fair share is the allocation
+//!   water-filled against demand (a team that wanted less than its
+//!   allocation gets what it wanted; the rest is split among the others in
+//!   proportion to their allocations). 0 = perfectly fair, 1 = all wrong.
+//! - **lost GPU-hours**: work thrown away by requeues (since the last
+//!   checkpoint for resumable jobs, everything for the others).
+//! - Waits: first start - submit, nearest-rank percentiles.
+
+use serde::Serialize;
+
+use super::workload::{JobClass, Workload};
+use super::{ClassWaits, Policy, PreemptionRecord, SimReport, TeamReport};
+use crate::config::Config;
+
+/// Hourly series of one replay (GPU-seconds per hour).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Hourly {
+    /// Capacity per hour (GPUs of nodes not failed x seconds).
+    pub capacity: Vec<u64>,
+    /// Per team, GPU-seconds held per hour.
+    pub got: Vec<Vec<u64>>,
+    /// Per team, GPU-seconds wanted (running + pending) per hour.
+    pub demand: Vec<Vec<u64>>,
+}
+
+impl Hourly {
+    /// Number of hours.
+    pub fn hours(&self) -> usize {
+        self.capacity.len()
+    }
+
+    /// Every `step` hours, each team's share of what was delivered over the
+    /// trailing `window` hours (and the fair share it was owed): `(hour,
+    /// shares, fair shares)`.
+    pub fn rolling_shares(
+        &self,
+        allocation: &[f64],
+        window: usize,
+        step: usize,
+    ) -> Vec<(usize, Vec<f64>, Vec<f64>)> {
+        let teams = self.got.len();
+        let window = window.max(1);
+        let mut got = vec![0u64; teams];
+        let mut dem = vec![0u64; teams];
+        let mut cap = 0u64;
+        let mut out = Vec::new();
+        for h in 0..self.hours() {
+            for t in 0..teams {
+                got[t] += self.got[t][h];
+                dem[t] += self.demand[t][h];
+                if h >= window {
+                    got[t] -= self.got[t][h - window];
+                    dem[t] -= self.demand[t][h - window];
+                }
+            }
+            cap += self.capacity[h];
+            if h >= window {
+                cap -= self.capacity[h - window];
+            }
+            if (h + 1) % step.max(1) != 0 && h + 1 != self.hours() {
+                continue;
+            }
+            let total: u64 = got.iter().sum();
+            let fair = waterfill(
+                cap as f64,
+                allocation,
+                &dem.iter().map(|&d| d as f64).collect::<Vec<_>>(),
+            );
+            let fair_total: f64 = fair.iter().sum();
+            let shares = got
+                .iter()
+                .map(|&g| {
+                    if total > 0 {
+                        g as f64 / total as f64
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let fair_shares = fair
+                .iter()
+                .map(|&f| {
+                    if fair_total > 0.0 {
+                        f / fair_total
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            out.push((h, shares, fair_shares));
+        }
+        out
+    }
+}
+
+/// Splits `capacity` among teams in proportion to `allocation`, no team
+/// above its `demand`; what capped teams leave is split again among the
+/// others (teams of allocation 0 share the final remainder by demand).
+pub fn waterfill(capacity: f64, allocation: &[f64], demand: &[f64]) -> Vec<f64> {
+    let n = allocation.len();
+    let mut out = vec![0.0; n];
+    let mut left = capacity;
+    let mut active: Vec<usize> = (0..n)
+        .filter(|&i| demand[i] > 0.0 && allocation[i] > 0.0)
+        .collect();
+    while left > 1e-9 && !active.is_empty() {
+        let weight: f64 = active.iter().map(|&i| allocation[i]).sum();
+        let mut capped = Vec::new();
+        for &i in &active {
+            if out[i] + left * allocation[i] / weight >= demand[i] {
+                capped.push(i);
+            }
+        }
+        if capped.is_empty() {
+            for &i in &active {
+                out[i] += left * allocation[i] / weight;
+            }
+            left = 0.0;
+        } else {
+            for &i in &capped {
+                left -= demand[i] - out[i];
+                out[i] = demand[i];
+            }
+            active.retain(|i| !capped.contains(i));
+        }
+    }
+    let zero: Vec<usize> = (0..n)
+        .filter(|&i| allocation[i] == 0.0 && demand[i] > 0.0)
+        .collect();
+    let zd: f64 = zero.iter().map(|&i| demand[i]).sum();
+    if left > 1e-9 && zd > 0.0 {
+        for &i in &zero {
+            out[i] = (left * demand[i] / zd).min(demand[i]);
+        }
+    }
+    out
+}
+
+/// Counters and hourly accumulators, fed by the event loop.
+pub(crate) struct Metrics {
+    last: Vec<u64>,
+    running: Vec<u64>,
+    pending: Vec<u64>,
+    got: Vec<Vec<u64>>,
+    demand: Vec<Vec<u64>>,
+    cap: Vec<u64>,
+    cap_last: u64,
+    raw: Vec<f64>,
+    pub events: u64,
+    pub starts: u64,
+    pub finished: u64,
+    pub free_tier_gpu_s: u64,
+    pub lost_gpu_s: u64,
+    pub team_lost_gpu_s: Vec<u64>,
+    pub team_preempted: Vec<u64>,
+    pub drain_requeues: u64,
+    pub fail_requeues: u64,
+    pub ignored_node_events: usize,
+    pub stopped_at_horizon: bool,
+    pub preemptions: Vec<PreemptionRecord>,
+}
+
+/// Adds `rate` per second over `[from, to)` into hour buckets.
+fn add_span(buckets: &mut Vec<u64>, from: u64, to: u64, rate: u64) {
+    if rate == 0 || to <= from {
+        return;
+    }
+    let last_hour = ((to - 1) / 3600) as usize;
+    if buckets.len() <= last_hour {
+        buckets.resize(last_hour + 1, 0);
+    }
+    let mut t = from;
+    while t < to {
+        let h = t / 3600;
+        let edge = ((h + 1) * 3600).min(to);
+        buckets[h as usize] += rate * (edge - t);
+        t = edge;
+    }
+}
+
+impl Metrics {
+    pub fn new(teams: usize, _capacity: u64, ignored_node_events: usize) -> Metrics {
+        Metrics {
+            last: vec![0; teams],
+            running: vec![0; teams],
+            pending: vec![0; teams],
+            got: vec![Vec::new(); teams],
+            demand: vec![Vec::new(); teams],
+            cap: Vec::new(),
+            cap_last: 0,
+            raw: vec![0.0; teams],
+            events: 0,
+            starts: 0,
+            finished: 0,
+            free_tier_gpu_s: 0,
+            lost_gpu_s: 0,
+            team_lost_gpu_s: vec![0; teams],
+            team_preempted: vec![0; teams],
+            drain_requeues: 0,
+            fail_requeues: 0,
+            ignored_node_events,
+            stopped_at_horizon: false,
+            preemptions: Vec::new(),
+        }
+    }
+
+    fn accrue(&mut self, t: usize, now: u64) {
+        let from = self.last[t];
+        if now > from {
+            add_span(&mut self.got[t], from, now, self.running[t]);
+            add_span(
+                &mut self.demand[t],
+                from,
+                now,
+                self.running[t] + self.pending[t],
+            );
+            self.raw[t] += (self.running[t] * (now - from)) as f64;
+            self.last[t] = now;
+        }
+    }
+
+    /// Team `t`'s running and pending GPUs change by the deltas at `now`.
+    pub fn change_team(&mut self, t: usize, now: u64, d_running: i64, d_pending: i64) {
+        self.accrue(t, now);
+        self.running[t] = (self.running[t] as i64 + d_running) as u64;
+        self.pending[t] = (self.pending[t] as i64 + d_pending) as u64;
+    }
+
+    /// GPUs team `t` holds now.
+    pub fn running_gpus(&self, t: usize) -> u64 {
+        self.running[t]
+    }
+
+    /// Capacity held `capacity` GPUs since the last call; account it to `now`.
+    pub fn accrue_capacity(&mut self, now: u64, capacity: u64) {
+        add_span(&mut self.cap, self.cap_last, now, capacity);
+        self.cap_last = now.max(self.cap_last);
+    }
+
+    /// GPU-seconds each team ran since the last call (for decayed usage).
+    pub fn take_raw_usage(&mut self, now: u64) -> Vec<f64> {
+        for t in 0..self.last.len() {
+            self.accrue(t, now);
+        }
+        std::mem::replace(&mut self.raw, vec![0.0; self.last.len()])
+    }
+
+    /// The hourly series, padded to one length.
+    pub fn hourly(&mut self) -> Hourly {
+        let h = self
+            .got
+            .iter()
+            .chain(&self.demand)
+            .map(Vec::len)
+            .chain([self.cap.len()])
+            .max()
+            .unwrap_or(0);
+        let pad = |v: &Vec<u64>| {
+            let mut v = v.clone();
+            v.resize(h, 0);
+            v
+        };
+        Hourly {
+            capacity: pad(&self.cap),
+            got: self.got.iter().map(pad).collect(),
+            demand: self.demand.iter().map(pad).collect(),
+        }
+    }
+}
+
+/// Nearest-rank percentile of sorted values (0 when empty).
+pub fn percentile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+pub(crate) struct ReportInput<'a> {
+    pub policy: Policy,
+    pub w: &'a Workload,
+    pub config: &'a Config,
+    pub m: Metrics,
+    pub hourly: Hourly,
+    pub end: u64,
+    pub waits: Vec<(usize, u64)>,
+    pub team_waits: Vec<(usize, u64)>,
+    pub team_jobs: Vec<u64>,
+    pub unfinished: u64,
+}
+
+pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
+    let hourly = i.hourly;
+    let teams = i.w.teams.len();
+    let alloc: Vec<f64> = i.w.teams.iter().map(|t| t.allocation).collect();
+    let mut owed = vec![0.0f64; teams];
+    let mut delivered = vec![0.0f64; teams];
+    let mut got = vec![0u64; teams];
+    for h in 0..hourly.hours() {
+        let cap = hourly.capacity[h] as f64;
+        for t in 0..teams {
+            let o = (alloc[t] * cap).min(hourly.demand[t][h] as f64);
+            owed[t] += o;
+            delivered[t] += (hourly.got[t][h] as f64).min(o);
+            got[t] += hourly.got[t][h];
+        }
+    }
+    let cap_total: u64 = hourly.capacity.iter().sum();
+    let got_total: u64 = got.iter().sum();
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    // Share error, hourly over the rolling metric window.
+    let window = (i.config.sim.metric_window.div_ceil(3600)) as usize;
+    let errors: Vec<f64> = hourly
+        .rolling_shares(&alloc, window, 1)
+        .into_iter()
+        .filter(|(_, s, f)| s.iter().sum::<f64>() > 0.0 && f.iter().sum::<f64>() > 0.0)
+        .map(|(_, s, f)| 0.5 * s.iter().zip(&f).map(|(a, b)| (a - b).abs()).sum::<f64>())
+        .collect();
+    let mut sorted_err = errors.clone();
+    sorted_err.sort_by(f64::total_cmp);
+    let mean_err = if errors.is_empty() {
+        0.0
+    } else {
+        errors.iter().sum::<f64>() / errors.len() as f64
+    };
+    let p90_err = if sorted_err.is_empty() {
+        0.0
+    } else {
+        sorted_err[((0.9 * sorted_err.len() as f64).ceil() as usize).clamp(1, sorted_err.len()) - 1]
+    };
+    let mut class_waits: Vec<Vec<u64>> = vec![Vec::new(); JobClass::ALL.len()];
+    for (c, w) in &i.waits {
+        class_waits[*c].push(*w);
+    }
+    for v in &mut class_waits {
+        v.sort_unstable();
+    }
+    let mut team_waits: Vec<Vec<u64>> = vec![Vec::new(); teams];
+    for (t, w) in &i.team_waits {
+        team_waits[*t].push(*w);
+    }
+    for v in &mut team_waits {
+        v.sort_unstable();
+    }
+    let waits = JobClass::ALL
+        .iter()
+        .map(|&c| {
+            let v = &class_waits[c as usize];
+            ClassWaits {
+                class: c,
+                jobs: v.len() as u64,
+                p50_s: percentile(v, 50.0),
+                p90_s: percentile(v, 90.0),
+                p99_s: percentile(v, 99.0),
+            }
+        })
+        .collect();
+    let team_reports = (0..teams)
+        .map(|t| TeamReport {
+            name: i.w.teams[t].name.clone(),
+            allocation: alloc[t],
+            jobs: i.team_jobs[t],
+            gpu_hours: got[t] as f64 / 3600.0,
+            owed_gpu_hours: owed[t] / 3600.0,
+            delivered_gpu_hours: delivered[t] / 3600.0,
+            owed_delivered: ratio(delivered[t], owed[t]),
+            share: ratio(got[t] as f64, got_total as f64),
+            occupancy: ratio(got[t] as f64, cap_total as f64),
+            preempted: i.m.team_preempted[t],
+            lost_gpu_hours: i.m.team_lost_gpu_s[t] as f64 / 3600.0,
+            wait_p50_s: percentile(&team_waits[t], 50.0),
+            wait_p90_s: percentile(&team_waits[t], 90.0),
+        })
+        .collect();
+    let owed_sum: f64 = owed.iter().sum();
+    let delivered_sum: f64 = delivered.iter().sum();
+    SimReport {
+        policy: i.policy,
+        jobs: i.w.jobs.len() as u64,
+        finished: i.m.finished,
+        unfinished: i.unfinished,
+        span_s: i.end,
+        events: i.m.events,
+        capacity_gpu_hours: cap_total as f64 / 3600.0,
+        gpu_hours: got_total as f64 / 3600.0,
+        owed_gpu_hours: owed_sum / 3600.0,
+        delivered_gpu_hours: delivered_sum / 3600.0,
+        owed_delivered: ratio(delivered_sum, owed_sum),
+        occupancy: ratio(got_total as f64, cap_total as f64),
+        unallocated_share: ratio(i.m.free_tier_gpu_s as f64, got_total as f64),
+        waits,
+        preemptions: i.m.preemptions.len() as u64,
+        drain_requeues: i.m.drain_requeues,
+        fail_requeues: i.m.fail_requeues,
+        lost_gpu_hours: i.m.lost_gpu_s as f64 / 3600.0,
+        share_error_mean: mean_err,
+        share_error_p90: p90_err,
+        ignored_node_events: i.m.ignored_node_events as u64,
+        stopped_at_horizon: i.m.stopped_at_horizon,
+        teams: team_reports,
+        hourly,
+        wait_samples: class_waits,
+        preemption_log: i.m.preemptions,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_split_at_hour_edges() {
+        let mut b = Vec::new();
+        add_span(&mut b, 3000, 7800, 2);
+        assert_eq!(b, vec![1200, 7200, 1200]);
+        add_span(&mut b, 0, 3600, 1);
+        assert_eq!(b[0], 4800);
+    }
+
+    #[test]
+    fn waterfill_caps_at_demand() {
+        let f = waterfill(100.0, &[0.5, 0.5], &[10.0, 1000.0]);
+        assert_eq!(f, vec![10.0, 90.0]);
+        let f = waterfill(100.0, &[0.25, 0.75], &[1000.0, 1000.0]);
+        assert_eq!(f, vec![25.0, 75.0]);
+        let f = waterfill(100.0, &[1.0, 0.0], &[10.0, 50.0]);
+        assert_eq!(f, vec![10.0, 50.0]);
+        assert_eq!(percentile(&[1, 2, 3, 4], 50.0), 2);
+        assert_eq!(percentile(&[1, 2, 3, 4], 99.0), 4);
+    }
+}

@@ -1,0 +1,256 @@
+//! The simulator: replays a workload trace against a scheduling policy on a
+//! cluster of nodes x GPUs, in simulated time, with the same engine code the
+//! plugins run (for the `allot` policy: [`Engine`](crate::Engine) snapshots
+//! rebuilt every `sync.interval` from a [`UsageTracker`](crate::UsageTracker)
+//! charged by the contract rule, the engine's `u32` priorities, and
+//! [`Engine::choose_victims`](crate::Engine::choose_victims) for preemption).
+//!
+//! - [`trace`]: parsing traces (allot CSV, Philly, Helios/Acme, Alibaba);
+//! - [`settings`]: the `[sim]` section of `allot.toml` (cluster, half-life,
+//!   contract rules, checkpoints);
+//! - [`workload`]: teams mapped to leaves, contracts assigned, job classes;
+//! - the event loop (`run.rs`), placement (`cluster.rs`) and [`metrics`].
+//!
+//! Deterministic: the same trace, config, cluster, policy and seed give the
+//! same [`SimReport`], bit for bit.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use fairshare::Config;
+//! use fairshare::sim::{simulate, trace, ClusterSpec, Policy, Workload};
+//!
+//! let config = Arc::new(Config::from_toml_str(r#"
+//!     [tree.a]
+//!     share = 1
+//!     [tree.b]
+//!     share = 1
+//! "#).unwrap());
+//! let t = trace::parse("submit,duration,gpus,team\n0,7200,8,a\n60,3600,4,b\n", None).unwrap();
+//! let cluster = ClusterSpec { nodes: 1, gpus_per_node: 8 };
+//! let w = Workload::prepare(&t, &config, cluster);
+//! let r = simulate(&w, config, cluster, Policy::Allot, &t.events, &mut |_| {});
+//! assert_eq!(r.finished, 2);
+//! // a's job is protected for its 1 h contract, then b's job preempts it.
+//! assert_eq!(r.preemptions, 1);
+//! assert_eq!(r.waits[2].p50_s, 0); // large class (8 GPUs): a started at once
+//! assert_eq!(r.waits[1].p50_s, 3540); // batch class: b waited for a's contract
+//! ```
+
+mod cluster;
+pub mod metrics;
+mod run;
+pub mod settings;
+pub mod trace;
+pub mod workload;
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::config::Config;
+pub use metrics::Hourly;
+pub use settings::{ClusterSpec, ContractRule, RuleMinRuntime, SimSettings};
+pub use trace::{NodeEvent, NodeEventKind, Trace, TraceFormat, TraceJob};
+pub use workload::{JobClass, SimJob, Team, Workload};
+
+/// A scheduling policy to replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    /// allot: the engine's priorities over the sliding window, minimum-runtime
+    /// contracts, fair-share preemption.
+    Allot,
+    /// Plain priority FIFO: submit order, no preemption, no fair share.
+    Fifo,
+    /// Static ownership: each team may hold at most its allocation of the
+    /// GPUs (floor, remainders by largest fraction); idle slices are not
+    /// lent; FIFO inside the slice.
+    Static,
+    /// Slurm classic fair-share (multifactor, `NO_FAIR_TREE`):
+    /// `2^(-UE/S)` over half-life decayed usage; no preemption.
+    Classic,
+    /// Slurm Fair Tree over half-life decayed usage (the engine's Fair Tree
+    /// code, Slurm's decay instead of a window); no preemption.
+    #[serde(rename = "fairtree")]
+    FairTree,
+}
+
+impl Policy {
+    /// Every policy, in report order.
+    pub const ALL: [Policy; 5] = [
+        Policy::Allot,
+        Policy::Fifo,
+        Policy::Static,
+        Policy::Classic,
+        Policy::FairTree,
+    ];
+
+    /// Its CLI name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Allot => "allot",
+            Policy::Fifo => "fifo",
+            Policy::Static => "static",
+            Policy::Classic => "classic",
+            Policy::FairTree => "fairtree",
+        }
+    }
+
+    /// Parses a CLI name.
+    pub fn from_name(name: &str) -> Option<Policy> {
+        Policy::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+impl std::fmt::Display for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Queue waits of one job class, seconds (first start - submit).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClassWaits {
+    /// The class.
+    pub class: JobClass,
+    /// Jobs of the class that started.
+    pub jobs: u64,
+    /// Median wait, seconds.
+    pub p50_s: u64,
+    /// 90th percentile, seconds.
+    pub p90_s: u64,
+    /// 99th percentile, seconds.
+    pub p99_s: u64,
+}
+
+/// One team's results. GPU-hours are GPU-seconds / 3600.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TeamReport {
+    /// Leaf name.
+    pub name: String,
+    /// Allocation: fraction of the cluster, [0, 1].
+    pub allocation: f64,
+    /// Jobs submitted.
+    pub jobs: u64,
+    /// GPU-hours its jobs held.
+    pub gpu_hours: f64,
+    /// Allocation capped hour by hour at demand, GPU-hours.
+    pub owed_gpu_hours: f64,
+    /// What it got of that, GPU-hours.
+    pub delivered_gpu_hours: f64,
+    /// delivered / owed, [0, 1].
+    pub owed_delivered: f64,
+    /// Its share of all GPU-hours delivered, [0, 1].
+    pub share: f64,
+    /// Its GPU-hours / the cluster's capacity, [0, 1].
+    pub occupancy: f64,
+    /// Times its jobs were preempted.
+    pub preempted: u64,
+    /// Work its jobs lost to requeues, GPU-hours.
+    pub lost_gpu_hours: f64,
+    /// Median queue wait, seconds.
+    pub wait_p50_s: u64,
+    /// 90th percentile queue wait, seconds.
+    pub wait_p90_s: u64,
+}
+
+/// One preemption, for invariant checks and audits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PreemptionRecord {
+    /// When, seconds since the first submission.
+    pub time: u64,
+    /// Engine snapshot number the decision used.
+    pub snapshot: u32,
+    /// Preempting job's trace id.
+    pub preemptor: u64,
+    /// Its team index.
+    pub preemptor_team: u32,
+    /// Its team's Fair Tree rank in that snapshot.
+    pub preemptor_rank: u32,
+    /// Victim's trace id.
+    pub victim: u64,
+    /// Victim's team index.
+    pub victim_team: u32,
+    /// Victim team's rank in that snapshot.
+    pub victim_rank: u32,
+    /// Victim's minimum runtime, seconds.
+    pub victim_min_runtime: u64,
+    /// How long the victim had run in this attempt, seconds.
+    pub victim_run_time: u64,
+}
+
+/// The result of one replay.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimReport {
+    /// Policy replayed.
+    pub policy: Policy,
+    /// Jobs replayed.
+    pub jobs: u64,
+    /// Jobs that finished.
+    pub finished: u64,
+    /// Jobs that never finished (e.g. larger than a static slice).
+    pub unfinished: u64,
+    /// Simulated span: first submission to last event, seconds.
+    pub span_s: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Capacity over the span, GPU-hours.
+    pub capacity_gpu_hours: f64,
+    /// GPU-hours jobs held.
+    pub gpu_hours: f64,
+    /// Sum over teams of allocation capped hour by hour at demand, GPU-hours.
+    pub owed_gpu_hours: f64,
+    /// What was delivered of that, GPU-hours.
+    pub delivered_gpu_hours: f64,
+    /// delivered / owed, [0, 1].
+    pub owed_delivered: f64,
+    /// GPU-hours held / capacity, [0, 1].
+    pub occupancy: f64,
+    /// Share of GPU-hours held by free-tier (unallocated) jobs, [0, 1].
+    pub unallocated_share: f64,
+    /// Queue waits by class.
+    pub waits: Vec<ClassWaits>,
+    /// Preemptions.
+    pub preemptions: u64,
+    /// Requeues because a node was drained.
+    pub drain_requeues: u64,
+    /// Requeues because a node failed.
+    pub fail_requeues: u64,
+    /// Work lost to requeues, GPU-hours.
+    pub lost_gpu_hours: f64,
+    /// Mean hourly share error over the rolling metric window, [0, 1].
+    pub share_error_mean: f64,
+    /// 90th percentile of the hourly share error, [0, 1].
+    pub share_error_p90: f64,
+    /// Node events naming a node outside the cluster (ignored).
+    pub ignored_node_events: u64,
+    /// The run hit its horizon (a preemption livelock) with jobs unfinished.
+    pub stopped_at_horizon: bool,
+    /// Per team.
+    pub teams: Vec<TeamReport>,
+    /// Hourly series (for plots and invariant checks).
+    #[serde(skip)]
+    pub hourly: Hourly,
+    /// Sorted waits per class (index = [`JobClass`] as usize), seconds.
+    #[serde(skip)]
+    pub wait_samples: Vec<Vec<u64>>,
+    /// Every preemption.
+    #[serde(skip)]
+    pub preemption_log: Vec<PreemptionRecord>,
+}
+
+/// Replays `workload` under `policy` on `cluster`, with node `events`.
+/// `progress` is called now and then with the number of finished jobs.
+pub fn simulate(
+    workload: &Workload,
+    config: Arc<Config>,
+    cluster: ClusterSpec,
+    policy: Policy,
+    events: &[NodeEvent],
+    progress: &mut dyn FnMut(u64),
+) -> SimReport {
+    run::Sim::new(workload, config, cluster, policy, events).run(progress)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1029 @@
+//! The discrete-event loop.
+//!
+//! Time jumps from one schedulable moment to the next: arrivals,
+//! completions, contract expiries (a job becoming preemptible), drain and
+//! failure starts and ends, and, while jobs wait under `allot`, the next
+//! snapshot refresh (the plugins rebuild their engine every
+//! `sync.interval`). All events of one second are applied, then one
+//! scheduling pass runs:
+//!
+//! 1. pending jobs in priority order (the policy's order; under `allot` the
+//!    engine's `u32` priority of the snapshot);
+//! 2. each job that fits starts (best-fit placement);
+//! 3. the first job that does not fit may preempt (`allot` only): the
+//!    engine's [`Engine::choose_victims`] picks the victims among the
+//!    running jobs a quick filter deems preemptable (other team, past its
+//!    contract, ranked below or free tier), the victims are requeued and the
+//!    job starts;
+//! 4. otherwise it gets a reservation at the earliest time enough GPUs
+//!    free up (from running jobs' remaining work) and the pass becomes EASY
+//!    backfill: up to `backfill_depth` lower-priority jobs start if they fit
+//!    now and either end before the reservation or stay off its nodes.
+//!
+//! Requeue: a resumable job keeps its work up to its last checkpoint
+//! (`checkpoint_interval`), a non-resumable one restarts from zero; the
+//! rest is lost GPU time. The requeued job is eligible again at once.
+//! Runtimes come from the trace, so the backfill knows exact end times (an
+//! oracle: real users' time limits are longer, making real backfill worse).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
+use std::ops::Bound;
+use std::sync::Arc;
+
+use super::cluster::Cluster;
+use super::metrics::{Hourly, Metrics};
+use super::trace::{NodeEvent, NodeEventKind};
+use super::workload::Workload;
+use super::{ClusterSpec, Policy, PreemptionRecord, SimReport};
+use crate::config::Config;
+use crate::contract::Tier;
+use crate::contract::{Contract, RunClock};
+use crate::engine::Engine;
+use crate::fair_tree::FairTree;
+use crate::preempt::{NodeGpus, Preemptor, RunningJob};
+use crate::priority::{compose, PendingJob};
+use crate::usage::{OpenCharge, UsageTracker};
+
+/// Event kinds, in the order they apply within one second.
+const COMPLETE: u8 = 0;
+const NODE_START: u8 = 1;
+const NODE_END: u8 = 2;
+const EXPIRY: u8 = 3;
+const DRAIN_REQUEUE: u8 = 4;
+const TICK: u8 = 5;
+const BACKFILL: u8 = 6;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Pending,
+    Running,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopReason {
+    Complete,
+    Preempted,
+    Drain,
+    Fail,
+}
+
+#[derive(Debug, Clone)]
+struct JobState {
+    remaining: u64,
+    eligible: u64,
+    state: State,
+    attempt: u32,
+    start: u64,
+    end: u64,
+    first_start: u64,
+    alloc: Vec<NodeGpus>,
+    open: Option<OpenCharge>,
+    unprotected: bool,
+}
+
+struct Reservation {
+    shadow: u64,
+    nodes: Vec<u32>,
+}
+
+/// Classic / Fair Tree decayed usage.
+struct Decay {
+    usage: Vec<f64>,
+    factor: Vec<f64>,
+    last: u64,
+    next: u64,
+}
+
+pub(crate) struct Sim<'w> {
+    w: &'w Workload,
+    config: Arc<Config>,
+    policy: Policy,
+    cluster: Cluster,
+    jobs: Vec<JobState>,
+    queues: Vec<BTreeSet<(u64, u32)>>,
+    pending: usize,
+    running_by_end: BTreeSet<(u64, u32)>,
+    events: BinaryHeap<Reverse<(u64, u8, u32, u32)>>,
+    node_events: Vec<NodeEvent>,
+    next_arrival: usize,
+    now: u64,
+    // allot
+    tracker: UsageTracker,
+    engine: Option<Engine>,
+    next_refresh: u64,
+    snapshot: u32,
+    team_rank: Vec<u32>,
+    rate: Vec<u64>,
+    /// Per team: running allocated jobs past their contract, by (start, id).
+    unprot: Vec<BTreeSet<(u64, u32)>>,
+    unprot_gpus: Vec<u64>,
+    /// Per team: running free-tier jobs.
+    free_tier: Vec<BTreeSet<(u64, u32)>>,
+    free_tier_gpus: Vec<u64>,
+    epoch: u64,
+    failed_attempt: Option<(u32, u64)>,
+    tick_at: u64,
+    bf_at: u64,
+    backfill_now: bool,
+    /// Simulated time after which the run stops (see [`horizon`]).
+    horizon: u64,
+    // baselines
+    decay: Decay,
+    slices: Vec<u64>,
+    /// Per queue: (snapshot, head job, its key).
+    head_cache: Vec<(u32, u32, u64)>,
+    /// Per-node scratch counters (all 0 between uses).
+    scratch: std::cell::RefCell<Vec<u32>>,
+    m: Metrics,
+}
+
+fn queue_of(team: u32, min_runtime: u64) -> usize {
+    team as usize * 2 + usize::from(min_runtime > 0)
+}
+
+impl<'w> Sim<'w> {
+    pub fn new(
+        w: &'w Workload,
+        config: Arc<Config>,
+        cluster: ClusterSpec,
+        policy: Policy,
+        events: &[NodeEvent],
+    ) -> Sim<'w> {
+        let teams = w.teams.len();
+        let capacity = cluster.gpus();
+        let charge = config.charge.clone();
+        let rate = (1..=cluster.gpus().min(1 << 20) as u32)
+            .map(|g| charge.rate([("gres/gpu", u64::from(g))]))
+            .collect::<Vec<_>>();
+        let mut slices = vec![0u64; teams];
+        if policy == Policy::Static {
+            // Largest remainder: slices sum to the capacity.
+            let exact: Vec<f64> = w
+                .teams
+                .iter()
+                .map(|t| t.allocation * capacity as f64)
+                .collect();
+            for (s, e) in slices.iter_mut().zip(&exact) {
+                *s = e.floor() as u64;
+            }
+            let mut order: Vec<usize> = (0..teams).collect();
+            order.sort_by(|&a, &b| {
+                (exact[b] - exact[b].floor())
+                    .total_cmp(&(exact[a] - exact[a].floor()))
+                    .then(a.cmp(&b))
+            });
+            let mut left = capacity - slices.iter().sum::<u64>().min(capacity);
+            for i in order {
+                if left == 0 {
+                    break;
+                }
+                if w.teams[i].allocation > 0.0 {
+                    slices[i] += 1;
+                    left -= 1;
+                }
+            }
+        }
+        let mut node_events: Vec<NodeEvent> = events
+            .iter()
+            .copied()
+            .filter(|e| e.node < cluster.nodes && e.duration > 0)
+            .collect();
+        node_events.sort_by_key(|e| (e.at, e.node));
+        let mut heap = BinaryHeap::new();
+        for (i, e) in node_events.iter().enumerate() {
+            heap.push(Reverse((e.at, NODE_START, i as u32, 0)));
+        }
+        let window = config.window;
+        let seed = config.sim.seed;
+        let ignored_events = events.len() - node_events.len();
+        Sim {
+            w,
+            policy,
+            cluster: Cluster::new(cluster.nodes, cluster.gpus_per_node, seed),
+            jobs: w
+                .jobs
+                .iter()
+                .map(|j| JobState {
+                    remaining: j.duration,
+                    eligible: j.submit,
+                    state: State::Pending,
+                    attempt: 0,
+                    start: 0,
+                    end: 0,
+                    first_start: u64::MAX,
+                    alloc: Vec::new(),
+                    open: None,
+                    unprotected: false,
+                })
+                .collect(),
+            queues: vec![BTreeSet::new(); teams * 2],
+            pending: 0,
+            running_by_end: BTreeSet::new(),
+            events: heap,
+            node_events,
+            next_arrival: 0,
+            now: 0,
+            tracker: UsageTracker::new(window, 0),
+            engine: None,
+            next_refresh: 0,
+            snapshot: 0,
+            team_rank: vec![0; teams],
+            rate,
+            unprot: vec![BTreeSet::new(); teams],
+            unprot_gpus: vec![0; teams],
+            free_tier: vec![BTreeSet::new(); teams],
+            free_tier_gpus: vec![0; teams],
+            epoch: 0,
+            failed_attempt: None,
+            tick_at: u64::MAX,
+            bf_at: u64::MAX,
+            backfill_now: false,
+            horizon: horizon(w, cluster),
+            decay: Decay {
+                usage: vec![0.0; teams],
+                factor: vec![1.0; teams],
+                last: 0,
+                next: 0,
+            },
+            slices,
+            head_cache: vec![(u32::MAX, u32::MAX, 0); teams * 2],
+            scratch: std::cell::RefCell::new(vec![0; cluster.nodes as usize]),
+            m: Metrics::new(teams, capacity, ignored_events),
+            config,
+        }
+    }
+
+    fn rate_of(&self, gpus: u32) -> u64 {
+        self.rate
+            .get(gpus as usize - 1)
+            .copied()
+            .unwrap_or_else(|| self.config.charge.rate([("gres/gpu", u64::from(gpus))]))
+    }
+
+    /// Runs to the end; `progress` gets the number of finished jobs now and
+    /// then.
+    pub fn run(mut self, progress: &mut dyn FnMut(u64)) -> SimReport {
+        let mut since_progress = 0u32;
+        loop {
+            let next_arrival = self.w.jobs.get(self.next_arrival).map(|j| j.submit);
+            let next_event = self.events.peek().map(|Reverse(e)| e.0);
+            let t = match (next_arrival, next_event) {
+                (None, None) => break,
+                (a, e) => a.unwrap_or(u64::MAX).min(e.unwrap_or(u64::MAX)),
+            };
+            if t > self.horizon {
+                // A preemption livelock (see `horizon`): stop and report.
+                self.m.stopped_at_horizon = true;
+                break;
+            }
+            self.set_now(t);
+            while let Some(&Reverse((et, kind, a, b))) = self.events.peek() {
+                if et != t {
+                    break;
+                }
+                self.events.pop();
+                self.m.events += 1;
+                self.handle(kind, a, b);
+            }
+            while let Some(j) = self.w.jobs.get(self.next_arrival) {
+                if j.submit != t {
+                    break;
+                }
+                let id = self.next_arrival as u32;
+                self.next_arrival += 1;
+                self.m.events += 1;
+                self.enqueue(id);
+            }
+            let backfill = std::mem::take(&mut self.backfill_now);
+            let blocked = self.pass(backfill);
+            if blocked && self.bf_at == u64::MAX {
+                let iv = self.config.sim.backfill_interval.max(1);
+                self.bf_at = (t / iv + 1) * iv;
+                self.events.push(Reverse((self.bf_at, BACKFILL, 0, 0)));
+            }
+            if blocked
+                && self.policy == Policy::Allot
+                && !self.running_by_end.is_empty()
+                && self.tick_at > self.next_refresh
+            {
+                self.tick_at = self.next_refresh;
+                self.events.push(Reverse((self.next_refresh, TICK, 0, 0)));
+            }
+            since_progress += 1;
+            if since_progress >= 8192 {
+                since_progress = 0;
+                progress(self.m.finished);
+            }
+        }
+        progress(self.m.finished);
+        self.finish()
+    }
+
+    fn set_now(&mut self, t: u64) {
+        debug_assert!(t >= self.now);
+        self.now = t;
+        if self.policy == Policy::Allot {
+            self.tracker
+                .advance_to(t)
+                .expect("simulated time only moves forward");
+        }
+    }
+
+    fn handle(&mut self, kind: u8, a: u32, b: u32) {
+        let now = self.now;
+        match kind {
+            COMPLETE => {
+                let j = &self.jobs[a as usize];
+                if j.state == State::Running && j.attempt == b {
+                    self.stop(a, StopReason::Complete);
+                }
+            }
+            EXPIRY => {
+                let j = &self.jobs[a as usize];
+                if j.state == State::Running && j.attempt == b && !j.unprotected {
+                    let team = self.w.jobs[a as usize].team as usize;
+                    let start = j.start;
+                    self.jobs[a as usize].unprotected = true;
+                    self.unprot[team].insert((start, a));
+                    self.unprot_gpus[team] += u64::from(self.w.jobs[a as usize].gpus());
+                    self.epoch += 1;
+                }
+            }
+            DRAIN_REQUEUE => {
+                let j = &self.jobs[a as usize];
+                let on_drained = j
+                    .alloc
+                    .iter()
+                    .any(|n| self.cluster.drains[n.node as usize] > 0);
+                if j.state == State::Running && j.attempt == b && on_drained {
+                    self.stop(a, StopReason::Drain);
+                }
+            }
+            TICK => self.tick_at = u64::MAX,
+            BACKFILL => {
+                self.bf_at = u64::MAX;
+                self.backfill_now = true;
+            }
+            NODE_START => {
+                let e = self.node_events[a as usize];
+                self.m.accrue_capacity(now, self.cluster.capacity);
+                match e.kind {
+                    NodeEventKind::Drain => {
+                        self.cluster.change(e.node, 1, 0);
+                        if self.policy == Policy::Allot {
+                            for id in self.cluster.jobs_on[e.node as usize].clone() {
+                                let j = &self.jobs[id as usize];
+                                let sj = &self.w.jobs[id as usize];
+                                let until = j.start + sj.min_runtime;
+                                if sj.min_runtime == 0 || until <= now {
+                                    self.stop(id, StopReason::Drain);
+                                } else if until < j.end {
+                                    self.events.push(Reverse((
+                                        until,
+                                        DRAIN_REQUEUE,
+                                        id,
+                                        j.attempt,
+                                    )));
+                                }
+                            }
+                        }
+                    }
+                    NodeEventKind::Fail => {
+                        self.cluster.change(e.node, 0, 1);
+                        for id in self.cluster.jobs_on[e.node as usize].clone() {
+                            self.stop(id, StopReason::Fail);
+                        }
+                    }
+                }
+                self.events
+                    .push(Reverse((now + e.duration, NODE_END, a, 0)));
+                self.epoch += 1;
+            }
+            NODE_END => {
+                let e = self.node_events[a as usize];
+                self.m.accrue_capacity(now, self.cluster.capacity);
+                match e.kind {
+                    NodeEventKind::Drain => self.cluster.change(e.node, -1, 0),
+                    NodeEventKind::Fail => self.cluster.change(e.node, 0, -1),
+                }
+                self.epoch += 1;
+            }
+            _ => unreachable!("unknown event kind"),
+        }
+    }
+
+    fn enqueue(&mut self, id: u32) {
+        let sj = &self.w.jobs[id as usize];
+        let j = &mut self.jobs[id as usize];
+        j.state = State::Pending;
+        self.queues[queue_of(sj.team, sj.min_runtime)].insert((j.eligible, id));
+        self.pending += 1;
+        self.m
+            .change_team(sj.team as usize, self.now, 0, i64::from(sj.gpus()));
+    }
+
+    /// Rebuilds the policy's view (engine snapshot or decayed usage) when due.
+    fn refresh(&mut self) {
+        let now = self.now;
+        match self.policy {
+            Policy::Allot if now >= self.next_refresh || self.engine.is_none() => {
+                let engine = Engine::from_tracker(self.config.clone(), &self.tracker);
+                for (t, team) in self.w.teams.iter().enumerate() {
+                    self.team_rank[t] = engine.fair_tree().rank(team.leaf);
+                }
+                self.engine = Some(engine);
+                let iv = self.config.sync_interval.max(1);
+                self.next_refresh = (now / iv + 1) * iv;
+                self.snapshot += 1;
+                self.epoch += 1;
+            }
+            Policy::Classic | Policy::FairTree if now >= self.decay.next => {
+                let s = &self.config.sim;
+                let raw = self.m.take_raw_usage(now);
+                let k = 0.5f64.powf((now - self.decay.last) as f64 / s.half_life as f64);
+                for (u, r) in self.decay.usage.iter_mut().zip(raw) {
+                    *u = *u * k + r;
+                }
+                self.decay.last = now;
+                self.decay.next = (now / s.calc_period + 1) * s.calc_period;
+                let tree = &self.config.tree;
+                self.decay.factor = if self.policy == Policy::FairTree {
+                    let ft = FairTree::compute(tree, &self.decay.usage);
+                    self.w.teams.iter().map(|t| ft.factor(t.leaf)).collect()
+                } else {
+                    classic_factors(tree, &self.decay.usage)
+                };
+            }
+            _ => {}
+        }
+    }
+
+    /// Priority key of a pending job: higher first; ties by eligible time,
+    /// then job index.
+    fn key(&self, id: u32) -> u64 {
+        let sj = &self.w.jobs[id as usize];
+        let j = &self.jobs[id as usize];
+        match self.policy {
+            Policy::Allot => {
+                // Engine::priority with the account -> rank lookup hoisted
+                // to the snapshot refresh (team_rank): the same compose()
+                // and score() the engine runs, checked in debug builds.
+                let engine = self.engine.as_ref().expect("refreshed");
+                let score = self
+                    .config
+                    .priority
+                    .score(0, engine.now().saturating_sub(j.eligible));
+                let p = compose(
+                    Tier::of(sj.min_runtime),
+                    self.team_rank[sj.team as usize],
+                    score,
+                );
+                debug_assert_eq!(
+                    p,
+                    engine.priority(&PendingJob {
+                        account: &self.w.accounts[sj.account as usize],
+                        min_runtime: sj.min_runtime,
+                        nice: 0,
+                        eligible_time: j.eligible,
+                    })
+                );
+                u64::from(p)
+            }
+            Policy::Fifo | Policy::Static => 0,
+            Policy::Classic | Policy::FairTree => {
+                // Slurm multifactor: PriorityWeightFairshare=10000,
+                // PriorityWeightAge=1000, PriorityMaxAge=7-0.
+                let max_age = 7.0 * 86_400.0;
+                let age = (self.now.saturating_sub(j.eligible) as f64).min(max_age) / max_age;
+                let p = 10_000.0 * self.decay.factor[sj.team as usize] + 1000.0 * age;
+                (p * 1e6) as u64
+            }
+        }
+    }
+
+    /// One scheduling pass. Returns true if a job was left blocked. Without
+    /// `backfill` (Slurm's main scheduler, on every event) the pass stops at
+    /// the first job that can neither start nor preempt; with it (every
+    /// `backfill_interval`, Slurm's bf_interval) that job gets a reservation
+    /// and up to `backfill_depth` more jobs are tried around it.
+    fn pass(&mut self, backfill: bool) -> bool {
+        if self.pending == 0 {
+            return false;
+        }
+        self.refresh();
+        let mut heap: BinaryHeap<(u64, Reverse<u64>, Reverse<u32>, u32)> = BinaryHeap::new();
+        for q in 0..self.queues.len() {
+            if let Some(&(el, id)) = self.queues[q].first() {
+                // Under allot a head's key changes only with the snapshot.
+                let c = self.head_cache[q];
+                let key = if self.policy == Policy::Allot && c.0 == self.snapshot && c.1 == id {
+                    c.2
+                } else {
+                    let k = self.key(id);
+                    self.head_cache[q] = (self.snapshot, id, k);
+                    k
+                };
+                heap.push((key, Reverse(el), Reverse(id), q as u32));
+            }
+        }
+        let mut reservation: Option<Reservation> = None;
+        let mut blocked = false;
+        let mut looked = 0u32;
+        let depth = self.config.sim.backfill_depth;
+        // Smallest GPUs-per-node that failed to place this pass, without and
+        // with the reservation's nodes avoided: larger shapes fail too.
+        let mut failed_any = u32::MAX;
+        let mut failed_avoid = u32::MAX;
+        while let Some((_, Reverse(el), Reverse(id), q)) = heap.pop() {
+            let sj = &self.w.jobs[id as usize];
+            let slice = self.slices[sj.team as usize];
+            let too_big = self.policy == Policy::Static && u64::from(sj.gpus()) > slice;
+            if self.policy == Policy::Static
+                && !too_big
+                && self.m.running_gpus(sj.team as usize) + u64::from(sj.gpus()) > slice
+            {
+                // FIFO inside the slice: the team waits for its own GPUs.
+                continue;
+            }
+            let next = self.queues[q as usize]
+                .range((Bound::Excluded((el, id)), Bound::Unbounded))
+                .next()
+                .copied();
+            if let Some((el2, id2)) = next {
+                heap.push((self.key(id2), Reverse(el2), Reverse(id2), q));
+            }
+            if too_big {
+                // Larger than the team's whole slice: it can never run
+                // (counted as unfinished) and must not block the team.
+                continue;
+            }
+            if blocked {
+                looked += 1;
+                // Nothing fits anywhere any more (even 1 GPU failed): done.
+                if looked > depth || self.cluster.free_total == 0 || failed_any <= 1 {
+                    break;
+                }
+            }
+            let sj = &self.w.jobs[id as usize];
+            let salt = u64::from(id);
+            let g = sj.gpus_per_node;
+            let placed = match &reservation {
+                Some(r) if self.now + self.jobs[id as usize].remaining > r.shadow => {
+                    if g >= failed_avoid || g >= failed_any {
+                        None
+                    } else {
+                        let p = self.cluster.place(sj.nodes, g, &r.nodes, salt);
+                        if p.is_none() && sj.nodes == 1 {
+                            failed_avoid = g;
+                        }
+                        p
+                    }
+                }
+                _ if g >= failed_any => None,
+                _ => {
+                    let p = self.cluster.place(sj.nodes, g, &[], salt);
+                    if p.is_none() && sj.nodes == 1 {
+                        failed_any = g;
+                    }
+                    p
+                }
+            };
+            if let Some(alloc) = placed {
+                self.start(id, alloc);
+                continue;
+            }
+            if blocked {
+                continue;
+            }
+            if self.policy == Policy::Allot && self.try_preempt(id) {
+                // Victims freed GPUs: earlier placement failures may not hold.
+                failed_any = u32::MAX;
+                failed_avoid = u32::MAX;
+                continue;
+            }
+            blocked = true;
+            if !backfill {
+                break;
+            }
+            reservation = self.reservation(id);
+        }
+        blocked
+    }
+
+    /// EASY backfill's reservation for job `id`: the earliest time enough
+    /// nodes will have its GPUs free, and those nodes.
+    fn reservation(&self, id: u32) -> Option<Reservation> {
+        let sj = &self.w.jobs[id as usize];
+        let (n, g) = (sj.nodes as usize, sj.gpus_per_node);
+        if self.cluster.usable_count() < n {
+            return None;
+        }
+        let mut nodes: Vec<u32> = self.cluster.fitting(g).take(n).collect();
+        let mut extra = self.scratch.borrow_mut();
+        let mut touched: Vec<u32> = Vec::new();
+        let mut found = None;
+        'walk: for &(end, r) in &self.running_by_end {
+            for a in &self.jobs[r as usize].alloc {
+                if !self.cluster.usable(a.node) {
+                    continue;
+                }
+                let e = &mut extra[a.node as usize];
+                if *e == 0 {
+                    touched.push(a.node);
+                }
+                let before = self.cluster.free[a.node as usize] + *e;
+                *e += a.gpus;
+                if before < g && before + a.gpus >= g {
+                    nodes.push(a.node);
+                }
+            }
+            if nodes.len() >= n {
+                found = Some(end);
+                break 'walk;
+            }
+        }
+        for t in touched {
+            extra[t as usize] = 0;
+        }
+        found.map(|shadow| {
+            nodes.sort_unstable();
+            Reservation { shadow, nodes }
+        })
+    }
+
+    /// Under `allot`: asks the engine for victims so that `id` can start.
+    fn try_preempt(&mut self, id: u32) -> bool {
+        let sj = &self.w.jobs[id as usize];
+        if sj.min_runtime == 0 || self.failed_attempt == Some((id, self.epoch)) {
+            return false;
+        }
+        let team = sj.team as usize;
+        let my_rank = self.team_rank[team];
+        let (n, g) = (sj.nodes as usize, sj.gpus_per_node);
+        // Quick necessary condition: enough GPUs free or held by jobs the
+        // engine could allow as victims.
+        let mut possible = self.cluster.free_total;
+        for t in 0..self.w.teams.len() {
+            if t != team {
+                possible += self.free_tier_gpus[t];
+                if self.team_rank[t] < my_rank {
+                    possible += self.unprot_gpus[t];
+                }
+            }
+        }
+        if possible < (n as u64) * u64::from(g) {
+            self.failed_attempt = Some((id, self.epoch));
+            return false;
+        }
+        // Candidates in the engine's preference order (free tier, then the
+        // lowest-ranked teams, most recent starts first), tallied per node
+        // until one node more than needed could fit. The engine then chooses
+        // among the jobs on those nodes only: its victim search is quadratic
+        // in the candidates, and jobs elsewhere cannot help this job fit.
+        let mut teams_by_rank: Vec<usize> = (0..self.w.teams.len())
+            .filter(|&t| t != team && self.team_rank[t] < my_rank && self.unprot_gpus[t] > 0)
+            .collect();
+        teams_by_rank.sort_by_key(|&t| (self.team_rank[t], t));
+        let mut pre = self.scratch.borrow_mut();
+        let mut touched: Vec<u32> = Vec::new();
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        let mut fitting: Vec<(u32, u32)> = self
+            .cluster
+            .fitting(g)
+            .take(n)
+            .map(|node| (0, node))
+            .collect();
+        let sources = (0..self.w.teams.len())
+            .filter(|&t| t != team)
+            .map(|t| &self.free_tier[t])
+            .chain(teams_by_rank.iter().map(|&t| &self.unprot[t]));
+        'outer: for set in sources {
+            for &(_, r) in set.iter().rev() {
+                for a in &self.jobs[r as usize].alloc {
+                    if !self.cluster.usable(a.node) {
+                        continue;
+                    }
+                    let free = self.cluster.free[a.node as usize];
+                    let e = &mut pre[a.node as usize];
+                    if *e == 0 {
+                        touched.push(a.node);
+                    }
+                    let before = free + *e;
+                    *e += a.gpus;
+                    pairs.push((a.node, r));
+                    if before < g && before + a.gpus >= g {
+                        fitting.push((g - free, a.node));
+                    }
+                }
+                if fitting.len() > n {
+                    break 'outer;
+                }
+            }
+        }
+        for t in touched {
+            pre[t as usize] = 0;
+        }
+        drop(pre);
+        if fitting.len() < n {
+            self.failed_attempt = Some((id, self.epoch));
+            return false;
+        }
+        fitting.sort_unstable();
+        fitting.truncate(n + 1);
+        let mut chosen: Vec<u32> = fitting.iter().map(|f| f.1).collect();
+        chosen.sort_unstable();
+        let mut cands: Vec<u32> = pairs
+            .iter()
+            .filter(|(node, _)| chosen.binary_search(node).is_ok())
+            .map(|p| p.1)
+            .collect();
+        cands.sort_unstable();
+        cands.dedup();
+        let free: Vec<NodeGpus> = fitting
+            .iter()
+            .map(|&(_, node)| NodeGpus {
+                node,
+                gpus: self.cluster.free[node as usize],
+            })
+            .collect();
+        let running: Vec<RunningJob<'_>> = cands
+            .iter()
+            .map(|&r| {
+                let j = &self.jobs[r as usize];
+                let s = &self.w.jobs[r as usize];
+                RunningJob {
+                    id: u64::from(r),
+                    account: &self.w.accounts[s.account as usize],
+                    contract: Contract {
+                        min_runtime: s.min_runtime,
+                        clock: RunClock::started(j.start),
+                    },
+                    alloc: &j.alloc,
+                    requeue: true,
+                }
+            })
+            .collect();
+        let p = Preemptor {
+            account: &self.w.accounts[sj.account as usize],
+            min_runtime: sj.min_runtime,
+            rate: self.rate_of(sj.gpus()),
+            nodes: sj.nodes,
+            gpus_per_node: g,
+        };
+        let engine = self.engine.as_ref().expect("refreshed");
+        let Some(victims) = engine.choose_victims(&p, &running, &free, self.now) else {
+            self.failed_attempt = Some((id, self.epoch));
+            return false;
+        };
+        drop(running);
+        for &v in &victims {
+            let v = v as u32;
+            let vj = &self.w.jobs[v as usize];
+            self.m.preemptions.push(PreemptionRecord {
+                time: self.now,
+                snapshot: self.snapshot,
+                preemptor: self.w.jobs[id as usize].id,
+                preemptor_team: team as u32,
+                preemptor_rank: my_rank,
+                victim: vj.id,
+                victim_team: vj.team,
+                victim_rank: self.team_rank[vj.team as usize],
+                victim_min_runtime: vj.min_runtime,
+                victim_run_time: self.now - self.jobs[v as usize].start,
+            });
+            self.stop(v, StopReason::Preempted);
+        }
+        let sj = &self.w.jobs[id as usize];
+        match self
+            .cluster
+            .place(sj.nodes, sj.gpus_per_node, &[], u64::from(id))
+        {
+            Some(alloc) => {
+                self.start(id, alloc);
+                true
+            }
+            None => {
+                // The engine saw free GPUs on nodes it was shown; placement
+                // agrees by construction, but never loop on a mismatch.
+                self.failed_attempt = Some((id, self.epoch));
+                false
+            }
+        }
+    }
+
+    fn start(&mut self, id: u32, alloc: Vec<NodeGpus>) {
+        let now = self.now;
+        let sj = &self.w.jobs[id as usize];
+        let team = sj.team as usize;
+        let gpus = sj.gpus();
+        let j = &mut self.jobs[id as usize];
+        self.queues[queue_of(sj.team, sj.min_runtime)].remove(&(j.eligible, id));
+        self.pending -= 1;
+        self.cluster.take(id, &alloc);
+        j.state = State::Running;
+        j.start = now;
+        j.end = now + j.remaining;
+        j.alloc = alloc;
+        j.unprotected = false;
+        if j.first_start == u64::MAX {
+            j.first_start = now;
+        }
+        self.running_by_end.insert((j.end, id));
+        self.events.push(Reverse((j.end, COMPLETE, id, j.attempt)));
+        if self.policy == Policy::Allot {
+            if sj.min_runtime > 0 {
+                j.open = Some(self.tracker.add_running(
+                    &self.w.accounts[sj.account as usize],
+                    self.rate[(gpus as usize - 1).min(self.rate.len() - 1)],
+                    now,
+                ));
+                if sj.min_runtime < j.remaining {
+                    self.events
+                        .push(Reverse((now + sj.min_runtime, EXPIRY, id, j.attempt)));
+                }
+            } else {
+                j.unprotected = true;
+                self.free_tier[team].insert((now, id));
+                self.free_tier_gpus[team] += u64::from(gpus);
+                self.epoch += 1;
+            }
+        }
+        self.m
+            .change_team(team, now, i64::from(gpus), -i64::from(gpus));
+        self.m.starts += 1;
+    }
+
+    fn stop(&mut self, id: u32, why: StopReason) {
+        let now = self.now;
+        let sj = &self.w.jobs[id as usize];
+        let team = sj.team as usize;
+        let gpus = sj.gpus();
+        let j = &mut self.jobs[id as usize];
+        let run = now - j.start;
+        self.cluster.release(id, &j.alloc);
+        self.running_by_end.remove(&(j.end, id));
+        if j.unprotected {
+            if sj.min_runtime == 0 {
+                self.free_tier[team].remove(&(j.start, id));
+                self.free_tier_gpus[team] -= u64::from(gpus);
+            } else {
+                self.unprot[team].remove(&(j.start, id));
+                self.unprot_gpus[team] -= u64::from(gpus);
+            }
+            j.unprotected = false;
+        }
+        if let Some(open) = j.open.take() {
+            let end = self
+                .config
+                .contract
+                .charged_end(j.start, now, sj.min_runtime)
+                .unwrap_or(now);
+            self.tracker.close(open, end);
+        }
+        self.m.change_team(team, now, -i64::from(gpus), 0);
+        if sj.min_runtime == 0 {
+            self.m.free_tier_gpu_s += u64::from(gpus) * run;
+        }
+        self.epoch += 1;
+        if why == StopReason::Complete {
+            j.state = State::Done;
+            j.remaining = 0;
+            j.alloc = Vec::new();
+            self.m.finished += 1;
+            return;
+        }
+        let ckpt = self.config.sim.checkpoint_interval;
+        let saved = match (sj.resumable, ckpt) {
+            (false, _) => 0,
+            (true, 0) => run,
+            (true, c) => run / c * c,
+        }
+        .min(j.remaining.saturating_sub(1));
+        let lost = run - saved;
+        j.remaining -= saved;
+        j.attempt += 1;
+        j.eligible = now;
+        j.alloc = Vec::new();
+        let lost_gs = u64::from(gpus) * lost;
+        self.m.lost_gpu_s += lost_gs;
+        self.m.team_lost_gpu_s[team] += lost_gs;
+        match why {
+            StopReason::Preempted => self.m.team_preempted[team] += 1,
+            StopReason::Drain => self.m.drain_requeues += 1,
+            StopReason::Fail => self.m.fail_requeues += 1,
+            StopReason::Complete => unreachable!(),
+        }
+        self.enqueue(id);
+    }
+
+    fn finish(mut self) -> SimReport {
+        let end = self.now;
+        self.m.accrue_capacity(end, self.cluster.capacity);
+        for t in 0..self.w.teams.len() {
+            self.m.change_team(t, end, 0, 0);
+        }
+        let waits: Vec<(usize, u64)> = self
+            .w
+            .jobs
+            .iter()
+            .zip(&self.jobs)
+            .filter(|(_, j)| j.first_start != u64::MAX)
+            .map(|(s, j)| (s.class as usize, j.first_start - s.submit))
+            .collect();
+        let team_waits: Vec<(usize, u64)> = self
+            .w
+            .jobs
+            .iter()
+            .zip(&self.jobs)
+            .filter(|(_, j)| j.first_start != u64::MAX)
+            .map(|(s, j)| (s.team as usize, j.first_start - s.submit))
+            .collect();
+        let unfinished = self.jobs.iter().filter(|j| j.state != State::Done).count() as u64;
+        let mut team_jobs = vec![0u64; self.w.teams.len()];
+        for s in &self.w.jobs {
+            team_jobs[s.team as usize] += 1;
+        }
+        let hourly: Hourly = self.m.hourly();
+        super::metrics::report(super::metrics::ReportInput {
+            policy: self.policy,
+            w: self.w,
+            config: &self.config,
+            m: self.m,
+            hourly,
+            end,
+            waits,
+            team_waits,
+            team_jobs,
+            unfinished,
+        })
+    }
+}
+
+/// When a replay gives up: the last submission plus twice the time the
+/// cluster needs for all the work, plus twice the longest job, plus 7 days.
+/// Only a preemption livelock gets there (e.g. non-resumable jobs whose
+/// contracts are much shorter than their runtime, requeued back and forth as
+/// the ranks of two teams swap across snapshots: each requeue throws their
+/// work away); the report then says `stopped_at_horizon` and counts the
+/// jobs left unfinished.
+fn horizon(w: &Workload, cluster: ClusterSpec) -> u64 {
+    let last = w.jobs.iter().map(|j| j.submit).max().unwrap_or(0);
+    let work: u128 = w
+        .jobs
+        .iter()
+        .map(|j| u128::from(j.gpus()) * u128::from(j.duration))
+        .sum();
+    let drain = (work / u128::from(cluster.gpus().max(1))) as u64;
+    let longest = w.jobs.iter().map(|j| j.duration).max().unwrap_or(0);
+    last.saturating_add(drain.saturating_mul(2))
+        .saturating_add(longest.saturating_mul(2))
+        .saturating_add(7 * 86_400)
+}
+
+/// Slurm's classic fair-share factor per leaf from decayed usage:
+/// `UE = UN + (UE_parent - UN) x S_sibling_norm` (`UE = UN` below the
+/// root), `F = 2^(-UE / S)` with `UN` = usage normalised to the whole
+/// cluster, `S` = the leaf's allocation (product of normalised shares).
+pub(crate) fn classic_factors(tree: &crate::tree::Tree, leaf_usage: &[f64]) -> Vec<f64> {
+    let nodes = tree.nodes();
+    let mut usage = vec![0.0f64; nodes.len()];
+    for (i, &n) in tree.leaves().iter().enumerate() {
+        usage[n.0 as usize] = leaf_usage.get(i).copied().unwrap_or(0.0).max(0.0);
+    }
+    for i in (1..nodes.len()).rev() {
+        let p = nodes[i].parent.expect("non-root").0 as usize;
+        usage[p] += usage[i];
+    }
+    let total = usage[0];
+    let mut eff = vec![0.0f64; nodes.len()];
+    eff[0] = 1.0;
+    for i in 1..nodes.len() {
+        let n = &nodes[i];
+        let un = if total > 0.0 { usage[i] / total } else { 0.0 };
+        let parent = n.parent.expect("non-root");
+        // As Slurm's _set_usage_efctv: children of the root take UN as is.
+        eff[i] = if parent == crate::tree::Tree::ROOT {
+            un
+        } else {
+            un + (eff[parent.0 as usize] - un) * n.norm_share
+        };
+    }
+    // No usage at all: every factor is 1 (0 for a share-0 leaf).
+    tree.leaves()
+        .iter()
+        .map(|&n| {
+            let node = &nodes[n.0 as usize];
+            if total == 0.0 || node.allocation == 0.0 {
+                if node.allocation == 0.0 {
+                    0.0
+                } else {
+                    1.0
+                }
+            } else {
+                2f64.powf(-eff[n.0 as usize] / node.allocation)
+            }
+        })
+        .collect()
+}

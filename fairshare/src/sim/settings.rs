@@ -1,0 +1,353 @@
+//! The `[sim]` section of `allot.toml`: how the simulator replays a trace.
+//!
+//! The plugins ignore this section; `allot check-config` validates it with
+//! the rest of the file, so a typo is caught before a long replay.
+//!
+//! ```toml
+//! [sim]
+//! cluster = "44x8"                # NODESxGPUS; `allot sim --cluster` overrides
+//! half_life = "7-0"               # classic/fairtree: Slurm's PriorityDecayHalfLife
+//! calc_period = "5:00"            # classic/fairtree: Slurm's PriorityCalcPeriod
+//! seed = 0                        # placement tie-breaks
+//! backfill_depth = 500            # jobs the backfill pass looks at (Slurm: bf_max_job_test)
+//! backfill_interval = "0:30"      # seconds between backfill passes (Slurm: bf_interval)
+//! resumable = true                # requeued jobs continue with their remaining work
+//! checkpoint_interval = "30:00"   # ... from their last checkpoint; "0" = lose nothing
+//! metric_window = "1-0"           # rolling window of the share-error metric
+//!
+//! [[sim.rule]]                    # traces carry no contracts: first matching rule wins
+//! name = "debug"
+//! max_gpus = 1
+//! max_duration = "30:00"
+//! min_runtime = "0"               # free tier
+//! [[sim.rule]]
+//! name = "long-runs"
+//! min_duration = "8:00:00"
+//! min_runtime = "runtime"         # declare the job's own runtime, capped at max_min_runtime
+//! ```
+//!
+//! A job whose trace row records a minimum runtime keeps it; otherwise the
+//! first rule that matches sets it (and/or `resumable`); a job matching no
+//! rule gets `contract.default_min_runtime`. The simulator reports how many
+//! jobs and GPU-hours each rule took.
+
+use serde::Deserialize;
+
+use crate::config::ConfigError;
+use crate::duration::parse_slurm_duration;
+
+/// A cluster of identical GPU nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct ClusterSpec {
+    /// Number of nodes (> 0).
+    pub nodes: u32,
+    /// GPUs per node (> 0).
+    pub gpus_per_node: u32,
+}
+
+impl ClusterSpec {
+    /// Total GPUs.
+    pub fn gpus(&self) -> u64 {
+        u64::from(self.nodes) * u64::from(self.gpus_per_node)
+    }
+
+    /// Parses `NODESxGPUS` such as `44x8`.
+    ///
+    /// # Errors
+    /// A message naming the text and what to write.
+    pub fn parse(text: &str) -> Result<ClusterSpec, String> {
+        let bad = || format!("cluster {text:?}: write NODESxGPUS, e.g. 44x8 (44 nodes of 8 GPUs)");
+        let (n, g) = text.trim().split_once(['x', 'X']).ok_or_else(bad)?;
+        let nodes: u32 = n.trim().parse().map_err(|_| bad())?;
+        let gpus_per_node: u32 = g.trim().parse().map_err(|_| bad())?;
+        if nodes == 0 || gpus_per_node == 0 || gpus_per_node > 1024 || nodes > 1_000_000 {
+            return Err(format!(
+                "cluster {text:?}: nodes must be 1..=1000000 and GPUs per node 1..=1024"
+            ));
+        }
+        Ok(ClusterSpec {
+            nodes,
+            gpus_per_node,
+        })
+    }
+
+    /// A cluster of `capacity` GPUs in nodes of 8 (the last node may be
+    /// smaller in reality; here it is rounded up to a whole node).
+    pub fn from_capacity(capacity: u64) -> ClusterSpec {
+        ClusterSpec {
+            nodes: capacity.div_ceil(8).max(1) as u32,
+            gpus_per_node: 8,
+        }
+    }
+}
+
+impl std::fmt::Display for ClusterSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}", self.nodes, self.gpus_per_node)
+    }
+}
+
+/// What a rule sets as the minimum runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleMinRuntime {
+    /// A fixed number of seconds (0 = free tier).
+    Fixed(u64),
+    /// The job's own runtime from the trace, capped at `max_min_runtime`
+    /// (a user who knows how long the job runs and buys all of it).
+    Runtime,
+}
+
+/// One `[[sim.rule]]`: conditions (all must hold; absent = any) and what
+/// it sets.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ContractRule {
+    /// Shown in the output (default `rule N`, 1-based).
+    pub name: String,
+    /// Teams (Slurm accounts) it applies to; empty = every team.
+    pub teams: Vec<String>,
+    /// Partitions it applies to; empty = every partition.
+    pub partitions: Vec<String>,
+    /// Jobs with at least this many GPUs.
+    pub min_gpus: Option<u32>,
+    /// Jobs with at most this many GPUs.
+    pub max_gpus: Option<u32>,
+    /// Jobs whose trace runtime is at least this, seconds.
+    pub min_duration: Option<u64>,
+    /// Jobs whose trace runtime is at most this, seconds.
+    pub max_duration: Option<u64>,
+    /// The minimum runtime it sets, if any.
+    pub min_runtime: Option<RuleMinRuntime>,
+    /// Whether its jobs continue after a requeue, if set.
+    pub resumable: Option<bool>,
+}
+
+impl ContractRule {
+    /// True if a job of `team`, `partition`, `gpus` GPUs and `duration`
+    /// seconds matches every condition.
+    pub fn matches(&self, team: &str, partition: Option<&str>, gpus: u32, duration: u64) -> bool {
+        (self.teams.is_empty() || self.teams.iter().any(|t| t == team))
+            && (self.partitions.is_empty()
+                || partition.is_some_and(|p| self.partitions.iter().any(|x| x == p)))
+            && self.min_gpus.map_or(true, |m| gpus >= m)
+            && self.max_gpus.map_or(true, |m| gpus <= m)
+            && self.min_duration.map_or(true, |m| duration >= m)
+            && self.max_duration.map_or(true, |m| duration <= m)
+    }
+}
+
+/// Validated `[sim]` settings. Durations are seconds.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SimSettings {
+    /// Cluster shape; `None`: `--cluster`, else `capacity_gpus` in nodes of 8.
+    pub cluster: Option<ClusterSpec>,
+    /// Half-life of decayed usage for `classic` and `fairtree` (default 7 d).
+    pub half_life: u64,
+    /// How often `classic` and `fairtree` recompute decayed usage (default 300 s).
+    pub calc_period: u64,
+    /// Seed for placement tie-breaks.
+    pub seed: u64,
+    /// Pending jobs the backfill pass examines after the first blocked one.
+    pub backfill_depth: u32,
+    /// Seconds between two backfill passes while a job is blocked (the main
+    /// scheduler runs on every event and stops at the first blocked job).
+    pub backfill_interval: u64,
+    /// Default for jobs no rule marks: continue after requeue (true) or restart.
+    pub resumable: bool,
+    /// A resumable job keeps its work up to its last checkpoint, taken every
+    /// this many seconds of running time; 0 = it loses nothing.
+    pub checkpoint_interval: u64,
+    /// Rolling window of the share-error metric (default 1 day).
+    pub metric_window: u64,
+    /// Contract rules, first match wins.
+    pub rules: Vec<ContractRule>,
+}
+
+impl Default for SimSettings {
+    fn default() -> Self {
+        SimSettings {
+            cluster: None,
+            half_life: 7 * 86_400,
+            calc_period: 300,
+            seed: 0,
+            backfill_depth: 500,
+            backfill_interval: 30,
+            resumable: true,
+            checkpoint_interval: 1800,
+            metric_window: 86_400,
+            rules: Vec::new(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSim {
+    cluster: Option<String>,
+    half_life: Option<toml::Value>,
+    calc_period: Option<toml::Value>,
+    seed: Option<u64>,
+    backfill_depth: Option<u32>,
+    backfill_interval: Option<toml::Value>,
+    resumable: Option<bool>,
+    checkpoint_interval: Option<toml::Value>,
+    metric_window: Option<toml::Value>,
+    #[serde(default)]
+    rule: Vec<RawRule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    name: Option<String>,
+    #[serde(default)]
+    teams: Vec<String>,
+    #[serde(default)]
+    partitions: Vec<String>,
+    min_gpus: Option<u32>,
+    max_gpus: Option<u32>,
+    min_duration: Option<toml::Value>,
+    max_duration: Option<toml::Value>,
+    min_runtime: Option<toml::Value>,
+    resumable: Option<bool>,
+}
+
+fn duration(path: &str, v: &toml::Value, errors: &mut Vec<ConfigError>) -> Option<u64> {
+    match v {
+        toml::Value::String(s) => match parse_slurm_duration(s) {
+            Ok(d) => Some(d),
+            Err(source) => {
+                errors.push(ConfigError::Duration {
+                    path: path.into(),
+                    source,
+                });
+                None
+            }
+        },
+        other => {
+            errors.push(ConfigError::WrongType {
+                path: path.into(),
+                expected: "a Slurm time string such as \"30:00\" or \"7-0\"",
+                found: other.to_string(),
+            });
+            None
+        }
+    }
+}
+
+/// Parses and validates the `[sim]` table. `max_min_runtime` is the
+/// contract cap (seconds) that fixed rule minimum runtimes must respect.
+/// Problems are appended to `errors`, each naming its key.
+pub(crate) fn parse(
+    value: &toml::Value,
+    max_min_runtime: u64,
+    errors: &mut Vec<ConfigError>,
+) -> SimSettings {
+    let raw: RawSim = match value.clone().try_into() {
+        Ok(r) => r,
+        Err(e) => {
+            errors.push(ConfigError::Invalid {
+                path: "sim".into(),
+                message: format!(
+                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
+                ),
+            });
+            return SimSettings::default();
+        }
+    };
+    let mut s = SimSettings::default();
+    if let Some(c) = &raw.cluster {
+        match ClusterSpec::parse(c) {
+            Ok(c) => s.cluster = Some(c),
+            Err(message) => errors.push(ConfigError::Invalid {
+                path: "sim.cluster".into(),
+                message,
+            }),
+        }
+    }
+    let mut positive = |path: &str, v: &Option<toml::Value>, slot: &mut u64, zero_ok: bool| {
+        if let Some(v) = v {
+            if let Some(d) = duration(path, v, errors) {
+                if d == 0 && !zero_ok {
+                    errors.push(ConfigError::Invalid {
+                        path: path.into(),
+                        message: "must be longer than 0".into(),
+                    });
+                } else {
+                    *slot = d;
+                }
+            }
+        }
+    };
+    positive("sim.half_life", &raw.half_life, &mut s.half_life, false);
+    positive(
+        "sim.calc_period",
+        &raw.calc_period,
+        &mut s.calc_period,
+        false,
+    );
+    positive(
+        "sim.checkpoint_interval",
+        &raw.checkpoint_interval,
+        &mut s.checkpoint_interval,
+        true,
+    );
+    positive(
+        "sim.metric_window",
+        &raw.metric_window,
+        &mut s.metric_window,
+        false,
+    );
+    positive(
+        "sim.backfill_interval",
+        &raw.backfill_interval,
+        &mut s.backfill_interval,
+        false,
+    );
+    s.seed = raw.seed.unwrap_or(0);
+    s.backfill_depth = raw.backfill_depth.unwrap_or(s.backfill_depth);
+    s.resumable = raw.resumable.unwrap_or(true);
+    for (i, r) in raw.rule.into_iter().enumerate() {
+        let path = format!("sim.rule[{i}]");
+        let mut d = |key: &str, v: &Option<toml::Value>| {
+            v.as_ref()
+                .and_then(|v| duration(&format!("{path}.{key}"), v, errors))
+        };
+        let min_duration = d("min_duration", &r.min_duration);
+        let max_duration = d("max_duration", &r.max_duration);
+        let min_runtime = match &r.min_runtime {
+            None => None,
+            Some(toml::Value::String(t)) if t == "runtime" => Some(RuleMinRuntime::Runtime),
+            Some(v) => d("min_runtime", &Some(v.clone())).map(RuleMinRuntime::Fixed),
+        };
+        if let Some(RuleMinRuntime::Fixed(m)) = min_runtime {
+            if m > max_min_runtime {
+                errors.push(ConfigError::MinAboveMax {
+                    path: format!("{path}.min_runtime"),
+                    min: crate::duration::format_slurm_duration(m),
+                    max: crate::duration::format_slurm_duration(max_min_runtime),
+                });
+            }
+        }
+        if min_runtime.is_none() && r.resumable.is_none() {
+            errors.push(ConfigError::Invalid {
+                path,
+                message: "sets nothing; give it min_runtime = \"...\" (or \"runtime\") and/or resumable = true|false"
+                    .into(),
+            });
+            continue;
+        }
+        s.rules.push(ContractRule {
+            name: r.name.unwrap_or_else(|| format!("rule {}", i + 1)),
+            teams: r.teams,
+            partitions: r.partitions,
+            min_gpus: r.min_gpus,
+            max_gpus: r.max_gpus,
+            min_duration,
+            max_duration,
+            min_runtime,
+            resumable: r.resumable,
+        });
+    }
+    s
+}

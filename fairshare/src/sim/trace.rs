@@ -1,0 +1,767 @@
+//! Workload traces: parsing text into jobs and node events. Pure functions
+//! over `&str`; reading files is the caller's business.
+//!
+//! Formats (the header line decides, or the caller names one):
+//! - **allot CSV** (documented in `docs/simulator.md`): header with at least
+//!   `submit,duration,gpus,team`; optional `id,user,partition,min_runtime,
+//!   resumable,kind,node`. `kind` is `job` (default), `drain` or `fail`
+//!   (a node event: node `node` out of service from `submit` for `duration`).
+//!   Durations are whole seconds.
+//! - **Philly** (`timestamp,duration,num_gpus,gpu_time,cluster`): the
+//!   Pollux flattening of the Microsoft Philly trace; `cluster` (the virtual
+//!   cluster) is the team.
+//! - **Helios/Acme** (`job_id,user,vc,gpu_num,...,submit_time,...,duration`):
+//!   `vc` is the team.
+//! - **Alibaba 2023 pod list** (`name,...,num_gpu,gpu_milli,...,qos,...,
+//!   creation_time,deletion_time,scheduled_time`): there is no team column,
+//!   so `qos` (lower-cased) is the team; runtime = deletion - scheduled; pods
+//!   never scheduled are skipped; a fractional GPU counts as one GPU.
+//!
+//! Times: a time field is either a number of seconds (epoch seconds, or
+//! seconds from an arbitrary origin) or a date-time `YYYY-MM-DD HH:MM:SS`
+//! (also with `T`), read as a civil time without zone. Every submit time of
+//! one trace must use the same clock: mixing date-times with numbers, or
+//! epoch seconds (after 2000-01-01) with small relative ones, is rejected.
+//! Times are normalised so that the first submission is 0.
+//!
+//! Rows that cannot be read are reported with their line number (1-based,
+//! the header is line 1) in [`Trace::errors`]; jobs with no GPUs are
+//! counted in [`Trace::skipped`].
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// Trace formats [`parse`] understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TraceFormat {
+    /// The allot CSV.
+    Allot,
+    /// Microsoft Philly (Pollux CSV).
+    Philly,
+    /// Helios / Acme CSV.
+    Helios,
+    /// Alibaba cluster-trace-gpu-v2023 pod list.
+    Alibaba,
+}
+
+impl TraceFormat {
+    /// Parses a format name (`allot`, `philly`, `helios`, `acme`, `alibaba`).
+    pub fn from_name(name: &str) -> Option<TraceFormat> {
+        match name {
+            "allot" => Some(TraceFormat::Allot),
+            "philly" => Some(TraceFormat::Philly),
+            "helios" | "acme" => Some(TraceFormat::Helios),
+            "alibaba" => Some(TraceFormat::Alibaba),
+            _ => None,
+        }
+    }
+
+    /// Recognises a format from its header's column names.
+    pub fn detect(columns: &[&str]) -> Option<TraceFormat> {
+        let has = |c: &str| columns.contains(&c);
+        if has("timestamp") && has("num_gpus") && has("cluster") {
+            Some(TraceFormat::Philly)
+        } else if has("vc") && has("gpu_num") && has("submit_time") {
+            Some(TraceFormat::Helios)
+        } else if has("creation_time") && has("num_gpu") && has("deletion_time") {
+            Some(TraceFormat::Alibaba)
+        } else if has("submit") && has("duration") && has("gpus") && has("team") {
+            Some(TraceFormat::Allot)
+        } else {
+            None
+        }
+    }
+}
+
+/// One job of a trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceJob {
+    /// Id from the trace, else the line number.
+    pub id: u64,
+    /// Team: the Slurm account the job is charged to.
+    pub team: String,
+    /// Partition, if the trace has one (contract rules may match it).
+    pub partition: Option<String>,
+    /// Submit time, seconds since the trace's first submission.
+    pub submit: u64,
+    /// Run time the job needs, seconds (> 0).
+    pub duration: u64,
+    /// GPUs (> 0).
+    pub gpus: u32,
+    /// Minimum runtime recorded in the trace, seconds, if any.
+    pub min_runtime: Option<u64>,
+    /// Whether it continues after a requeue, if the trace says.
+    pub resumable: Option<bool>,
+    /// Line in the trace text (1-based).
+    pub line: u32,
+}
+
+/// What happens to a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeEventKind {
+    /// Drained: no new jobs; running jobs are requeued as they reach their
+    /// minimum runtime (allot) or finish (baselines).
+    Drain,
+    /// Failed: running jobs are killed and requeued at once.
+    Fail,
+}
+
+/// A node out of service for a while.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct NodeEvent {
+    /// Node index, 0-based.
+    pub node: u32,
+    /// Start, seconds since the trace's first submission.
+    pub at: u64,
+    /// How long, seconds.
+    pub duration: u64,
+    /// Drain or failure.
+    pub kind: NodeEventKind,
+}
+
+/// A row that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowError {
+    /// Line number (1-based; the header is line 1).
+    pub line: u32,
+    /// Column involved, if one.
+    pub column: Option<String>,
+    /// What is wrong and what to write.
+    pub message: String,
+}
+
+impl fmt::Display for RowError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.column {
+            Some(c) => write!(f, "line {}: column `{c}`: {}", self.line, self.message),
+            None => write!(f, "line {}: {}", self.line, self.message),
+        }
+    }
+}
+
+/// A trace that cannot be used at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TraceError {
+    /// Empty text.
+    #[error("the trace is empty; it needs a header line and at least one job")]
+    Empty,
+    /// Unrecognised header.
+    #[error("unrecognised header {header:?}; an allot CSV needs the columns submit,duration,gpus,team (see docs/simulator.md), or name the format (philly, helios, alibaba, sacct)")]
+    UnknownFormat {
+        /// The header line.
+        header: String,
+    },
+    /// A required column is missing.
+    #[error("the {format:?} header lacks column `{column}`")]
+    MissingColumn {
+        /// Format.
+        format: TraceFormat,
+        /// The column.
+        column: &'static str,
+    },
+    /// Different clocks in one trace.
+    #[error("mixed clocks: line {line} gives {found} but line {first_line} gave {first}; every submit time of a trace must be a date-time, or all epoch seconds, or all relative seconds")]
+    MixedClocks {
+        /// The offending line.
+        line: u32,
+        /// Its clock.
+        found: &'static str,
+        /// The first data line.
+        first_line: u32,
+        /// Its clock.
+        first: &'static str,
+    },
+}
+
+/// A parsed trace, sorted by submit time (then line), times normalised.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    /// Jobs, by submit time.
+    pub jobs: Vec<TraceJob>,
+    /// Node drains and failures, by start time.
+    pub events: Vec<NodeEvent>,
+    /// The first submission in the trace's own clock (epoch seconds, or
+    /// the raw value of a relative clock); add it to get original times.
+    pub origin: i64,
+    /// Rows that could not be read.
+    pub errors: Vec<RowError>,
+    /// Rows skipped on purpose, with why (e.g. no GPUs, never scheduled).
+    pub skipped: Vec<(String, u64)>,
+}
+
+/// Which clock a time value uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Clock {
+    DateTime,
+    Epoch,
+    Relative,
+}
+
+impl Clock {
+    fn name(self) -> &'static str {
+        match self {
+            Clock::DateTime => "a date-time",
+            Clock::Epoch => "epoch seconds",
+            Clock::Relative => "relative seconds",
+        }
+    }
+}
+
+/// 2000-01-01T00:00:00Z: numbers at or above it are epoch seconds.
+const EPOCH_THRESHOLD: i64 = 946_684_800;
+
+/// Days from 1970-01-01 to a civil date (proleptic Gregorian), Howard
+/// Hinnant's algorithm.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Parses `YYYY-MM-DD HH:MM:SS` (or with `T`) as seconds since 1970 in the
+/// civil time it names (no zone).
+pub fn parse_datetime(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (date, time) = s.split_once([' ', 'T'])?;
+    let mut d = date.splitn(3, '-').map(|x| x.parse::<i64>().ok());
+    let (y, mo, da) = (d.next()??, d.next()??, d.next()??);
+    let mut t = time.splitn(3, ':').map(|x| x.parse::<f64>().ok());
+    let (h, mi) = (t.next()??, t.next()??);
+    let se = t.next().flatten().unwrap_or(0.0);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&da) || !(0.0..24.0).contains(&h) {
+        return None;
+    }
+    if !(0.0..60.0).contains(&mi) || !(0.0..61.0).contains(&se) {
+        return None;
+    }
+    Some(days_from_civil(y, mo, da) * 86_400 + h as i64 * 3600 + mi as i64 * 60 + se as i64)
+}
+
+/// A time value and its clock.
+fn parse_time(s: &str) -> Option<(i64, Clock)> {
+    let s = s.trim();
+    if let Ok(v) = s.parse::<f64>() {
+        if !v.is_finite() || v < 0.0 {
+            return None;
+        }
+        let v = v.round() as i64;
+        let clock = if v >= EPOCH_THRESHOLD {
+            Clock::Epoch
+        } else {
+            Clock::Relative
+        };
+        return Some((v, clock));
+    }
+    parse_datetime(s).map(|v| (v, Clock::DateTime))
+}
+
+/// Splits one CSV line (RFC 4180 quoting; `sep` is the separator).
+pub fn split_fields(line: &str, sep: char) -> Vec<Cow<'_, str>> {
+    if !line.contains('"') {
+        return line.split(sep).map(Cow::Borrowed).collect();
+    }
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            c if c == sep && !quoted => out.push(Cow::Owned(std::mem::take(&mut cur))),
+            c => cur.push(c),
+        }
+    }
+    out.push(Cow::Owned(cur));
+    out
+}
+
+struct Columns {
+    names: Vec<String>,
+}
+
+impl Columns {
+    fn find(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == name)
+    }
+    fn need(&self, format: TraceFormat, name: &'static str) -> Result<usize, TraceError> {
+        self.find(name).ok_or(TraceError::MissingColumn {
+            format,
+            column: name,
+        })
+    }
+}
+
+/// A job or event before time normalisation.
+enum Raw {
+    Job(TraceJob, i64),
+    Event(NodeEvent, i64),
+    Skip(&'static str),
+}
+
+/// Parses a trace. `format` = `None` detects it from the header.
+///
+/// # Errors
+/// [`TraceError`] for an empty text, an unknown header, a missing column or
+/// mixed clocks. Unreadable rows do not fail the parse: they are listed in
+/// [`Trace::errors`] with their line numbers.
+pub fn parse(text: &str, format: Option<TraceFormat>) -> Result<Trace, TraceError> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i as u32 + 1, l.trim_end_matches('\r')))
+        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'));
+    let (_, header) = lines.next().ok_or(TraceError::Empty)?;
+    let names: Vec<String> = split_fields(header, ',')
+        .iter()
+        .map(|c| c.trim().to_ascii_lowercase())
+        .collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let format = match format {
+        Some(f) => f,
+        None => TraceFormat::detect(&refs).ok_or_else(|| TraceError::UnknownFormat {
+            header: header.to_string(),
+        })?,
+    };
+    let cols = Columns { names };
+    let reader = RowReader::new(format, &cols)?;
+    let mut trace = Trace::default();
+    let mut raws = Vec::new();
+    let mut first_clock: Option<(Clock, u32)> = None;
+    for (line, text) in lines {
+        let fields = split_fields(text, ',');
+        match reader.read(line, &fields) {
+            Ok((raw, clock)) => {
+                if let Some(clock) = clock {
+                    match first_clock {
+                        None => first_clock = Some((clock, line)),
+                        Some((c, first_line)) if c != clock => {
+                            return Err(TraceError::MixedClocks {
+                                line,
+                                found: clock.name(),
+                                first_line,
+                                first: c.name(),
+                            })
+                        }
+                        _ => {}
+                    }
+                }
+                raws.push(raw);
+            }
+            Err(e) => trace.errors.push(e),
+        }
+    }
+    let origin = raws
+        .iter()
+        .filter_map(|r| match r {
+            Raw::Job(_, t) => Some(*t),
+            _ => None,
+        })
+        .min()
+        .unwrap_or(0);
+    let mut skipped: std::collections::BTreeMap<&'static str, u64> = Default::default();
+    for raw in raws {
+        match raw {
+            Raw::Job(mut j, t) => {
+                j.submit = (t - origin).max(0) as u64;
+                trace.jobs.push(j);
+            }
+            Raw::Event(mut e, t) => {
+                e.at = (t - origin).max(0) as u64;
+                trace.events.push(e);
+            }
+            Raw::Skip(why) => *skipped.entry(why).or_default() += 1,
+        }
+    }
+    trace.jobs.sort_by_key(|j| (j.submit, j.line));
+    trace.events.sort_by_key(|e| (e.at, e.node));
+    trace.origin = origin;
+    trace.skipped = skipped
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    Ok(trace)
+}
+
+struct RowReader {
+    format: TraceFormat,
+    team: usize,
+    submit: usize,
+    duration: Option<usize>,
+    gpus: usize,
+    id: Option<usize>,
+    partition: Option<usize>,
+    min_runtime: Option<usize>,
+    resumable: Option<usize>,
+    kind: Option<usize>,
+    node: Option<usize>,
+    // Alibaba: scheduled / deletion times, fractional GPUs.
+    scheduled: Option<usize>,
+    deletion: Option<usize>,
+    names: Vec<String>,
+}
+
+impl RowReader {
+    fn new(format: TraceFormat, c: &Columns) -> Result<RowReader, TraceError> {
+        use TraceFormat::*;
+        let (team, submit, gpus) = match format {
+            Allot => ("team", "submit", "gpus"),
+            Philly => ("cluster", "timestamp", "num_gpus"),
+            Helios => ("vc", "submit_time", "gpu_num"),
+            Alibaba => ("qos", "creation_time", "num_gpu"),
+        };
+        let duration = match format {
+            Alibaba => None,
+            _ => Some(c.need(format, "duration")?),
+        };
+        let (scheduled, deletion) = match format {
+            Alibaba => (
+                Some(c.need(format, "scheduled_time")?),
+                Some(c.need(format, "deletion_time")?),
+            ),
+            _ => (None, None),
+        };
+        Ok(RowReader {
+            format,
+            team: c.need(format, team)?,
+            submit: c.need(format, submit)?,
+            gpus: c.need(format, gpus)?,
+            duration,
+            id: c.find(match format {
+                Allot => "id",
+                Helios => "job_id",
+                Alibaba => "name",
+                Philly => "\0",
+            }),
+            partition: c.find("partition"),
+            min_runtime: c.find("min_runtime"),
+            resumable: c.find("resumable"),
+            kind: c.find("kind"),
+            node: c.find("node"),
+            scheduled,
+            deletion,
+            names: c.names.clone(),
+        })
+    }
+
+    fn read(&self, line: u32, f: &[Cow<'_, str>]) -> Result<(Raw, Option<Clock>), RowError> {
+        let err = |col: usize, message: String| RowError {
+            line,
+            column: Some(self.names[col].clone()),
+            message,
+        };
+        if f.len() < self.names.len() {
+            return Err(RowError {
+                line,
+                column: None,
+                message: format!(
+                    "{} fields, the header has {}; quote fields that contain commas",
+                    f.len(),
+                    self.names.len()
+                ),
+            });
+        }
+        let get = |i: usize| f[i].trim();
+        let opt = |i: Option<usize>| i.map(|i| f[i].trim()).filter(|s| !s.is_empty());
+        let (submit, clock) = parse_time(get(self.submit)).ok_or_else(|| {
+            err(
+                self.submit,
+                format!(
+                    "{:?} is not a time; write seconds (e.g. 1506638472) or YYYY-MM-DD HH:MM:SS",
+                    get(self.submit)
+                ),
+            )
+        })?;
+        let secs = |i: usize| -> Result<u64, RowError> {
+            let s = get(i);
+            match s.parse::<f64>() {
+                Ok(v) if v.is_finite() && v >= 0.0 => Ok(v.round() as u64),
+                _ => Err(err(
+                    i,
+                    format!(
+                        "{s:?} is not a number of seconds; write a whole number >= 0 such as 3600"
+                    ),
+                )),
+            }
+        };
+        let duration = match (self.duration, self.scheduled, self.deletion) {
+            (Some(d), _, _) => secs(d)?,
+            (None, Some(s), Some(d)) => {
+                if get(s).is_empty() {
+                    return Ok((Raw::Skip("never scheduled"), Some(clock)));
+                }
+                let start = secs(s)?;
+                let end = secs(d)?;
+                end.saturating_sub(start)
+            }
+            _ => unreachable!("every format has a duration"),
+        };
+        let kind = opt(self.kind).unwrap_or("job");
+        if self.format == TraceFormat::Allot && kind != "job" {
+            let kind = match kind {
+                "drain" => NodeEventKind::Drain,
+                "fail" => NodeEventKind::Fail,
+                other => {
+                    return Err(err(
+                        self.kind.unwrap_or(0),
+                        format!("{other:?} is not a kind; write job, drain or fail"),
+                    ))
+                }
+            };
+            let node_col = self.node.ok_or(RowError {
+                line,
+                column: Some("node".into()),
+                message: "a drain or fail row needs a `node` column (node index from 0)".into(),
+            })?;
+            let node = get(node_col).parse::<u32>().map_err(|_| {
+                err(
+                    node_col,
+                    format!("{:?} is not a node index; write 0, 1, ...", get(node_col)),
+                )
+            })?;
+            // Node events do not set the clock: a trace of events only is odd
+            // but its times are still relative to the first job.
+            return Ok((
+                Raw::Event(
+                    NodeEvent {
+                        node,
+                        at: 0,
+                        duration,
+                        kind,
+                    },
+                    submit,
+                ),
+                Some(clock),
+            ));
+        }
+        let gpus_text = get(self.gpus);
+        let mut gpus: u32 = match gpus_text.parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 && v <= f64::from(u32::MAX) => v.ceil() as u32,
+            _ => {
+                return Err(err(
+                    self.gpus,
+                    format!("{gpus_text:?} is not a GPU count; write a whole number such as 4"),
+                ))
+            }
+        };
+        if self.format == TraceFormat::Alibaba && gpus == 0 {
+            // A fractional share of one GPU (gpu_milli) still needs a GPU.
+            let milli = self.names.iter().position(|n| n == "gpu_milli").map(get);
+            if milli.is_some_and(|m| m.parse::<u64>().is_ok_and(|m| m > 0)) {
+                gpus = 1;
+            }
+        }
+        if gpus == 0 {
+            return Ok((Raw::Skip("no GPUs"), Some(clock)));
+        }
+        if duration == 0 {
+            return Ok((Raw::Skip("zero runtime"), Some(clock)));
+        }
+        let team = get(self.team);
+        if team.is_empty() {
+            return Err(err(
+                self.team,
+                "empty team; every job needs the account it is charged to".into(),
+            ));
+        }
+        let team = if self.format == TraceFormat::Alibaba {
+            team.to_ascii_lowercase()
+        } else {
+            team.to_string()
+        };
+        let id = match opt(self.id) {
+            None => u64::from(line),
+            Some(s) => s
+                .trim_start_matches(|c: char| !c.is_ascii_digit())
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|d| d.parse().ok())
+                .unwrap_or(u64::from(line)),
+        };
+        let min_runtime = match self.min_runtime.filter(|_| opt(self.min_runtime).is_some()) {
+            Some(i) => Some(secs(i)?),
+            None => None,
+        };
+        let resumable = match opt(self.resumable) {
+            None => None,
+            Some("true" | "1" | "yes") => Some(true),
+            Some("false" | "0" | "no") => Some(false),
+            Some(other) => {
+                return Err(err(
+                    self.resumable.unwrap_or(0),
+                    format!("{other:?} is not a boolean; write true or false"),
+                ))
+            }
+        };
+        Ok((
+            Raw::Job(
+                TraceJob {
+                    id,
+                    team,
+                    partition: opt(self.partition).map(str::to_string),
+                    submit: 0,
+                    duration,
+                    gpus,
+                    min_runtime,
+                    resumable,
+                    line,
+                },
+                submit,
+            ),
+            Some(clock),
+        ))
+    }
+}
+
+/// Builds a trace from jobs made elsewhere (sacct, the ledger, tests):
+/// sorts them and normalises submit times (epoch seconds or any clock) so
+/// that the first is 0.
+pub fn from_jobs(mut jobs: Vec<TraceJob>, events: Vec<NodeEvent>) -> Trace {
+    let origin = jobs.iter().map(|j| j.submit).min().unwrap_or(0);
+    for j in &mut jobs {
+        j.submit -= origin;
+    }
+    let mut events = events;
+    for e in &mut events {
+        e.at = e.at.saturating_sub(origin);
+    }
+    jobs.sort_by_key(|j| (j.submit, j.line, j.id));
+    events.sort_by_key(|e| (e.at, e.node));
+    Trace {
+        jobs,
+        events,
+        origin: origin as i64,
+        errors: Vec::new(),
+        skipped: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn philly_rows_are_sorted_and_normalised() {
+        let t = parse(
+            "timestamp,duration,num_gpus,gpu_time,cluster\n\
+             2017-10-09 07:01:55,66.0,1,66.0,11cb48\n\
+             2017-10-09 06:13:03,2951.0,8,2951.0,6214e9\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.jobs.len(), 2);
+        assert_eq!(
+            (t.jobs[0].team.as_str(), t.jobs[0].submit, t.jobs[0].gpus),
+            ("6214e9", 0, 8)
+        );
+        assert_eq!(t.jobs[1].submit, 48 * 60 + 52);
+        assert_eq!(t.jobs[1].line, 2);
+        assert_eq!(parse_datetime("1970-01-02 00:00:01"), Some(86_401));
+        assert_eq!(parse_datetime("2017-10-09T07:01:55"), Some(1_507_532_515));
+    }
+
+    #[test]
+    fn malformed_rows_have_line_numbers() {
+        let t = parse(
+            "submit,duration,gpus,team\n0,10,1,a\n5,ten,1,a\n# comment\n7,10,x,b\n9,10,0,b\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.jobs.len(), 1);
+        assert_eq!(t.errors.len(), 2);
+        assert_eq!(t.errors[0].line, 3);
+        assert!(
+            t.errors[0]
+                .to_string()
+                .starts_with("line 3: column `duration`"),
+            "{}",
+            t.errors[0]
+        );
+        assert_eq!(t.errors[1].line, 5);
+        assert_eq!(t.skipped, vec![("no GPUs".to_string(), 1)]);
+    }
+
+    #[test]
+    fn mixed_clocks_are_rejected() {
+        let e = parse(
+            "submit,duration,gpus,team\n1506638472,10,1,a\n2017-10-09 06:13:03,10,1,a\n",
+            None,
+        )
+        .unwrap_err();
+        assert!(matches!(e, TraceError::MixedClocks { line: 3, .. }), "{e}");
+        let e = parse(
+            "submit,duration,gpus,team\n1506638472,10,1,a\n60,10,1,a\n",
+            None,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("relative seconds"), "{e}");
+    }
+
+    #[test]
+    fn allot_csv_with_events_and_contracts() {
+        let t = parse(
+            "id,team,submit,duration,gpus,min_runtime,resumable,kind,node\n\
+             7,a,100,3600,2,0,false,,\n\
+             ,,150,600,0,,,drain,3\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.jobs[0].id, 7);
+        assert_eq!(t.jobs[0].min_runtime, Some(0));
+        assert_eq!(t.jobs[0].resumable, Some(false));
+        assert_eq!(
+            t.events,
+            vec![NodeEvent {
+                node: 3,
+                at: 50,
+                duration: 600,
+                kind: NodeEventKind::Drain
+            }]
+        );
+    }
+
+    #[test]
+    fn alibaba_and_helios() {
+        let t = parse(
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n\
+             openb-pod-0001,6000,12288,1,460,,LS,Running,427061,12902960,427061\n\
+             openb-pod-0002,6000,12288,0,0,,BE,Running,427061,12902960,427061\n\
+             openb-pod-0003,6000,12288,1,1000,,BE,Pending,427062,12902960,\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.jobs.len(), 1);
+        assert_eq!(
+            (t.jobs[0].team.as_str(), t.jobs[0].id, t.jobs[0].duration),
+            ("ls", 1, 12_475_899)
+        );
+        assert_eq!(t.skipped.len(), 2);
+        let t = parse(
+            "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration\n\
+             j1,u1,vcA,4,16,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:00:10,2020-04-01 01:00:00,3590\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (t.jobs[0].team.as_str(), t.jobs[0].gpus, t.jobs[0].id),
+            ("vcA", 4, 1)
+        );
+    }
+
+    #[test]
+    fn quoted_fields() {
+        assert_eq!(
+            split_fields(r#"a,"b,c","d""e""#, ','),
+            vec!["a", "b,c", "d\"e"]
+        );
+    }
+}
