@@ -268,12 +268,20 @@ fn sync_report_and_crash_safety() {
         let end: Option<i64> = r[5].parse().ok();
         let min = recorded(&r[7]).unwrap_or(if r[2] == "debug" { 0 } else { MIN_RUNTIME });
         let g = gpus(&r[3]);
+        // Only attempts inside the window name an account: the testbed's
+        // history holds other tests' accounts (b1, b2) that the report,
+        // rightly, does not list when they used nothing in the window.
         if min == 0 {
-            *unalloc.entry(r[1].clone()).or_default() +=
-                g * overlap(start, end.unwrap_or(report_end));
+            let u = g * overlap(start, end.unwrap_or(report_end));
+            if u > 0 {
+                *unalloc.entry(r[1].clone()).or_default() += u;
+            }
         } else {
             let ce = end.map_or(report_end, |e| e.max(start + min));
-            *charged.entry(r[1].clone()).or_default() += g * overlap(start, ce);
+            let c = g * overlap(start, ce);
+            if c > 0 {
+                *charged.entry(r[1].clone()).or_default() += c;
+            }
         }
     }
     // The debug job is free tier unless job_submit/allot recorded another contract on it.

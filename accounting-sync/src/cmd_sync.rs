@@ -51,6 +51,10 @@ pub struct Args {
     /// has passed)
     #[arg(long, requires = "follow")]
     pub no_drain: bool,
+    /// Without --follow: how long to keep retrying a failed pass (sacct or
+    /// slurmdbd down), with backoff 1 s, 2 s, 4 s ... up to 60 s; 0 = no retry
+    #[arg(long, value_name = "TIME", default_value = "5m")]
+    pub retry_for: String,
     /// The sacct program
     #[arg(
         long,
@@ -77,7 +81,9 @@ pub fn parse_interval(s: &str) -> anyhow::Result<u64> {
                 "invalid time {s:?}; write e.g. 60s, 5m, 1h, 1d or a Slurm time such as 1:00:00"
             )
         })?;
-        return Ok(n * u);
+        return n
+            .checked_mul(u)
+            .with_context(|| format!("invalid time {s:?}: too large"));
     }
     fairshare::duration::parse_slurm_duration(t).with_context(|| {
         format!("invalid time {s:?}; write e.g. 60s, 5m, 1h, 1d or a Slurm time such as 1:00:00")
@@ -101,6 +107,56 @@ fn summary(s: &ImportStats) -> String {
     )
 }
 
+/// `SlurmUser` of the running Slurm (`scontrol show config`: `SlurmUser =
+/// slurm(64030)`), as (uid, primary gid).
+fn slurm_user() -> Option<(u32, u32)> {
+    let out = std::process::Command::new("scontrol")
+        .args(["show", "config"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let value = text.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == "SlurmUser").then(|| v.trim().to_string())
+    })?;
+    let uid: u32 = value
+        .split_once('(')?
+        .1
+        .trim_end_matches(')')
+        .parse()
+        .ok()?;
+    // SAFETY: getpwuid returns NULL or a pointer to a static passwd record,
+    // read at once on this thread.
+    let gid = unsafe {
+        let pw = libc::getpwuid(uid);
+        if pw.is_null() {
+            return None;
+        }
+        (*pw).pw_gid
+    };
+    Some((uid, gid))
+}
+
+/// Run as root, hand the ledger to SlurmUser (mode 0640): slurmctld's
+/// plugins read it, other users cannot (docs/ledger.md). A failure is
+/// logged, not fatal: the sync itself is unaffected.
+fn give_to_slurm_user(path: &std::path::Path) {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    match slurm_user() {
+        Some((uid, gid)) => {
+            if let Err(e) = allot_sync::ledger::set_owner(path, uid, gid) {
+                tracing::warn!(ledger = %path.display(), "cannot give the ledger to SlurmUser (uid {uid}): {e}");
+            }
+        }
+        None => {
+            tracing::debug!("SlurmUser unknown (scontrol show config): ledger left owned by root")
+        }
+    }
+}
+
 /// Runs the subcommand.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     init_logging();
@@ -109,6 +165,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let path = ledger_path(args.ledger.as_deref(), &config);
     let charging = Charging::from_config(&config);
     let mut ledger = Ledger::open(&path)?;
+    give_to_slurm_user(&path);
     if let Some(from) = &args.from {
         let tz = match &args.timezone {
             Some(name) => jiff::tz::TimeZone::get(name)
@@ -149,7 +206,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         batch: args.batch_size,
     };
     if !args.follow {
-        let stats = sync::sync_once(&mut ledger, &charging, &opts, now())?;
+        let retry_for =
+            Duration::from_secs(parse_interval(&args.retry_for).context("--retry-for")?);
+        let stats = sync::sync_with_retry(
+            &mut ledger,
+            &charging,
+            &opts,
+            now,
+            retry_for,
+            Duration::from_secs(60),
+        )?;
         println!("{}: {}", path.display(), summary(&stats));
         return Ok(ExitCode::SUCCESS);
     }
@@ -161,13 +227,23 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     tracing::info!(ledger = %path.display(), interval_s = interval, drain = !args.no_drain, "following sacct");
     let mut watcher = allot_sync::draining::DrainWatcher::new(config.contract.clone());
     let mut next_sync = std::time::Instant::now();
+    // A failed pass (slurmdbd down) is retried sooner than the interval:
+    // 1 s, 2 s, 4 s ... up to the interval; the watermark stays where it
+    // was, so the pass that succeeds catches up on everything.
+    let mut backoff = sync::Backoff::new(Duration::from_secs(interval));
     loop {
         if std::time::Instant::now() >= next_sync {
-            next_sync = std::time::Instant::now() + Duration::from_secs(interval);
             match sync::sync_once(&mut ledger, &charging, &opts, now()) {
-                Ok(stats) => tracing::info!("{}", summary(&stats)),
-                // A failed pass leaves the watermark where it was: the next one retries.
-                Err(e) => tracing::error!("sync pass failed, retrying in {interval} s: {e:#}"),
+                Ok(stats) => {
+                    tracing::info!("{}", summary(&stats));
+                    backoff.reset();
+                    next_sync = std::time::Instant::now() + Duration::from_secs(interval);
+                }
+                Err(e) => {
+                    let delay = backoff.next_delay();
+                    tracing::error!("sync pass failed, retrying in {} s: {e:#}", delay.as_secs());
+                    next_sync = std::time::Instant::now() + delay;
+                }
             }
         }
         // Draining: every pass, and again as soon as a protected job's

@@ -349,13 +349,46 @@ fn create_private(path: &Path) -> Result<()> {
         .mode(0o640)
         .open(path)
     {
-        Ok(_) => Ok(()),
+        // 0640 whatever the umask (077 would leave SlurmUser's group out).
+        Ok(_) => std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o640))
+            .map_err(|source| LedgerError::Io {
+                path: path.to_path_buf(),
+                source,
+            }),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(source) => Err(LedgerError::Io {
             path: path.to_path_buf(),
             source,
         }),
     }
+}
+
+/// Gives the ledger's files (the database, its `-wal`, `-shm` and `.lock`)
+/// to `uid:gid`, mode 0640: `allot sync` run as root hands them to Slurm's
+/// `SlurmUser` so that slurmctld's plugins can read them and other users
+/// cannot. Missing files are skipped; files already owned so are left alone.
+///
+/// # Errors
+/// chown or chmod failing.
+pub fn set_owner(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    for suffix in ["", "-wal", "-shm", ".lock"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        let p = PathBuf::from(p);
+        let meta = match std::fs::metadata(&p) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        if (meta.uid(), meta.gid()) != (uid, gid) {
+            std::os::unix::fs::chown(&p, Some(uid), Some(gid))?;
+        }
+        if meta.mode() & 0o777 != 0o640 {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640))?;
+        }
+    }
+    Ok(())
 }
 
 /// The lock file beside a ledger: `<ledger>.lock`.

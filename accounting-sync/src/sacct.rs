@@ -611,6 +611,17 @@ mod tests {
     }
 
     #[test]
+    fn multibyte_alloc_tres_count_is_not_a_crash() {
+        // Regression (fuzz target `sacct`): a TRES count ending in a
+        // multi-byte character made `fairshare::tres::counts` slice inside it
+        // and panic, killing `allot sync --from`.
+        let a =
+            attempt("17|17|a1|alice|gpu|gres/gpu=1,mem=7\u{e9}|100|110|200|00:01:30|COMPLETED|");
+        assert_eq!(a.gpus, 1);
+        assert!(!a.tres.iter().any(|(n, _)| n == "mem"));
+    }
+
+    #[test]
     fn admin_comment_token() {
         assert_eq!(min_runtime_token("allot:min_runtime=3600"), Some(3600));
         assert_eq!(

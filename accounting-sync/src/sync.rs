@@ -17,6 +17,7 @@
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 
@@ -229,4 +230,155 @@ pub fn sync_once(
     }
     ledger.write_batch(&[], Some(now))?;
     Ok(stats)
+}
+
+/// Delays between retries of a failed sync pass (slurmdbd down, sacct
+/// failing): 1 s, 2 s, 4 s, ... doubling up to `max`. [`Backoff::reset`]
+/// after a pass that succeeded.
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    next: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    /// A schedule starting at 1 s (or `max` if smaller) and capped at `max`.
+    pub fn new(max: Duration) -> Backoff {
+        Backoff {
+            next: Duration::from_secs(1).min(max),
+            max,
+        }
+    }
+
+    /// The delay before the next retry; each call doubles the following one.
+    pub fn next_delay(&mut self) -> Duration {
+        let d = self.next;
+        self.next = self.next.saturating_mul(2).min(self.max);
+        d
+    }
+
+    /// Back to the first delay.
+    pub fn reset(&mut self) {
+        self.next = Duration::from_secs(1).min(self.max);
+    }
+}
+
+/// [`sync_once`], retried with [`Backoff`] (capped at `max_delay`) while it
+/// fails, for at most `retry_for` in all; `now` is asked again before each
+/// try. Every failure is logged with the delay before the next try. Rows
+/// written by a failed pass stay (they are idempotent) and the watermark
+/// only moves on success, so a retry after slurmdbd comes back catches up
+/// from where the last good pass ended: nothing is skipped.
+///
+/// # Errors
+/// The last failure, once `retry_for` has passed.
+pub fn sync_with_retry(
+    ledger: &mut Ledger,
+    charging: &Charging,
+    opts: &SyncOptions,
+    now: impl Fn() -> i64,
+    retry_for: Duration,
+    max_delay: Duration,
+) -> anyhow::Result<ImportStats> {
+    let deadline = std::time::Instant::now() + retry_for;
+    let mut backoff = Backoff::new(max_delay);
+    let mut attempt = 1u32;
+    loop {
+        match sync_once(ledger, charging, opts, now()) {
+            Ok(stats) => {
+                if attempt > 1 {
+                    tracing::info!(attempt, "sync pass succeeded after retrying");
+                }
+                return Ok(stats);
+            }
+            Err(e) => {
+                let delay = backoff.next_delay();
+                if std::time::Instant::now() + delay > deadline {
+                    return Err(e.context(format!("giving up after {attempt} attempts")));
+                }
+                tracing::error!(
+                    "sync pass failed (attempt {attempt}), retrying in {} s: {e:#}",
+                    delay.as_secs()
+                );
+                std::thread::sleep(delay);
+                attempt += 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod backoff_tests {
+    use super::*;
+
+    #[test]
+    fn doubles_up_to_the_cap_and_resets() {
+        let mut b = Backoff::new(Duration::from_secs(10));
+        let got: Vec<u64> = (0..6).map(|_| b.next_delay().as_secs()).collect();
+        assert_eq!(got, [1, 2, 4, 8, 10, 10]);
+        b.reset();
+        assert_eq!(b.next_delay().as_secs(), 1);
+        let mut tiny = Backoff::new(Duration::from_millis(300));
+        assert_eq!(tiny.next_delay(), Duration::from_millis(300));
+    }
+
+    #[test]
+    fn retries_a_failing_sacct_until_it_works() {
+        let dir = std::env::temp_dir().join(format!("allot-retry-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A sacct that fails twice (slurmdbd down), then lists one job.
+        let counter = dir.join("calls");
+        let sacct = dir.join("sacct");
+        std::fs::write(
+            &sacct,
+            format!(
+                "#!/bin/sh\nn=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}\n\
+                 if [ $n -lt 2 ]; then echo 'sacct: error: Problem talking to the database: Connection refused' >&2; exit 1; fi\n\
+                 echo '7|7|a1|alice|gpu|gres/gpu=1|100|110|200|00:01:30|COMPLETED|'\n",
+                c = counter.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&sacct, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut ledger = Ledger::open(&dir.join("ledger.sqlite")).unwrap();
+        let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
+        let opts = SyncOptions {
+            sacct: sacct.display().to_string(),
+            overlap: 3600,
+            first_start: 0,
+            batch: 100,
+        };
+        let t0 = std::time::Instant::now();
+        let stats = sync_with_retry(
+            &mut ledger,
+            &charging,
+            &opts,
+            || 1000,
+            Duration::from_secs(30),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        assert_eq!(stats.written.inserted, 1);
+        assert_eq!(std::fs::read_to_string(&counter).unwrap().trim(), "3");
+        assert!(
+            t0.elapsed() >= Duration::from_secs(2),
+            "waited 1 s + 1 s between tries"
+        );
+        assert_eq!(ledger.watermark().unwrap(), Some(1000));
+        // Down for longer than retry_for: the error, and the watermark stays.
+        std::fs::write(&counter, "-100").unwrap();
+        let e = sync_with_retry(
+            &mut ledger,
+            &charging,
+            &opts,
+            || 2000,
+            Duration::from_millis(1500),
+            Duration::from_secs(1),
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("Connection refused"), "{e:#}");
+        assert_eq!(ledger.watermark().unwrap(), Some(1000));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

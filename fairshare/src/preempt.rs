@@ -127,9 +127,9 @@ impl Engine {
     }
 
     /// The ranking after `p` starts: its leaf charged `rate x min_runtime`.
-    fn after_move(&self, p: &Preemptor<'_>, leaf: LeafId) -> FairTree {
+    fn after_move(&self, p: &Preemptor<'_>, leaf: LeafId) -> std::sync::Arc<FairTree> {
         let extra = p.rate as f64 * p.min_runtime as f64;
-        self.ranked_with_extra(leaf, extra)
+        self.ranked_with_extra_cached(leaf, extra)
     }
 
     fn verdict_with(
@@ -137,7 +137,7 @@ impl Engine {
         p: &Preemptor<'_>,
         r: &RunningJob<'_>,
         now: u64,
-        after: &mut Option<FairTree>,
+        after: &mut Option<std::sync::Arc<FairTree>>,
     ) -> Verdict {
         if Tier::of(p.min_runtime) == Tier::Unallocated {
             return Verdict::PreemptorUnallocated;

@@ -63,13 +63,16 @@ pub fn counts(s: &str) -> Vec<(String, u64)> {
     for pair in pairs(s) {
         let Ok((name, count)) = pair else { continue };
         let n = count.parse::<u64>().ok().or_else(|| {
-            let (num, unit) = count.split_at(count.len().saturating_sub(1));
+            // The unit is the last *character*: a byte index could split a
+            // multi-byte one (`mem=7é` panicked here; found by fuzzing).
+            let unit = count.chars().next_back()?;
+            let num = &count[..count.len() - unit.len_utf8()];
             let mb = match unit {
-                "K" => 1.0 / 1024.0,
-                "M" => 1.0,
-                "G" => 1024.0,
-                "T" => 1024.0 * 1024.0,
-                "P" => 1024.0 * 1024.0 * 1024.0,
+                'K' => 1.0 / 1024.0,
+                'M' => 1.0,
+                'G' => 1024.0,
+                'T' => 1024.0 * 1024.0,
+                'P' => 1024.0 * 1024.0 * 1024.0,
                 _ => return None,
             };
             num.parse::<f64>().ok().map(|v| (v * mb).ceil() as u64)
@@ -109,6 +112,16 @@ mod tests {
         assert!(c.contains(&("mem".to_string(), 8192)));
         assert!(c.contains(&("gres/gpu:a100".to_string(), 2)));
         assert!(!c.iter().any(|(n, _)| n == "energy"));
+    }
+
+    #[test]
+    fn multibyte_count_suffix_is_not_a_unit() {
+        // Regression (fuzz target `tres`): slicing the unit off by bytes
+        // panicked inside a multi-byte character.
+        assert_eq!(counts("=7\u{f4}\n"), vec![]);
+        assert_eq!(counts("mem=7\u{e9},cpu=2"), vec![("cpu".to_string(), 2)]);
+        assert_eq!(counts("mem=\u{1F600}"), vec![]);
+        assert!(gpu_count("gres/gpu=7\u{e9}").is_err());
     }
 
     #[test]

@@ -19,7 +19,7 @@
 //! - `node` (optional): the Slurm node name; `expected_gpus` (optional):
 //!   what Slurm's `Gres=gpu:N` says; `nvml`: `"ok"` (default), `"absent"`
 //!   (no libnvidia-ml) or `"init_failed"`; `count` (optional): GPUs the
-//!   driver lists, default the length of `gpus`.
+//!   driver lists, default the length of `gpus`, at most 1024.
 //! - Per GPU: `index` (default: its position), `serial`, `uuid`,
 //!   `pci_bus_id`; `lost: true` (fallen off the bus) or `unreadable:
 //!   "why"` instead of readings; the probes `xids` (list of Xid numbers),
@@ -99,6 +99,9 @@ fn probe<T>(
         }),
     }
 }
+
+/// The most GPUs a fixture may declare (`count`).
+pub const MAX_GPUS: u32 = 1024;
 
 fn opt_str(
     o: &serde_json::Map<String, Value>,
@@ -221,6 +224,14 @@ impl FixtureSource {
             slots.push((index, Slot::Read(reading)));
         }
         let count = opt_u32(o.get("count"), "count")?.unwrap_or(slots.len() as u32);
+        // `allot health` reads every GPU 0..count: an absurd count would loop
+        // and allocate for minutes (found by fuzzing). No node has more.
+        if count > MAX_GPUS {
+            return Err(bad(
+                "count",
+                format!("at most {MAX_GPUS} GPUs per node (found {count})"),
+            ));
+        }
         Ok(FixtureSource {
             node: opt_str(o, "node", "node")?,
             expected_gpus: opt_u32(o.get("expected_gpus"), "expected_gpus")?,

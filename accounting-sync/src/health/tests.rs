@@ -174,3 +174,12 @@ fn json_output_carries_every_check() {
     assert_eq!(v["gpus"][3]["checks"][1][1]["detail"], "Xid 79");
     assert_eq!(v["gpus"].as_array().unwrap().len(), 8);
 }
+
+#[test]
+fn absurd_fixture_gpu_count_is_refused() {
+    // Regression (fuzz target `health_fixture`): `"count": 4000000000` made
+    // check_node read four billion GPUs.
+    let e = FixtureSource::parse(r#"{"count": 4000000000, "gpus": []}"#).unwrap_err();
+    assert!(e.to_string().contains("at most 1024"), "{e}");
+    assert!(FixtureSource::parse(r#"{"count": 1024, "gpus": []}"#).is_ok());
+}

@@ -234,6 +234,11 @@ pub fn parse_datetime(s: &str) -> Option<i64> {
     let mut t = time.splitn(3, ':').map(|x| x.parse::<f64>().ok());
     let (h, mi) = (t.next()??, t.next()??);
     let se = t.next().flatten().unwrap_or(0.0);
+    // Years outside 0..=9999 are not trace times (and 24294967296017
+    // overflowed the day count: found by fuzzing).
+    if !(0..=9999).contains(&y) {
+        return None;
+    }
     if !(1..=12).contains(&mo) || !(1..=31).contains(&da) || !(0.0..24.0).contains(&h) {
         return None;
     }
@@ -648,6 +653,16 @@ pub fn from_jobs(mut jobs: Vec<TraceJob>, events: Vec<NodeEvent>) -> Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_years_are_not_times() {
+        // Regression (fuzz target `trace`): the day count overflowed.
+        assert_eq!(parse_datetime("24294967296017-10-17 23:58:13"), None);
+        assert_eq!(parse_datetime("-99999999999999-01-01 00:00:00"), None);
+        assert!(parse_datetime("9999-12-31 23:59:59").is_some());
+        let t = "timestamp,duration,num_gpus,gpu_time,cluster\n24294967296017-10-17 23:58:13,92982.0,1,92982.0,ed69ec\n";
+        assert!(parse(t, None).map_or(true, |t| t.jobs.is_empty()));
+    }
 
     #[test]
     fn philly_rows_are_sorted_and_normalised() {

@@ -1,0 +1,323 @@
+//! The fuzz targets' bodies: one function per parser that takes outside
+//! input, each checking the parser's contract (never panic, never loop or
+//! allocate without bound, and a property that must hold on every input it
+//! accepts).
+//!
+//! This file is compiled twice: by the cargo-fuzz crate in `tests/fuzz`
+//! (libFuzzer, `scripts/fuzz`), and by the stable in-process smoke fuzzer
+//! `tests/fuzz/smoke.rs` that `scripts/test` runs (no nightly needed). Keep it
+//! free of anything but the workspace crates and std.
+
+use std::sync::{Arc, OnceLock};
+
+use allot_sync::charge::Charging;
+use allot_sync::health::fixture::FixtureSource;
+use allot_sync::health::{check_node, Verdict};
+use allot_sync::sacct::{self, Parser, RowOutcome};
+use fairshare::duration::{format_slurm_duration, parse_slurm_duration};
+use fairshare::record::{comment_min_runtime, recorded_min_runtime, with_recorded_min_runtime};
+use fairshare::{Config, ContractPolicy, Engine, PendingJob, Tier};
+use slurm_plugin::submit::{
+    decide_modify, decide_submit, Modification, ModifyDecision, Refusal, Submission,
+};
+
+/// A target: a name (the cargo-fuzz binary and corpus directory) and its body.
+pub type Target = (&'static str, fn(&[u8]));
+
+/// Every target, in the order `scripts/fuzz` runs them.
+pub const TARGETS: &[Target] = &[
+    ("duration", duration),
+    ("contract_token", contract_token),
+    ("submit", submit),
+    ("config_toml", config_toml),
+    ("tres", tres),
+    ("sacct", sacct_rows),
+    ("health_fixture", health_fixture),
+    ("trace", trace),
+];
+
+fn text(data: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(data)
+}
+
+/// Splits the input into `n` fields at NUL bytes (missing fields are `None`).
+fn fields(data: &[u8], n: usize) -> Vec<Option<String>> {
+    let mut out: Vec<Option<String>> = data
+        .splitn(n, |b| *b == 0)
+        .map(|f| Some(String::from_utf8_lossy(f).into_owned()))
+        .collect();
+    out.resize(n, None);
+    out
+}
+
+/// The example tree of `examples/allot.toml` (the testbed's), parsed once.
+fn example_config() -> &'static Config {
+    static C: OnceLock<Config> = OnceLock::new();
+    C.get_or_init(|| {
+        Config::from_toml_str(include_str!("../../../examples/allot.toml"))
+            .expect("examples/allot.toml is valid")
+    })
+}
+
+/// Slurm time strings (`--min-runtime`, `min_runtime=` in `--comment`,
+/// allot.toml durations, sacct `Elapsed`). Accepted values round-trip
+/// through Slurm's display format.
+pub fn duration(data: &[u8]) {
+    let s = text(data);
+    if let Ok(secs) = parse_slurm_duration(&s) {
+        let shown = format_slurm_duration(secs);
+        assert_eq!(
+            parse_slurm_duration(&shown),
+            Ok(secs),
+            "{s:?} -> {secs} -> {shown:?}"
+        );
+    }
+    if let Ok(Some(secs)) = sacct::parse_elapsed(&s) {
+        assert_eq!(
+            parse_slurm_duration(&s).ok(),
+            Some(secs),
+            "Elapsed {s:?} disagrees with the engine"
+        );
+    }
+}
+
+/// The contract tokens: the user's `min_runtime=` in `--comment` and the
+/// recorded `allot:min_runtime=` in AdminComment. Recording a contract into
+/// any AdminComment text must read back exactly that contract.
+pub fn contract_token(data: &[u8]) {
+    let f = fields(data, 2);
+    let comment = f[0].as_deref().unwrap_or("");
+    let n = f[1]
+        .as_deref()
+        .and_then(|s| s.bytes().next())
+        .map_or(3600, |b| u64::from(b) * 97);
+    let _ = recorded_min_runtime(comment);
+    let _ = sacct::min_runtime_token(comment);
+    if let Some(v) = comment_min_runtime(comment) {
+        let _ = ContractPolicy::default().min_runtime(Some(v), Some("gpu"));
+    }
+    let recorded = with_recorded_min_runtime(Some(comment), n);
+    assert_eq!(
+        recorded_min_runtime(&recorded),
+        Some(n),
+        "{comment:?} + {n}: {recorded:?}"
+    );
+    assert_eq!(sacct::min_runtime_token(&recorded), Some(n));
+    // Recording twice changes nothing more.
+    assert_eq!(with_recorded_min_runtime(Some(&recorded), n), recorded);
+}
+
+/// job_submit/allot and the SPANK option value: account, partition,
+/// `--min-runtime` (as the SPANK plugin accepted it), `--comment`,
+/// AdminComment, then a modification of the same job.
+pub fn submit(data: &[u8]) {
+    let config = example_config();
+    let f = fields(data, 7);
+    let spank = f[2]
+        .as_deref()
+        .filter(|v| parse_slurm_duration(v).is_ok())
+        .map(str::trim);
+    let s = Submission {
+        account: f[0].as_deref(),
+        default_account: Some("a1"),
+        partition: f[1].as_deref(),
+        spank_min_runtime: spank,
+        comment: f[3].as_deref(),
+        admin_comment: f[4].as_deref(),
+    };
+    match decide_submit(config, &s) {
+        Ok((account, secs, admin)) => {
+            assert!(
+                config.tree.leaf_of_account(&account).is_some(),
+                "accepted an account outside the tree"
+            );
+            assert!(
+                secs <= config.contract.max_min_runtime,
+                "accepted {secs} s above the cap"
+            );
+            assert_eq!(
+                recorded_min_runtime(&admin),
+                Some(secs),
+                "recorded {admin:?} for {secs}"
+            );
+            let pending = f[6].as_deref().is_some_and(|p| p.len() % 2 == 0);
+            let m = Modification {
+                comment: f[5].as_deref(),
+                admin_comment: f[6].as_deref(),
+                current_admin_comment: Some(&admin),
+                partition: s.partition,
+                pending,
+            };
+            match decide_modify(config, &m) {
+                ModifyDecision::SetJobAdminComment(c) | ModifyDecision::SetAdminComment(c) => {
+                    let new =
+                        recorded_min_runtime(&c).expect("a modification must keep a contract");
+                    assert!(new <= config.contract.max_min_runtime);
+                    if !pending {
+                        assert_eq!(new, secs, "a running job's contract changed");
+                    }
+                }
+                ModifyDecision::Unchanged => {
+                    if !pending {
+                        if let Some(admin) = m.admin_comment {
+                            // An operator's new AdminComment already carries the contract.
+                            assert_eq!(recorded_min_runtime(admin), Some(secs));
+                        }
+                    }
+                }
+                ModifyDecision::NotPending(_) => assert!(!pending),
+                ModifyDecision::Invalid(_) => {}
+            }
+        }
+        Err(Refusal::MinRuntime(m)) => {
+            // A value the SPANK option accepted is never refused as unparsable.
+            if spank.is_some() {
+                assert!(
+                    m.contains("above the cluster's cap"),
+                    "SPANK accepted {spank:?}, job_submit said {m}"
+                );
+            }
+        }
+        Err(Refusal::Account(_)) => {}
+    }
+}
+
+/// allot.toml: any text either loads or is refused with errors; a loaded
+/// config builds an engine whose priorities keep the tier order.
+pub fn config_toml(data: &[u8]) {
+    let s = text(data);
+    let Ok(config) = Config::from_toml_str(&s) else {
+        return;
+    };
+    let accounts: Vec<String> = config
+        .tree
+        .accounts()
+        .map(|(a, _)| a.to_string())
+        .take(64)
+        .collect();
+    let usage: Vec<(String, f64)> = accounts
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (a.clone(), (i as f64) * 3600.0 * 7.0))
+        .collect();
+    let now = 1_700_000_000;
+    let (engine, _) = Engine::from_account_usage(
+        Arc::new(config),
+        usage.iter().map(|(a, u)| (a.as_str(), *u)),
+        now,
+    );
+    for a in &accounts {
+        let fs = engine
+            .fair_share(a)
+            .expect("an account of the tree has a fair-share");
+        assert!(fs > 0.0 && fs <= 1.0, "fair-share {fs} of {a}");
+        let job = |min_runtime, nice| PendingJob {
+            account: a,
+            min_runtime,
+            nice,
+            eligible_time: now - 3600,
+        };
+        let low_alloc = engine.priority(&job(1, 1_000_000));
+        let high_free = engine.priority(&job(0, -1_000_000));
+        assert!(
+            low_alloc > high_free,
+            "an allocated job must sort above every free-tier job"
+        );
+        let _ = engine.priority_factors(&job(3600, 0));
+        let _ = Tier::of(0);
+    }
+}
+
+/// TRES strings (sacct `AllocTRES`, slurmctld's `tres_fmt_alloc_str`).
+pub fn tres(data: &[u8]) {
+    let s = text(data);
+    let gpus = fairshare::tres::gpu_count(&s);
+    let counts = fairshare::tres::counts(&s);
+    let rate = fairshare::charge::ChargeWeights::default()
+        .rate_of_counts(&counts, gpus.clone().unwrap_or(0));
+    // Weighted rates are summed in f64: exact below 2^53 units per second
+    // (a count above that is not a cluster; the fuzzer found 2.4e16 GPUs
+    // rounding up by one).
+    if let Some(g) = gpus.as_ref().ok().copied().filter(|g| *g < 1 << 53) {
+        assert_eq!(rate, g, "default weights charge GPUs only");
+    }
+    let _ = example_config()
+        .charge
+        .rate_of_counts(&counts, gpus.unwrap_or(0));
+}
+
+/// sacct `--parsable2` text: the first line is a `--from` dump header, the
+/// rest rows; the same rows are also read as live rows (epoch times). Every
+/// row parsed is charged as `allot sync` would.
+pub fn sacct_rows(data: &[u8]) {
+    let s = text(data);
+    let mut lines = s.split('\n');
+    let header = lines.next().unwrap_or("");
+    let charging = Charging::from_config(example_config());
+    let tz = paris();
+    let live = Parser::live(jiff::tz::TimeZone::UTC);
+    let dump = Parser::from_header_line(header, tz).ok();
+    for line in lines.take(256) {
+        for p in dump.iter().chain(std::iter::once(&live)) {
+            if let Ok(RowOutcome::Attempt(a)) = p.parse(line) {
+                let r = charging.record(&a);
+                if let (Some(s), Some(ce)) = (r.start, r.charge_end) {
+                    assert!(ce >= s, "charged end {ce} before start {s}");
+                }
+                if r.min_runtime == 0 {
+                    assert_eq!(r.charged, 0, "a free-tier attempt was charged");
+                }
+            }
+        }
+    }
+}
+
+fn paris() -> jiff::tz::TimeZone {
+    static TZ: OnceLock<jiff::tz::TimeZone> = OnceLock::new();
+    TZ.get_or_init(|| jiff::tz::TimeZone::get("Europe/Paris").unwrap_or(jiff::tz::TimeZone::UTC))
+        .clone()
+}
+
+/// `allot health --fixture` JSON: parsed and judged; a fixture whose NVML
+/// failed to initialise is never judged failed (never drains).
+pub fn health_fixture(data: &[u8]) {
+    let s = text(data);
+    let Ok(mut fx) = FixtureSource::parse(&s) else {
+        return;
+    };
+    if fx.nvml_status().is_err() {
+        return; // `allot health` reports the node unknown without reading GPUs
+    }
+    let report = check_node("node", &mut fx, Some(8));
+    if report.gpus.is_empty() && report.found == 0 {
+        assert_ne!(
+            report.verdict,
+            Verdict::Healthy,
+            "no GPU found of 8 expected"
+        );
+    }
+}
+
+/// `allot sim` traces (allot CSV, Philly, Helios, Alibaba; the header
+/// decides) and `--cluster` specs: jobs come out sorted, the first
+/// submission at 0, none without GPUs.
+pub fn trace(data: &[u8]) {
+    let s = text(data);
+    let _ = fairshare::sim::ClusterSpec::parse(&s);
+    let Ok(t) = fairshare::sim::trace::parse(&s, None) else {
+        return;
+    };
+    assert!(
+        t.jobs.windows(2).all(|w| w[0].submit <= w[1].submit),
+        "jobs out of order"
+    );
+    assert!(t.jobs.iter().all(|j| j.gpus > 0), "a job without GPUs");
+    if let Some(first) = t.jobs.first() {
+        if t.events.is_empty() {
+            assert_eq!(
+                first.submit, 0,
+                "times are normalised to the first submission"
+            );
+        }
+    }
+}
