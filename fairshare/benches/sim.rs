@@ -4,7 +4,8 @@
 //!
 //! `cargo bench -p fairshare --bench sim` (set `SIM_BENCH_JOBS` for another
 //! size, `SIM_BENCH_POLICY` for another policy, `SIM_BENCH_LOAD` for another
-//! offered load, `SIM_BENCH_SIM` for extra `[sim]` keys).
+//! offered load, `SIM_BENCH_SIM` for extra `[sim]` keys). Besides the
+//! human line it prints `BENCH name=value unit=...` lines for `scripts/bench`.
 //!
 //! Workload: 32 teams in 4 programs (unequal shares), Poisson arrivals at
 //! about 90% offered load, GPUs per job 1 (70%), 2, 4, 8, 16, 32; runtimes
@@ -108,4 +109,14 @@ fn main() {
         100.0 * r.occupancy,
         r.span_s as f64 / 86_400.0
     );
+    // Machine-readable figures for scripts/bench.
+    println!(
+        "BENCH sim_jobs_per_s={:.0} unit=jobs/s",
+        r.jobs as f64 / secs
+    );
+    println!(
+        "BENCH sim_days_per_wall_s={:.1} unit=days/s",
+        r.span_s as f64 / 86_400.0 / secs
+    );
+    println!("BENCH sim_preemptions={} unit=count", r.preemptions);
 }
