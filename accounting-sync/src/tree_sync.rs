@@ -226,10 +226,10 @@ pub fn import(existing: &[SlurmAccount], cluster: &str) -> (String, Vec<String>)
     let mut out = String::new();
     let _ = writeln!(out, "# Org tree imported from slurmdbd (cluster {cluster}) by `allot tree import`.");
     let _ = writeln!(out, "# Shares are the accounts' Fairshare values; review them, then `allot check-config`.");
-    fn walk<'a>(
+    fn walk(
         name: &str,
         path: &str,
-        children: &BTreeMap<&str, Vec<&'a SlurmAccount>>,
+        children: &BTreeMap<&str, Vec<&SlurmAccount>>,
         out: &mut String,
         warnings: &mut Vec<String>,
     ) {

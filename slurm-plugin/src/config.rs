@@ -40,6 +40,23 @@ pub fn load(path: &Path) -> Result<Config, String> {
         .map_err(|e| format!("{}: {}", path.display(), e.to_string().replace('\n', "; ")))
 }
 
+/// Starts the watcher for the allot.toml of the running slurmctld
+/// (`$ALLOT_CONF`, else beside its slurm.conf), checking every 5 s. The
+/// error names the file and every problem, and says to restart.
+pub fn start_in_slurmctld(
+    log_info: fn(&str),
+    log_error: fn(&str),
+) -> Result<ConfigWatcher, String> {
+    let path = config_path(
+        std::env::var("ALLOT_CONF").ok().as_deref(),
+        allot_ffi::ctld::slurm_conf_path().as_deref(),
+    );
+    let w = ConfigWatcher::start(path, Duration::from_secs(5), log_info, log_error)
+        .map_err(|e| format!("{e}; fix the file and restart slurmctld"))?;
+    log_info(&format!("loaded {}", w.path().display()));
+    Ok(w)
+}
+
 fn mtime(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }

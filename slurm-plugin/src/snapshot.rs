@@ -142,6 +142,42 @@ impl Drop for EngineSnapshot {
     }
 }
 
+/// What the priority and preempt plugins each hold (each .so is its own
+/// dlopen handle): the config watcher and the engine snapshot built from
+/// the ledger.
+pub struct EngineState {
+    /// allot.toml, reloaded in the background.
+    pub config: Arc<ConfigWatcher>,
+    /// The current engine, rebuilt every `sync.interval`.
+    pub engine: EngineSnapshot,
+}
+
+impl EngineState {
+    /// Loads allot.toml ([`crate::config::start_in_slurmctld`]) and starts
+    /// the engine thread over the ledger; `after_swap` runs after each rebuild.
+    pub fn start(
+        log_info: fn(&str),
+        log_error: fn(&str),
+        after_swap: fn(&Engine),
+    ) -> Result<EngineState, String> {
+        let config = Arc::new(crate::config::start_in_slurmctld(log_info, log_error)?);
+        let engine = EngineSnapshot::start(
+            config.clone(),
+            ledger_usage,
+            log_info,
+            log_error,
+            after_swap,
+        )?;
+        Ok(EngineState { config, engine })
+    }
+
+    /// Stops both threads (plugin `fini()`).
+    pub fn stop(&self) {
+        self.engine.stop();
+        self.config.stop();
+    }
+}
+
 /// [`UsageLoader`] reading the SQLite ledger that `allot sync` writes (the
 /// path from allot.toml's `[ledger] path`).
 pub fn ledger_usage(config: &Config, start: u64, end: u64) -> Result<Vec<(String, f64)>, String> {

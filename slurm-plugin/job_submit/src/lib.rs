@@ -1,15 +1,18 @@
 //! `job_submit_allot.so` (`JobSubmitPlugins=allot`). The rules live in
 //! [`slurm_plugin::submit`]; this file converts Slurm's structs and answers.
 #![allow(non_upper_case_globals)]
+// The exported functions take the raw pointers slurmctld passes (the C ABI
+// the plugin interface defines); each is wrapped once, at the top, by an
+// `unsafe` allot_ffi constructor whose safety contract slurmctld meets.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::ffi::{c_char, c_int};
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use allot_ffi::job::{JobDescMut, JobRecordMut, JobState};
 use allot_ffi::{ctld, log, sys};
 use fairshare::record::SPANK_ENV;
-use slurm_plugin::config::{config_path, ConfigWatcher};
+use slurm_plugin::config::{start_in_slurmctld, ConfigWatcher};
 use slurm_plugin::guard;
 use slurm_plugin::submit::{
     decide_modify, decide_submit, Modification, ModifyDecision, Refusal, Submission,
@@ -34,13 +37,8 @@ pub extern "C" fn init() -> c_int {
         if CONFIG.get().is_some() {
             return sys::SLURM_SUCCESS as c_int;
         }
-        let path = config_path(
-            std::env::var("ALLOT_CONF").ok().as_deref(),
-            ctld::slurm_conf_path().as_deref(),
-        );
-        match ConfigWatcher::start(path, Duration::from_secs(5), info, error) {
+        match start_in_slurmctld(info, error) {
             Ok(w) => {
-                info(&format!("loaded {}", w.path().display()));
                 let _ = CONFIG.set(w);
                 sys::SLURM_SUCCESS as c_int
             }

@@ -13,30 +13,27 @@
 //! rebuilt from the same ledger and config on the same interval as the
 //! priority plugin's, so both rank accounts identically up to one refresh.
 #![allow(non_upper_case_globals)]
+// The exported functions take the raw pointers slurmctld passes (the C ABI
+// the plugin interface defines); each is wrapped once, at the top, by an
+// `unsafe` allot_ffi constructor whose safety contract slurmctld meets.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::ffi::{c_int, c_void};
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::OnceLock;
 
 use allot_ffi::ctld;
 use allot_ffi::job::{job_of_queue_rec, JobRecord, JobState};
 use allot_ffi::{log, sys};
 use fairshare::{Engine, Tier};
-use slurm_plugin::config::{config_path, ConfigWatcher};
 use slurm_plugin::guard;
 use slurm_plugin::jobs;
-use slurm_plugin::snapshot::{ledger_usage, now, EngineSnapshot};
+use slurm_plugin::snapshot::{now, EngineState};
 
 allot_ffi::slurm_plugin!(name: "allot preempt plugin", kind: "preempt/allot");
 
 const P: &str = "preempt/allot: ";
 
-struct State {
-    config: Arc<ConfigWatcher>,
-    engine: EngineSnapshot,
-}
-
-static STATE: OnceLock<State> = OnceLock::new();
+static STATE: OnceLock<EngineState> = OnceLock::new();
 
 fn info(m: &str) {
     log::info(P, m)
@@ -53,20 +50,9 @@ pub extern "C" fn init() -> c_int {
         if !ctld::in_slurmctld() || STATE.get().is_some() {
             return sys::SLURM_SUCCESS as c_int;
         }
-        let path = config_path(
-            std::env::var("ALLOT_CONF").ok().as_deref(),
-            ctld::slurm_conf_path().as_deref(),
-        );
-        let config = match ConfigWatcher::start(path, Duration::from_secs(5), info, error) {
-            Ok(w) => Arc::new(w),
-            Err(e) => {
-                error(&format!("{e}; fix the file and restart slurmctld"));
-                return sys::SLURM_ERROR;
-            }
-        };
-        match EngineSnapshot::start(config.clone(), ledger_usage, info, error, nothing) {
-            Ok(engine) => {
-                let _ = STATE.set(State { config, engine });
+        match EngineState::start(info, error, nothing) {
+            Ok(state) => {
+                let _ = STATE.set(state);
                 sys::SLURM_SUCCESS as c_int
             }
             Err(e) => {
@@ -82,8 +68,7 @@ pub extern "C" fn init() -> c_int {
 pub extern "C" fn fini() -> c_int {
     guard(P, "fini", sys::SLURM_SUCCESS as c_int, || {
         if let Some(s) = STATE.get() {
-            s.engine.stop();
-            s.config.stop();
+            s.stop();
         }
         sys::SLURM_SUCCESS as c_int
     })
@@ -115,7 +100,7 @@ pub extern "C" fn preempt_p_preemptable(
 /// twice per comparison; answering those from the job state alone, before
 /// any engine work, keeps a 10,000-job queue as cheap to schedule as with
 /// preempt/qos (docs/benchmarks.md).
-fn may_preempt(state: &State, preemptor: &JobRecord<'_>, preemptee: &JobRecord<'_>) -> bool {
+fn may_preempt(state: &EngineState, preemptor: &JobRecord<'_>, preemptee: &JobRecord<'_>) -> bool {
     if !matches!(preemptee.state(), JobState::Running | JobState::Suspended) {
         return false;
     }

@@ -10,29 +10,26 @@
 //! equals the job's priority: QOS = tier (2^31), FAIRSHARE = rank x 65536,
 //! AGE = age points, SITE and NICE = the rest of the within-account score.
 #![allow(non_upper_case_globals)]
+// The exported functions take the raw pointers slurmctld passes (the C ABI
+// the plugin interface defines); each is wrapped once, at the top, by an
+// `unsafe` allot_ffi constructor whose safety contract slurmctld meets.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::ffi::{c_int, c_void};
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::OnceLock;
 
 use allot_ffi::ctld::{self, Factors};
 use allot_ffi::job::{JobRecord, JobState};
 use allot_ffi::{assoc, log, long_double, sys};
 use fairshare::{Engine, Tier};
-use slurm_plugin::config::{config_path, ConfigWatcher};
-use slurm_plugin::snapshot::{ledger_usage, EngineSnapshot};
+use slurm_plugin::snapshot::EngineState;
 use slurm_plugin::{guard, jobs, shares};
 
 allot_ffi::slurm_plugin!(name: "allot priority plugin", kind: "priority/allot");
 
 const P: &str = "priority/allot: ";
 
-struct State {
-    config: Arc<ConfigWatcher>,
-    engine: EngineSnapshot,
-}
-
-static STATE: OnceLock<State> = OnceLock::new();
+static STATE: OnceLock<EngineState> = OnceLock::new();
 
 fn info(m: &str) {
     log::info(P, m)
@@ -73,21 +70,9 @@ pub extern "C" fn init() -> c_int {
         if !ctld::in_slurmctld() || STATE.get().is_some() {
             return sys::SLURM_SUCCESS as c_int;
         }
-        let path = config_path(
-            std::env::var("ALLOT_CONF").ok().as_deref(),
-            ctld::slurm_conf_path().as_deref(),
-        );
-        let config = match ConfigWatcher::start(path, Duration::from_secs(5), info, error) {
-            Ok(w) => Arc::new(w),
-            Err(e) => {
-                error(&format!("{e}; fix the file and restart slurmctld"));
-                return sys::SLURM_ERROR;
-            }
-        };
-        info(&format!("loaded {}", config.path().display()));
-        match EngineSnapshot::start(config.clone(), ledger_usage, info, error, recalculate) {
-            Ok(engine) => {
-                let _ = STATE.set(State { config, engine });
+        match EngineState::start(info, error, recalculate) {
+            Ok(state) => {
+                let _ = STATE.set(state);
                 sys::SLURM_SUCCESS as c_int
             }
             Err(e) => {
@@ -103,8 +88,7 @@ pub extern "C" fn init() -> c_int {
 pub extern "C" fn fini() -> c_int {
     guard(P, "fini", sys::SLURM_SUCCESS as c_int, || {
         if let Some(s) = STATE.get() {
-            s.engine.stop();
-            s.config.stop();
+            s.stop();
         }
         sys::SLURM_SUCCESS as c_int
     })
@@ -229,7 +213,7 @@ pub struct LongDoublePair {
 
 /// Slurm's classic fair-share factor (priority/multifactor without Fair Tree).
 fn classic_fs_factor(usage_efctv: f64, shares_norm: f64) -> f64 {
-    if !(shares_norm > 0.0) || !usage_efctv.is_finite() {
+    if shares_norm.is_nan() || shares_norm <= 0.0 || !usage_efctv.is_finite() {
         return 0.0;
     }
     2f64.powf(-usage_efctv / shares_norm).clamp(0.0, 1.0)

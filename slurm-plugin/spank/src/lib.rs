@@ -6,6 +6,10 @@
 //! cap and partition defaults are job_submit/allot's) and handed to
 //! slurmctld in the job-control environment as `ALLOT_MIN_RUNTIME`.
 #![allow(non_upper_case_globals)]
+// The exported functions take the raw pointers slurmd/sbatch pass (the C ABI
+// SPANK defines); each is wrapped once, at the top, by an `unsafe`
+// allot_ffi constructor whose safety contract the caller meets.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::ffi::{c_char, c_int};
 use std::sync::Mutex;
