@@ -39,16 +39,34 @@ fn tree_apply_then_plan_is_empty_and_import_round_trips() {
     let plan = allot(&tb, &["tree", "plan"]);
     assert!(plan.contains("No changes"), "{plan}");
     // slurmdbd now holds allot's shares: sshare's RawShares column.
-    let raw = tb.ok("sshare", &["-P", "-n", "-A", "nlp,a1,b2", "-o", "Account,User,RawShares"]);
+    let raw = tb.ok(
+        "sshare",
+        &[
+            "-P",
+            "-n",
+            "-A",
+            "nlp,a1,b2",
+            "-o",
+            "Account,User,RawShares",
+        ],
+    );
     for (acct, share) in [("nlp", "60"), ("a1", "35"), ("b2", "16")] {
-        assert!(raw.lines().any(|l| l.trim_start() == format!("{acct}||{share}")), "{acct} {share} in\n{raw}");
+        assert!(
+            raw.lines()
+                .any(|l| l.trim_start() == format!("{acct}||{share}")),
+            "{acct} {share} in\n{raw}"
+        );
     }
     let imported = allot(&tb, &["tree", "import"]);
     let back = Config::from_toml_str(&imported).unwrap_or_else(|e| panic!("{e}\n{imported}"));
-    let original = Config::from_toml_str(&std::fs::read_to_string(tb.allot_conf()).unwrap()).unwrap();
+    let original =
+        Config::from_toml_str(&std::fs::read_to_string(tb.allot_conf()).unwrap()).unwrap();
     let got = shape(&back);
     for node in shape(&original) {
-        assert!(got.contains(&node), "{node:?} missing from the import:\n{imported}");
+        assert!(
+            got.contains(&node),
+            "{node:?} missing from the import:\n{imported}"
+        );
     }
 }
 
@@ -59,25 +77,51 @@ fn explain_names_the_preemptor_of_a_requeued_job() {
     tb.cancel_all();
     tb.reset_ledger(&[("b1", 2, 12 * 3600, 10 * 3600, 3600)]);
     let victims: Vec<u32> = (0..4)
-        .map(|_| tb.sbatch(&["-A", "b1", "--gres=gpu:2", "--min-runtime=0:05", "--wrap", "sleep 300"]))
+        .map(|_| {
+            tb.sbatch(&[
+                "-A",
+                "b1",
+                "--gres=gpu:2",
+                "--min-runtime=0:05",
+                "--wrap",
+                "sleep 300",
+            ])
+        })
         .collect();
     for j in &victims {
         tb.wait_state(*j, "RUNNING", Duration::from_secs(30));
     }
-    let b2 = tb.sbatch(&["-A", "b2", "--gres=gpu:2", "--min-runtime=0:01", "--wrap", "sleep 300"]);
+    let b2 = tb.sbatch(&[
+        "-A",
+        "b2",
+        "--gres=gpu:2",
+        "--min-runtime=0:01",
+        "--wrap",
+        "sleep 300",
+    ]);
     tb.wait_state(b2, "RUNNING", Duration::from_secs(60));
-    let requeued = allot_e2e::wait_until(Duration::from_secs(30), "the requeued attempt in sacct", || {
-        victims
-            .iter()
-            .copied()
-            .find(|j| tb.sacct(*j, "State").iter().any(|r| r[0] == "PREEMPTED"))
-            .ok_or_else(|| "no PREEMPTED attempt yet".to_string())
-    });
+    let requeued = allot_e2e::wait_until(
+        Duration::from_secs(30),
+        "the requeued attempt in sacct",
+        || {
+            victims
+                .iter()
+                .copied()
+                .find(|j| tb.sacct(*j, "State").iter().any(|r| r[0] == "PREEMPTED"))
+                .ok_or_else(|| "no PREEMPTED attempt yet".to_string())
+        },
+    );
     allot(&tb, &["sync"]);
     let out = allot(&tb, &["explain", &requeued.to_string()]);
-    assert!(out.contains(&format!("most likely for job {b2} of account b2")), "{out}");
+    assert!(
+        out.contains(&format!("most likely for job {b2} of account b2")),
+        "{out}"
+    );
     assert!(out.contains("account b1"), "{out}");
     let out = allot(&tb, &["explain", &b2.to_string()]);
-    assert!(out.contains("(RUNNING)") && out.contains("Contract: minimum runtime 00:00:01"), "{out}");
+    assert!(
+        out.contains("(RUNNING)") && out.contains("Contract: minimum runtime 00:00:01"),
+        "{out}"
+    );
     tb.cancel_all();
 }

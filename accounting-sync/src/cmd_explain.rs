@@ -53,12 +53,22 @@ struct LiveJob {
 
 fn live_job(id: u64) -> anyhow::Result<Option<LiveJob>> {
     // squeue --json ignores -j in 22.05: filter here.
-    let out = Command::new("squeue").args(["--json"]).output().context("cannot run squeue")?;
+    let out = Command::new("squeue")
+        .args(["--json"])
+        .output()
+        .context("cannot run squeue")?;
     if !out.status.success() {
-        bail!("squeue --json failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+        bail!(
+            "squeue --json failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).context("squeue --json printed invalid JSON")?;
-    let Some(j) = v["jobs"].as_array().and_then(|a| a.iter().find(|j| j["job_id"].as_u64() == Some(id))) else {
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("squeue --json printed invalid JSON")?;
+    let Some(j) = v["jobs"]
+        .as_array()
+        .and_then(|a| a.iter().find(|j| j["job_id"].as_u64() == Some(id)))
+    else {
         return Ok(None);
     };
     let s = |k: &str| j[k].as_str().unwrap_or("").to_string();
@@ -108,16 +118,32 @@ struct Output {
 
 fn requeues(reader: &LedgerReader, attempts: &[StoredAttempt]) -> anyhow::Result<Vec<Requeue>> {
     let mut out = Vec::new();
-    for a in attempts.iter().filter(|a| a.record.state.starts_with("PREEMPTED") || a.record.state.starts_with("REQUEUE")) {
+    for a in attempts.iter().filter(|a| {
+        a.record.state.starts_with("PREEMPTED") || a.record.state.starts_with("REQUEUE")
+    }) {
         let Some(end) = a.record.end else { continue };
         let likely = reader
             .attempts_overlapping(end, end + 60)?
             .into_iter()
             .filter(|o| o.record.account != a.record.account && o.record.min_runtime > 0)
-            .filter_map(|o| o.record.start.filter(|s| (end..=end + 60).contains(s)).map(|s| (s, o)))
+            .filter_map(|o| {
+                o.record
+                    .start
+                    .filter(|s| (end..=end + 60).contains(s))
+                    .map(|s| (s, o))
+            })
             .min_by_key(|(s, o)| (*s, o.record.job_id))
-            .map(|(s, o)| Preemptor { job_id: o.record.job_id, account: o.record.account, started: s });
-        out.push(Requeue { attempt: a.attempt, ended: end, state: a.record.state.clone(), likely_preemptor: likely });
+            .map(|(s, o)| Preemptor {
+                job_id: o.record.job_id,
+                account: o.record.account,
+                started: s,
+            });
+        out.push(Requeue {
+            attempt: a.attempt,
+            ended: end,
+            state: a.record.state.clone(),
+            likely_preemptor: likely,
+        });
     }
     Ok(out)
 }
@@ -128,8 +154,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let reader = LedgerReader::open(&ledger_path(args.ledger.as_deref(), &config))?;
     let t = now();
     let usage = reader.charged_by_account(t - config.window as i64, t)?;
-    let (engine, _) =
-        Engine::from_account_usage(config.clone(), usage.iter().map(|(a, u)| (a.as_str(), *u as f64)), t as u64);
+    let (engine, _) = Engine::from_account_usage(
+        config.clone(),
+        usage.iter().map(|(a, u)| (a.as_str(), *u as f64)),
+        t as u64,
+    );
     let attempts = reader.attempts_of_job(args.job)?;
     let live = live_job(args.job)?;
     let (account, min_runtime) = match (&live, attempts.last()) {
@@ -155,19 +184,37 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         Some("RUNNING") | Some("SUSPENDED") => {
             let l = live.as_ref().expect("live");
             let running_since = (l.state == "RUNNING").then(|| l.start.max(l.suspend_time));
-            let contract = Contract { min_runtime, clock: RunClock { accumulated: l.pre_sus_time, running_since } };
+            let contract = Contract {
+                min_runtime,
+                clock: RunClock {
+                    accumulated: l.pre_sus_time,
+                    running_since,
+                },
+            };
             engine.explain_running(&account, &contract, t as u64)
         }
         // Finished (or in another state): only its account's standing now.
         _ => {
-            let mut e =
-                engine.explain_pending(&PendingJob { account: &account, min_runtime, nice: 0, eligible_time: t as u64 });
+            let mut e = engine.explain_pending(&PendingJob {
+                account: &account,
+                min_runtime,
+                nice: 0,
+                eligible_time: t as u64,
+            });
             e.priority = None;
-            e.summary = format!("finished; its account {account} ranks {} of {} now", e.rank, e.leaves);
+            e.summary = format!(
+                "finished; its account {account} ranks {} of {} now",
+                e.rank, e.leaves
+            );
             e
         }
     };
-    let out = Output { job_id: args.job, requeues: requeues(&reader, &attempts)?, live, explanation };
+    let out = Output {
+        job_id: args.job,
+        requeues: requeues(&reader, &attempts)?,
+        live,
+        explanation,
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
@@ -178,21 +225,40 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 
 fn when(t: i64, now: i64) -> String {
     let d = now - t;
-    if d >= 0 { format!("{} ago", SlurmDuration(d as u64)) } else { format!("in {}", SlurmDuration((-d) as u64)) }
+    if d >= 0 {
+        format!("{} ago", SlurmDuration(d as u64))
+    } else {
+        format!("in {}", SlurmDuration((-d) as u64))
+    }
 }
 
 fn render(o: &Output, now: i64) -> String {
     use std::fmt::Write as _;
     let e = &o.explanation;
     let mut s = String::new();
-    let state = o.live.as_ref().map_or("not in slurmctld (finished)", |l| l.state.as_str());
-    let _ = writeln!(s, "Job {} ({state}), account {}: {}", o.job_id, e.account, e.summary);
+    let state = o
+        .live
+        .as_ref()
+        .map_or("not in slurmctld (finished)", |l| l.state.as_str());
+    let _ = writeln!(
+        s,
+        "Job {} ({state}), account {}: {}",
+        o.job_id, e.account, e.summary
+    );
     match &e.leaf {
         Some(leaf) => {
-            let _ = writeln!(s, "  Leaf {leaf}: rank {} of {} -> fair-share factor {:.4}", e.rank, e.leaves, e.fair_share);
+            let _ = writeln!(
+                s,
+                "  Leaf {leaf}: rank {} of {} -> fair-share factor {:.4}",
+                e.rank, e.leaves, e.fair_share
+            );
         }
         None => {
-            let _ = writeln!(s, "  Account {} is not in allot.toml: it ranks below every account in the tree.", e.account);
+            let _ = writeln!(
+                s,
+                "  Account {} is not in allot.toml: it ranks below every account in the tree.",
+                e.account
+            );
         }
     }
     let _ = writeln!(s, "  Tier: {:?}", e.tier);
@@ -211,7 +277,9 @@ fn render(o: &Output, now: i64) -> String {
         );
     }
     if let Some(p) = &e.priority {
-        let live = o.live.as_ref().map_or(String::new(), |l| format!(" (slurmctld has {})", l.priority));
+        let live = o.live.as_ref().map_or(String::new(), |l| {
+            format!(" (slurmctld has {})", l.priority)
+        });
         let _ = writeln!(
             s,
             "  Priority {}{live} = tier {:?} | rank {} | score {} (age {} s -> {} points, nice {})",
@@ -219,7 +287,9 @@ fn render(o: &Output, now: i64) -> String {
         );
     }
     if let Some(p) = &e.protection {
-        let until = p.until.map_or("while suspended, never".to_string(), |u| when(u as i64, now));
+        let until = p.until.map_or("while suspended, never".to_string(), |u| {
+            when(u as i64, now)
+        });
         let _ = writeln!(
             s,
             "  Contract: minimum runtime {}, ran {}, protection left {} (ends {until})",
@@ -230,18 +300,42 @@ fn render(o: &Output, now: i64) -> String {
     }
     if let Some(p) = &e.preemptible {
         if p.by_any_allocated_job {
-            let _ = writeln!(s, "  Free tier: any allocated job of another account may preempt it, at any time.");
+            let _ = writeln!(
+                s,
+                "  Free tier: any allocated job of another account may preempt it, at any time."
+            );
         } else if p.by_accounts_ranked_above.is_empty() {
-            let _ = writeln!(s, "  No account ranks above it now: nothing would preempt it.");
+            let _ = writeln!(
+                s,
+                "  No account ranks above it now: nothing would preempt it."
+            );
         } else {
-            let _ = writeln!(s, "  May be preempted by allocated jobs of: {}", p.by_accounts_ranked_above.join(", "));
+            let _ = writeln!(
+                s,
+                "  May be preempted by allocated jobs of: {}",
+                p.by_accounts_ranked_above.join(", ")
+            );
         }
     }
     for r in &o.requeues {
-        let by = r.likely_preemptor.as_ref().map_or("no preemptor found in the ledger".to_string(), |p| {
-            format!("most likely for job {} of account {} (started {})", p.job_id, p.account, when(p.started, now))
-        });
-        let _ = writeln!(s, "  Attempt {} ended {} ({}): {by}", r.attempt, when(r.ended, now), r.state);
+        let by = r.likely_preemptor.as_ref().map_or(
+            "no preemptor found in the ledger".to_string(),
+            |p| {
+                format!(
+                    "most likely for job {} of account {} (started {})",
+                    p.job_id,
+                    p.account,
+                    when(p.started, now)
+                )
+            },
+        );
+        let _ = writeln!(
+            s,
+            "  Attempt {} ended {} ({}): {by}",
+            r.attempt,
+            when(r.ended, now),
+            r.state
+        );
     }
     s
 }

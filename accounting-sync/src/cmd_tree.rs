@@ -3,8 +3,8 @@
 
 use std::process::{Command, ExitCode};
 
-use anyhow::{bail, Context};
 use allot_sync::tree_sync::{desired, import, parse_sacctmgr, plan, SlurmAccount};
+use anyhow::{bail, Context};
 
 use crate::config_path::{load, ConfigArg};
 
@@ -42,9 +42,16 @@ struct ImportArgs {
 }
 
 fn output(program: &str, args: &[String]) -> anyhow::Result<String> {
-    let out = Command::new(program).args(args).output().with_context(|| format!("cannot run {program}"))?;
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .with_context(|| format!("cannot run {program}"))?;
     if !out.status.success() {
-        bail!("{program} {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+        bail!(
+            "{program} {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -55,7 +62,10 @@ fn cluster(given: &Option<String>) -> anyhow::Result<String> {
     }
     let conf = output("scontrol", &["show".into(), "config".into()])?;
     conf.lines()
-        .find_map(|l| l.strip_prefix("ClusterName").map(|v| v.trim().trim_start_matches('=').trim().to_string()))
+        .find_map(|l| {
+            l.strip_prefix("ClusterName")
+                .map(|v| v.trim().trim_start_matches('=').trim().to_string())
+        })
         .filter(|c| !c.is_empty())
         .context("ClusterName not found in `scontrol show config`; pass --cluster NAME")
 }
@@ -63,10 +73,20 @@ fn cluster(given: &Option<String>) -> anyhow::Result<String> {
 fn existing(cluster: &str) -> anyhow::Result<Vec<SlurmAccount>> {
     let assocs = output(
         "sacctmgr",
-        &["-n", "-P", "show", "assoc", &format!("cluster={cluster}"), "format=account,parentname,user,fairshare"]
-            .map(String::from),
+        &[
+            "-n",
+            "-P",
+            "show",
+            "assoc",
+            &format!("cluster={cluster}"),
+            "format=account,parentname,user,fairshare",
+        ]
+        .map(String::from),
     )?;
-    let descs = output("sacctmgr", &["-n", "-P", "show", "account", "format=account,description"].map(String::from))?;
+    let descs = output(
+        "sacctmgr",
+        &["-n", "-P", "show", "account", "format=account,description"].map(String::from),
+    )?;
     parse_sacctmgr(&assocs, &descs).map_err(anyhow::Error::msg)
 }
 
@@ -103,7 +123,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 }
             }
             if !apply {
-                println!("{} change(s); `allot tree apply` makes them.", changes.len());
+                println!(
+                    "{} change(s); `allot tree apply` makes them.",
+                    changes.len()
+                );
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -43,7 +43,8 @@ pub const SCHEMA_VERSION: i64 = 2;
 pub const BUCKET_SECS: i64 = 3600;
 
 /// Migrations: `MIGRATIONS[i]` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -89,7 +90,9 @@ CREATE TABLE buckets (
     unalloc_active   INTEGER NOT NULL,
     PRIMARY KEY (hour, account, user)
 ) WITHOUT ROWID;
-"#, events::MIGRATION_2];
+"#,
+    events::MIGRATION_2,
+];
 
 /// Ledger failures. Each message names the file and what to do.
 #[derive(Debug, thiserror::Error)]
@@ -350,11 +353,13 @@ fn create_private(path: &Path) -> Result<()> {
         .open(path)
     {
         // 0640 whatever the umask (077 would leave SlurmUser's group out).
-        Ok(_) => std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o640))
-            .map_err(|source| LedgerError::Io {
-                path: path.to_path_buf(),
-                source,
-            }),
+        Ok(_) => {
+            std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o640))
+                .map_err(|source| LedgerError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })
+        }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(source) => Err(LedgerError::Io {
             path: path.to_path_buf(),
@@ -1072,11 +1077,16 @@ impl LedgerReader {
     pub fn attempts_of_job(&self, job_id: u64) -> Result<Vec<StoredAttempt>> {
         let mut st = self
             .conn
-            .prepare(&format!("SELECT attempt, {COLUMNS} FROM attempts WHERE job_id = ?1 ORDER BY submit"))
+            .prepare(&format!(
+                "SELECT attempt, {COLUMNS} FROM attempts WHERE job_id = ?1 ORDER BY submit"
+            ))
             .map_err(self.sql())?;
         let rows = st
             .query_map([job_id as i64], |r| {
-                Ok(StoredAttempt { attempt: r.get::<_, i64>(0)? as u32, record: record_from_row(r, 1)? })
+                Ok(StoredAttempt {
+                    attempt: r.get::<_, i64>(0)? as u32,
+                    record: record_from_row(r, 1)?,
+                })
             })
             .map_err(self.sql())?;
         rows.collect::<rusqlite::Result<_>>().map_err(self.sql())

@@ -87,15 +87,27 @@ pub enum Change {
 impl std::fmt::Display for Change {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Change::Add { account, parent, fairshare, .. } => {
-                write!(f, "add account {account} under {parent} with Fairshare={fairshare}")
+            Change::Add {
+                account,
+                parent,
+                fairshare,
+                ..
+            } => {
+                write!(
+                    f,
+                    "add account {account} under {parent} with Fairshare={fairshare}"
+                )
             }
-            Change::Reparent { account, from, to } => write!(f, "move account {account} from {from} to {to}"),
+            Change::Reparent { account, from, to } => {
+                write!(f, "move account {account} from {from} to {to}")
+            }
             Change::SetFairshare { account, from, to } => {
                 let from = from.map_or("parent".to_string(), |v| v.to_string());
                 write!(f, "set Fairshare of {account} from {from} to {to}")
             }
-            Change::SetDescription { account, to } => write!(f, "set description of {account} to {to:?}"),
+            Change::SetDescription { account, to } => {
+                write!(f, "set description of {account} to {to:?}")
+            }
         }
     }
 }
@@ -105,7 +117,12 @@ impl Change {
     pub fn sacctmgr_args(&self, cluster: &str) -> Vec<String> {
         let c = format!("cluster={cluster}");
         match self {
-            Change::Add { account, parent, fairshare, description } => vec![
+            Change::Add {
+                account,
+                parent,
+                fairshare,
+                description,
+            } => vec![
                 "-i".into(),
                 "add".into(),
                 "account".into(),
@@ -116,7 +133,15 @@ impl Change {
                 c,
             ],
             Change::Reparent { account, to, .. } => {
-                vec!["-i".into(), "modify".into(), "account".into(), format!("name={account}"), c, "set".into(), format!("parent={to}")]
+                vec![
+                    "-i".into(),
+                    "modify".into(),
+                    "account".into(),
+                    format!("name={account}"),
+                    c,
+                    "set".into(),
+                    format!("parent={to}"),
+                ]
             }
             Change::SetFairshare { account, to, .. } => vec![
                 "-i".into(),
@@ -158,7 +183,11 @@ pub fn desired(tree: &Tree) -> Vec<SlurmAccount> {
             name: own.clone(),
             parent: Some(parent),
             fairshare: Some(n.share),
-            description: if holder { format!("{LEAF_HOLDER} {}", n.path) } else { format!("allot: {}", n.path) },
+            description: if holder {
+                format!("{LEAF_HOLDER} {}", n.path)
+            } else {
+                format!("allot: {}", n.path)
+            },
         });
         for acct in n.accounts.iter().filter(|a| **a != own) {
             out.push(SlurmAccount {
@@ -175,7 +204,8 @@ pub fn desired(tree: &Tree) -> Vec<SlurmAccount> {
 /// The changes that make `existing` match `want`, and the existing
 /// accounts the tree does not mention (left alone).
 pub fn plan(want: &[SlurmAccount], existing: &[SlurmAccount]) -> (Vec<Change>, Vec<String>) {
-    let have: BTreeMap<&str, &SlurmAccount> = existing.iter().map(|a| (a.name.as_str(), a)).collect();
+    let have: BTreeMap<&str, &SlurmAccount> =
+        existing.iter().map(|a| (a.name.as_str(), a)).collect();
     let mut changes = Vec::new();
     for w in want {
         let parent = w.parent.clone().unwrap_or_else(|| "root".into());
@@ -190,25 +220,43 @@ pub fn plan(want: &[SlurmAccount], existing: &[SlurmAccount]) -> (Vec<Change>, V
             Some(h) => {
                 let from = h.parent.clone().unwrap_or_else(|| "root".into());
                 if from != parent {
-                    changes.push(Change::Reparent { account: w.name.clone(), from, to: parent });
+                    changes.push(Change::Reparent {
+                        account: w.name.clone(),
+                        from,
+                        to: parent,
+                    });
                 }
                 if h.fairshare != Some(fairshare) {
-                    changes.push(Change::SetFairshare { account: w.name.clone(), from: h.fairshare, to: fairshare });
+                    changes.push(Change::SetFairshare {
+                        account: w.name.clone(),
+                        from: h.fairshare,
+                        to: fairshare,
+                    });
                 }
                 if h.description != w.description {
-                    changes.push(Change::SetDescription { account: w.name.clone(), to: w.description.clone() });
+                    changes.push(Change::SetDescription {
+                        account: w.name.clone(),
+                        to: w.description.clone(),
+                    });
                 }
             }
         }
     }
     let wanted: BTreeSet<&str> = want.iter().map(|a| a.name.as_str()).collect();
-    let extra =
-        existing.iter().map(|a| a.name.clone()).filter(|n| n != "root" && !wanted.contains(n.as_str())).collect();
+    let extra = existing
+        .iter()
+        .map(|a| a.name.clone())
+        .filter(|n| n != "root" && !wanted.contains(n.as_str()))
+        .collect();
     (changes, extra)
 }
 
 fn toml_key(name: &str) -> String {
-    if !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+    if !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
         name.to_string()
     } else {
         format!("{name:?}")
@@ -220,12 +268,21 @@ fn toml_key(name: &str) -> String {
 pub fn import(existing: &[SlurmAccount], cluster: &str) -> (String, Vec<String>) {
     let mut children: BTreeMap<&str, Vec<&SlurmAccount>> = BTreeMap::new();
     for a in existing.iter().filter(|a| a.name != "root") {
-        children.entry(a.parent.as_deref().unwrap_or("root")).or_default().push(a);
+        children
+            .entry(a.parent.as_deref().unwrap_or("root"))
+            .or_default()
+            .push(a);
     }
     let mut warnings = Vec::new();
     let mut out = String::new();
-    let _ = writeln!(out, "# Org tree imported from slurmdbd (cluster {cluster}) by `allot tree import`.");
-    let _ = writeln!(out, "# Shares are the accounts' Fairshare values; review them, then `allot check-config`.");
+    let _ = writeln!(
+        out,
+        "# Org tree imported from slurmdbd (cluster {cluster}) by `allot tree import`."
+    );
+    let _ = writeln!(
+        out,
+        "# Shares are the accounts' Fairshare values; review them, then `allot check-config`."
+    );
     fn walk(
         name: &str,
         path: &str,
@@ -235,15 +292,23 @@ pub fn import(existing: &[SlurmAccount], cluster: &str) -> (String, Vec<String>)
     ) {
         let kids = children.get(name).cloned().unwrap_or_default();
         for k in kids {
-            let sub: Vec<&SlurmAccount> = children.get(k.name.as_str()).cloned().unwrap_or_default();
-            let members: Vec<&str> =
-                sub.iter().filter(|s| s.description.starts_with(LEAF_MEMBER)).map(|s| s.name.as_str()).collect();
+            let sub: Vec<&SlurmAccount> =
+                children.get(k.name.as_str()).cloned().unwrap_or_default();
+            let members: Vec<&str> = sub
+                .iter()
+                .filter(|s| s.description.starts_with(LEAF_MEMBER))
+                .map(|s| s.name.as_str())
+                .collect();
             let is_leaf = sub.len() == members.len();
             let key = format!("{path}.{}", toml_key(&k.name));
             let share = match k.fairshare {
                 Some(s) if s > 0 => s,
                 _ => {
-                    warnings.push(format!("account {}: Fairshare is {}; imported as share = 1", k.name, k.fairshare.map_or("parent".into(), |v| v.to_string())));
+                    warnings.push(format!(
+                        "account {}: Fairshare is {}; imported as share = 1",
+                        k.name,
+                        k.fairshare.map_or("parent".into(), |v| v.to_string())
+                    ));
                     1
                 }
             };
@@ -255,7 +320,11 @@ pub fn import(existing: &[SlurmAccount], cluster: &str) -> (String, Vec<String>)
                         all.push(k.name.as_str());
                     }
                     all.extend(members);
-                    let list = all.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ");
+                    let list = all
+                        .iter()
+                        .map(|a| format!("{a:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
                     let _ = writeln!(out, "accounts = [{list}]");
                 }
             } else {
@@ -278,13 +347,26 @@ pub fn import(existing: &[SlurmAccount], cluster: &str) -> (String, Vec<String>)
 /// A row with the wrong number of fields (the line is named).
 pub fn parse_sacctmgr(assocs: &str, descriptions: &str) -> Result<Vec<SlurmAccount>, String> {
     let mut desc = BTreeMap::new();
-    for (i, l) in descriptions.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let (a, d) = l.split_once('|').ok_or_else(|| format!("sacctmgr show account, line {}: expected account|description, got {l:?}", i + 1))?;
+    for (i, l) in descriptions
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let (a, d) = l.split_once('|').ok_or_else(|| {
+            format!(
+                "sacctmgr show account, line {}: expected account|description, got {l:?}",
+                i + 1
+            )
+        })?;
         desc.insert(a.to_string(), d.to_string());
     }
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
-    for (i, l) in assocs.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (i, l) in assocs
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         let f: Vec<&str> = l.split('|').collect();
         if f.len() < 4 {
             return Err(format!("sacctmgr show assoc, line {}: expected account|parentname|user|fairshare, got {l:?}", i + 1));
@@ -336,8 +418,16 @@ mod tests {
     #[test]
     fn desired_hierarchy() {
         let d = desired(&tree());
-        let names: Vec<(&str, &str, u32)> =
-            d.iter().map(|a| (a.name.as_str(), a.parent.as_deref().unwrap(), a.fairshare.unwrap())).collect();
+        let names: Vec<(&str, &str, u32)> = d
+            .iter()
+            .map(|a| {
+                (
+                    a.name.as_str(),
+                    a.parent.as_deref().unwrap(),
+                    a.fairshare.unwrap(),
+                )
+            })
+            .collect();
         assert_eq!(
             names,
             [
@@ -365,10 +455,22 @@ mod tests {
         ];
         let (changes, extra) = plan(&desired(&tree()), &existing);
         let text: Vec<String> = changes.iter().map(|c| c.to_string()).collect();
-        assert!(text.contains(&"set Fairshare of nlp from 1 to 60".to_string()), "{text:?}");
-        assert!(text.contains(&"move account a1-interactive from nlp to a1".to_string()), "{text:?}");
-        assert!(text.contains(&"add account a2 under nlp with Fairshare=25".to_string()), "{text:?}");
-        assert!(!text.iter().any(|t| t.starts_with("set Fairshare of a1 ")), "a1 already right: {text:?}");
+        assert!(
+            text.contains(&"set Fairshare of nlp from 1 to 60".to_string()),
+            "{text:?}"
+        );
+        assert!(
+            text.contains(&"move account a1-interactive from nlp to a1".to_string()),
+            "{text:?}"
+        );
+        assert!(
+            text.contains(&"add account a2 under nlp with Fairshare=25".to_string()),
+            "{text:?}"
+        );
+        assert!(
+            !text.iter().any(|t| t.starts_with("set Fairshare of a1 ")),
+            "a1 already right: {text:?}"
+        );
         assert_eq!(extra, ["physics"]);
     }
 
@@ -380,13 +482,21 @@ mod tests {
         assert!(plan(&want, &existing).0.is_empty());
         let (text, warnings) = import(&existing, "c1");
         assert!(warnings.is_empty(), "{warnings:?}");
-        let back = Config::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}")).tree;
+        let back = Config::from_toml_str(&text)
+            .unwrap_or_else(|e| panic!("{e}\n{text}"))
+            .tree;
         let shape = |t: &Tree| -> Vec<(String, u32, Vec<String>)> {
-            let mut v: Vec<_> = t.nodes().iter().map(|n| (n.path.clone(), n.share, {
-                let mut a = n.accounts.clone();
-                a.sort();
-                a
-            })).collect();
+            let mut v: Vec<_> = t
+                .nodes()
+                .iter()
+                .map(|n| {
+                    (n.path.clone(), n.share, {
+                        let mut a = n.accounts.clone();
+                        a.sort();
+                        a
+                    })
+                })
+                .collect();
             v.sort();
             v
         };
@@ -405,7 +515,10 @@ mod tests {
         let (text, warnings) = import(&existing, "c1");
         let c = Config::from_toml_str(&text).unwrap();
         assert!(c.tree.leaf_of_account("hep").is_some() && c.tree.leaf_of_account("bio").is_some());
-        assert_eq!(warnings, ["account hep: Fairshare is parent; imported as share = 1"]);
+        assert_eq!(
+            warnings,
+            ["account hep: Fairshare is parent; imported as share = 1"]
+        );
     }
 
     #[test]

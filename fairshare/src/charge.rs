@@ -73,9 +73,13 @@ impl ChargeWeights {
     /// typed entry such as `gres/gpu:a100` is charged on top only when a
     /// weight names it.
     pub fn rate_of_counts<S: AsRef<str>>(&self, counts: &[(S, u64)], gpus: u64) -> u64 {
-        let others = counts.iter().map(|(n, c)| (n.as_ref(), *c)).filter(|(name, _)| {
-            *name != "gres/gpu" && (!name.starts_with("gres/gpu:") || self.weights.contains_key(*name))
-        });
+        let others = counts
+            .iter()
+            .map(|(n, c)| (n.as_ref(), *c))
+            .filter(|(name, _)| {
+                *name != "gres/gpu"
+                    && (!name.starts_with("gres/gpu:") || self.weights.contains_key(*name))
+            });
         self.rate(others.chain(std::iter::once(("gres/gpu", gpus))))
     }
 
@@ -83,7 +87,10 @@ impl ChargeWeights {
     /// (`tres_fmt_alloc_str`, sacct's `AllocTRES`). Unreadable entries
     /// charge nothing.
     pub fn rate_of_tres(&self, tres: &str) -> u64 {
-        self.rate_of_counts(&crate::tres::counts(tres), crate::tres::gpu_count(tres).unwrap_or(0))
+        self.rate_of_counts(
+            &crate::tres::counts(tres),
+            crate::tres::gpu_count(tres).unwrap_or(0),
+        )
     }
 }
 
@@ -112,11 +119,22 @@ mod tests {
     #[test]
     fn rate_of_a_tres_string() {
         let w = ChargeWeights::default();
-        assert_eq!(w.rate_of_tres("cpu=2,mem=16G,node=1,billing=2,gres/gpu:a100=2,gres/gpu=2"), 2);
+        assert_eq!(
+            w.rate_of_tres("cpu=2,mem=16G,node=1,billing=2,gres/gpu:a100=2,gres/gpu=2"),
+            2
+        );
         assert_eq!(w.rate_of_tres("gres/gpu:a100=2,gres/gpu:v100=1"), 3);
         assert_eq!(w.rate_of_tres(""), 0);
-        let typed = ChargeWeights::new(BTreeMap::from([("gres/gpu".into(), 1.0), ("gres/gpu:a100".into(), 1.0)])).unwrap();
-        assert_eq!(typed.rate_of_tres("gres/gpu:a100=2,gres/gpu=2"), 4, "a weighted type is charged on top");
+        let typed = ChargeWeights::new(BTreeMap::from([
+            ("gres/gpu".into(), 1.0),
+            ("gres/gpu:a100".into(), 1.0),
+        ]))
+        .unwrap();
+        assert_eq!(
+            typed.rate_of_tres("gres/gpu:a100=2,gres/gpu=2"),
+            4,
+            "a weighted type is charged on top"
+        );
     }
 
     #[test]

@@ -19,7 +19,10 @@ pub struct DurationError {
 }
 
 fn err(input: &str, reason: &'static str) -> DurationError {
-    DurationError { input: input.to_string(), reason }
+    DurationError {
+        input: input.to_string(),
+        reason,
+    }
 }
 
 fn field(input: &str, s: &str) -> Result<u64, DurationError> {
@@ -51,7 +54,10 @@ pub fn parse_slurm_duration(input: &str) -> Result<u64, DurationError> {
         None => (None, s),
     };
     let parts: Vec<&str> = rest.split(':').collect();
-    let nums = parts.iter().map(|p| field(input, p)).collect::<Result<Vec<_>, _>>()?;
+    let nums = parts
+        .iter()
+        .map(|p| field(input, p))
+        .collect::<Result<Vec<_>, _>>()?;
     let (h, m, sec) = match (days, nums.as_slice()) {
         (None, [m]) => (0, *m, 0),
         (None, [m, s]) => (0, *m, *s),
@@ -107,15 +113,36 @@ mod tests {
         assert_eq!(parse_slurm_duration("45:30").unwrap(), 2730);
         assert_eq!(parse_slurm_duration("35-00:00:00").unwrap(), 35 * 86_400);
         assert_eq!(parse_slurm_duration("7-0").unwrap(), 7 * 86_400);
-        assert_eq!(parse_slurm_duration("2-3:04").unwrap(), 2 * 86_400 + 3 * 3600 + 4 * 60);
+        assert_eq!(
+            parse_slurm_duration("2-3:04").unwrap(),
+            2 * 86_400 + 3 * 3600 + 4 * 60
+        );
         assert_eq!(parse_slurm_duration("0").unwrap(), 0);
     }
 
     #[test]
     fn errors_are_errors() {
-        for bad in ["", " ", "abc", "1:2:3:4", "-5", "1-", "1--2", "1-2:3:4:5", "1:", ":1", "+5",
-                    "1.5", "99999999999999999999", "UNLIMITED", "1-2-3"] {
-            assert!(parse_slurm_duration(bad).is_err(), "{bad:?} must be rejected");
+        for bad in [
+            "",
+            " ",
+            "abc",
+            "1:2:3:4",
+            "-5",
+            "1-",
+            "1--2",
+            "1-2:3:4:5",
+            "1:",
+            ":1",
+            "+5",
+            "1.5",
+            "99999999999999999999",
+            "UNLIMITED",
+            "1-2-3",
+        ] {
+            assert!(
+                parse_slurm_duration(bad).is_err(),
+                "{bad:?} must be rejected"
+            );
         }
         let e = parse_slurm_duration("4h").unwrap_err().to_string();
         assert!(e.contains("\"4h\"") && e.contains("hh:mm:ss"), "{e}");

@@ -18,20 +18,24 @@ pub const COMMENT_KEY: &str = "min_runtime=";
 pub const SPANK_ENV: &str = "ALLOT_MIN_RUNTIME";
 
 fn tokens(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| c.is_whitespace() || c == ',' || c == ';').filter(|t| !t.is_empty())
+    text.split(|c: char| c.is_whitespace() || c == ',' || c == ';')
+        .filter(|t| !t.is_empty())
 }
 
 /// The recorded minimum runtime in seconds, from an AdminComment; `None`
 /// when no (valid) `allot:min_runtime=` token is present.
 pub fn recorded_min_runtime(admin_comment: &str) -> Option<u64> {
-    tokens(admin_comment).find_map(|t| t.strip_prefix(RECORDED_KEY)).and_then(|v| v.parse().ok())
+    tokens(admin_comment)
+        .find_map(|t| t.strip_prefix(RECORDED_KEY))
+        .and_then(|v| v.parse().ok())
 }
 
 /// AdminComment with the contract recorded: any previous allot token is
 /// replaced, other text (an operator's note) is kept.
 pub fn with_recorded_min_runtime(admin_comment: Option<&str>, min_runtime: u64) -> String {
-    let mut kept: Vec<&str> =
-        admin_comment.map(|c| tokens(c).filter(|t| !t.starts_with(RECORDED_KEY)).collect()).unwrap_or_default();
+    let mut kept: Vec<&str> = admin_comment
+        .map(|c| tokens(c).filter(|t| !t.starts_with(RECORDED_KEY)).collect())
+        .unwrap_or_default();
     let token = format!("{RECORDED_KEY}{min_runtime}");
     kept.push(&token);
     kept.join(" ")
@@ -71,7 +75,10 @@ mod tests {
 
     #[test]
     fn comment_tokens() {
-        assert_eq!(comment_min_runtime("exp 7; min_runtime=4:00:00"), Some("4:00:00"));
+        assert_eq!(
+            comment_min_runtime("exp 7; min_runtime=4:00:00"),
+            Some("4:00:00")
+        );
         assert_eq!(comment_min_runtime("min_runtime=0"), Some("0"));
         assert_eq!(comment_min_runtime("nothing here"), None);
         assert_eq!(comment_min_runtime("min_runtime=4h"), Some("4h"));

@@ -19,12 +19,17 @@ pub struct TresError {
 /// memory suffix (`mem=8G`), which is returned as text; only GRES and
 /// numeric TRES are interpreted by [`gpu_count`].
 pub fn pairs(input: &str) -> impl Iterator<Item = Result<(&str, &str), TresError>> {
-    input.split(',').filter(|p| !p.trim().is_empty()).map(move |p| {
-        p.split_once('=').map(|(k, v)| (k.trim(), v.trim())).ok_or_else(|| TresError {
-            input: input.to_string(),
-            reason: format!("entry {p:?} has no '='"),
+    input
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(move |p| {
+            p.split_once('=')
+                .map(|(k, v)| (k.trim(), v.trim()))
+                .ok_or_else(|| TresError {
+                    input: input.to_string(),
+                    reason: format!("entry {p:?} has no '='"),
+                })
         })
-    })
 }
 
 /// Number of GPUs in a TRES string (`gres/gpu`): the untyped `gres/gpu=N`
@@ -91,7 +96,10 @@ mod tests {
     #[test]
     fn typed_and_untyped_is_not_double_counted() {
         assert_eq!(gpu_count("gres/gpu:a100=2,gres/gpu=2").unwrap(), 2);
-        assert_eq!(gpu_count("cpu=4,mem=16G,node=1,billing=4,gres/gpu=8").unwrap(), 8);
+        assert_eq!(
+            gpu_count("cpu=4,mem=16G,node=1,billing=4,gres/gpu=8").unwrap(),
+            8
+        );
     }
 
     #[test]
