@@ -593,9 +593,12 @@ impl Ledger {
         let mut deltas: HashMap<BucketKey, [i64; 6]> = HashMap::new();
         let mut max_seg = meta_i64(&tx, "max_segment").map_err(&sql)?.unwrap_or(0);
         {
-            let mut get = tx
+            // Every attempt of the job in one index seek: the one with this
+            // submit time (if any), how many came before (this attempt's
+            // number) and whether any came after (their numbers shift).
+            let mut same_job = tx
                 .prepare_cached(&format!(
-                    "SELECT id, {COLUMNS} FROM attempts WHERE job_id = ?1 AND submit = ?2"
+                    "SELECT id, {COLUMNS} FROM attempts WHERE job_id = ?1"
                 ))
                 .map_err(&sql)?;
             let mut insert = tx
@@ -611,21 +614,28 @@ impl Ledger {
                      state=?15, min_runtime=?16, min_runtime_recorded=?17, charge_end=?18, charged=?19 WHERE id=?1",
                 )
                 .map_err(&sql)?;
-            let mut earlier = tx
-                .prepare_cached("SELECT count(*) FROM attempts WHERE job_id = ?1 AND submit < ?2")
-                .map_err(&sql)?;
             let mut shift = tx
                 .prepare_cached(
                     "UPDATE attempts SET attempt = attempt + 1 WHERE job_id = ?1 AND submit > ?2",
                 )
                 .map_err(&sql)?;
             for rec in records {
-                let old = get
-                    .query_row(params![rec.job_id as i64, rec.submit], |r| {
-                        Ok((r.get::<_, i64>(0)?, record_from_row(r, 1)?))
-                    })
-                    .optional()
-                    .map_err(&sql)?;
+                let (mut old, mut attempt, mut later) = (None, 0i64, false);
+                let mut rows = same_job.query(params![rec.job_id as i64]).map_err(&sql)?;
+                while let Some(r) = rows.next().map_err(&sql)? {
+                    let submit: i64 = r.get(2).map_err(&sql)?;
+                    match submit.cmp(&rec.submit) {
+                        std::cmp::Ordering::Less => attempt += 1,
+                        std::cmp::Ordering::Greater => later = true,
+                        std::cmp::Ordering::Equal => {
+                            old = Some((
+                                r.get::<_, i64>(0).map_err(&sql)?,
+                                record_from_row(r, 1).map_err(&sql)?,
+                            ))
+                        }
+                    }
+                }
+                drop(rows);
                 match &old {
                     Some((_, o)) if o == rec => {
                         stats.unchanged += 1;
@@ -663,12 +673,11 @@ impl Ledger {
                         stats.updated += 1;
                     }
                     None => {
-                        let attempt: i64 = earlier
-                            .query_row(params![rec.job_id as i64, rec.submit], |r| r.get(0))
-                            .map_err(&sql)?;
-                        shift
-                            .execute(params![rec.job_id as i64, rec.submit])
-                            .map_err(&sql)?;
+                        if later {
+                            shift
+                                .execute(params![rec.job_id as i64, rec.submit])
+                                .map_err(&sql)?;
+                        }
                         insert
                             .execute(params![
                                 attempt,
