@@ -53,7 +53,10 @@ impl Charging {
     /// job that never started, and for an unallocated job).
     pub fn record(&self, a: &Attempt) -> AttemptRecord {
         let (min_runtime, recorded) = match a.min_runtime {
-            Some(m) => (m, true),
+            // job_submit/allot capped it at submission; a record above
+            // today's cap (the cap was lowered, or an admin wrote it by hand)
+            // counts as the cap, as in the plugins (slurm_plugin::jobs::min_runtime).
+            Some(m) => (m.min(self.policy.max_min_runtime), true),
             None => {
                 let m = self
                     .policy
@@ -126,6 +129,16 @@ mod tests {
         assert_eq!((r.min_runtime, r.min_runtime_recorded), (3600, false));
         assert_eq!(r.charge_end, Some(4600));
         assert_eq!(r.charged, 2 * 3600);
+    }
+
+    #[test]
+    fn recorded_contract_above_the_cap_counts_as_the_cap() {
+        // 99 h recorded by hand; the cap is 8 h: a 1 h job pays 8 h, not 99.
+        let r = rules().record(&attempt(
+            "3|3|a1|alice|gpu|gres/gpu=1|0|1000|4600|01:00:00|COMPLETED|allot:min_runtime=356400",
+        ));
+        assert_eq!((r.min_runtime, r.min_runtime_recorded), (8 * 3600, true));
+        assert_eq!(r.charged, 8 * 3600);
     }
 
     #[test]

@@ -621,9 +621,22 @@ impl Ledger {
                 .map_err(&sql)?;
             for rec in records {
                 let (mut old, mut attempt, mut later) = (None, 0i64, false);
+                let mut overlapping = None;
                 let mut rows = same_job.query(params![rec.job_id as i64]).map_err(&sql)?;
                 while let Some(r) = rows.next().map_err(&sql)? {
                     let submit: i64 = r.get(2).map_err(&sql)?;
+                    if submit != rec.submit && overlapping.is_none() {
+                        // Columns 13 and 14: start and end (see COLUMNS).
+                        let span = (r.get::<_, Option<i64>>(13), r.get::<_, Option<i64>>(14));
+                        if let (Ok(Some(s)), Ok(Some(e))) = span {
+                            if rec
+                                .start
+                                .is_some_and(|rs| rs < e && rec.end.is_none_or(|re| re > s))
+                            {
+                                overlapping = Some(submit);
+                            }
+                        }
+                    }
                     match submit.cmp(&rec.submit) {
                         std::cmp::Ordering::Less => attempt += 1,
                         std::cmp::Ordering::Greater => later = true,
@@ -636,6 +649,18 @@ impl Ledger {
                     }
                 }
                 drop(rows);
+                if let (None, Some(other)) = (&old, overlapping) {
+                    // Attempts of one job follow each other; two that overlap
+                    // are one attempt read twice with shifted clocks (a dump
+                    // imported again with another --timezone), charged twice.
+                    tracing::warn!(
+                        job = rec.job_id,
+                        submit = rec.submit,
+                        other_submit = other,
+                        "this attempt overlaps another attempt of the same job in time; \
+                         was the same history imported with another --timezone? Both are kept"
+                    );
+                }
                 match &old {
                     Some((_, o)) if o == rec => {
                         stats.unchanged += 1;

@@ -193,6 +193,16 @@ pub fn parse_time(s: &str, tz: &jiff::tz::TimeZone) -> Result<Option<i64>, Strin
     Ok(Some(ts.as_second()))
 }
 
+/// Earliest time a row may carry: the epoch (a negative time is a broken
+/// clock or a corrupt row).
+pub const PLAUSIBLE_FROM: i64 = 0;
+/// First time a row may not carry: 2200-01-01T00:00:00Z, seconds since epoch.
+pub const PLAUSIBLE_UNTIL: i64 = 7_258_118_400;
+/// Longest attempt a row may describe (End - Start): 5 x 365 days, seconds.
+/// Longer is a broken clock or a corrupt row, and would spread its charge
+/// over more hourly buckets than any real job.
+pub const MAX_ATTEMPT_SECS: i64 = 5 * 365 * 86_400;
+
 /// Parses sacct's `Elapsed` (`[d-]hh:mm:ss` or `mm:ss`) into seconds.
 ///
 /// # Errors
@@ -387,6 +397,39 @@ impl Parser {
             .ok_or_else(|| err("Submit", f(self.submit), "missing".into()))?;
         let start = time(self.start, "Start")?;
         let end = time(self.end, "End")?;
+        for (value, i, name) in [
+            (Some(submit), self.submit, "Submit"),
+            (start, self.start, "Start"),
+            (end, self.end, "End"),
+        ] {
+            if value.is_some_and(|t| !(PLAUSIBLE_FROM..PLAUSIBLE_UNTIL).contains(&t)) {
+                return Err(err(
+                    name,
+                    f(i),
+                    "not a plausible time (before 1970 or after 2199); fix the clock or drop the row"
+                        .into(),
+                ));
+            }
+        }
+        if let (Some(s), Some(e)) = (start, end) {
+            if e < s {
+                return Err(err(
+                    "End",
+                    f(self.end),
+                    format!(
+                        "before Start ({}); the row is inconsistent",
+                        f(self.start).trim()
+                    ),
+                ));
+            }
+            if e - s > MAX_ATTEMPT_SECS {
+                return Err(err(
+                    "End",
+                    f(self.end),
+                    "more than 5 years after Start; not a plausible job attempt".into(),
+                ));
+            }
+        }
         let elapsed = match self.elapsed {
             Some(i) => parse_elapsed(f(i)).map_err(|r| err("Elapsed", f(i), r))?,
             None => None,
@@ -400,7 +443,18 @@ impl Parser {
         if state.is_empty() {
             return Err(err("State", state_text, "missing".into()));
         }
-        let min_runtime = self.admin_comment.and_then(|i| min_runtime_token(f(i)));
+        let min_runtime = self.admin_comment.and_then(|i| {
+            let text = f(i);
+            let token = min_runtime_token(text);
+            if token.is_none() && text.contains(fairshare::record::RECORDED_KEY) {
+                tracing::warn!(
+                    job = %job_label,
+                    admin_comment = text.trim(),
+                    "unreadable minimum-runtime record in AdminComment; the partition's or global default applies"
+                );
+            }
+            token
+        });
         Ok(RowOutcome::Attempt(Box::new(Attempt {
             job_id,
             label: label.to_string(),
@@ -608,6 +662,37 @@ mod tests {
             .contains("job 14"));
         let e = parse("15|15||alice|gpu|gres/gpu=1|100|110|200|00:01:30|COMPLETED|").unwrap_err();
         assert_eq!(e.field, "Account");
+    }
+
+    #[test]
+    fn impossible_times_are_refused_not_charged() {
+        // End before Start.
+        let e =
+            parse("16|16|a1|alice|gpu|gres/gpu=1|100|7200|3600|00:00:00|COMPLETED|").unwrap_err();
+        assert_eq!((e.job_id.as_str(), e.field), ("16", "End"));
+        assert!(e.reason.contains("before Start (7200)"), "{e}");
+        // A far-future epoch: refused before any hourly bucket is made
+        // (found by a newcomer: one such row made `sync --from` use 24 GiB).
+        let e = parse(
+            "17|17|a2|bob|gpu|gres/gpu=1|9999999999999|9999999999999|99999999999999|01:00:00|COMPLETED|",
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "Submit");
+        assert!(e.reason.contains("not a plausible time"), "{e}");
+        // Plausible times, but a 6-year attempt.
+        let six_years = 6 * 365 * 86_400;
+        let e = parse(&format!(
+            "18|18|a2|bob|gpu|gres/gpu=1|1000|1000|{}|01:00:00|COMPLETED|",
+            1000 + six_years
+        ))
+        .unwrap_err();
+        assert!(e.reason.contains("more than 5 years"), "{e}");
+        // The boundary: exactly 5 years is an attempt.
+        assert!(parse(&format!(
+            "19|19|a2|bob|gpu|gres/gpu=1|1000|1000|{}|01:00:00|COMPLETED|",
+            1000 + MAX_ATTEMPT_SECS
+        ))
+        .is_ok());
     }
 
     #[test]

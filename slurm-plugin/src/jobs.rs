@@ -5,12 +5,15 @@ use allot_ffi::job::{JobRecord, JobState};
 use fairshare::record::recorded_min_runtime;
 use fairshare::{Contract, Engine, PendingJob, Preemptor, RunClock, RunningJob};
 
-/// The job's minimum runtime: the one job_submit recorded in AdminComment;
-/// a job without a record (submitted before allot was loaded) gets its
-/// partition's or the global default.
+/// The job's minimum runtime: the one job_submit recorded in AdminComment,
+/// at most today's `max_min_runtime` (a record above it, after the cap was
+/// lowered or written by hand, counts as the cap here and in the ledger's
+/// charge); a job without a record (submitted before allot was loaded) gets
+/// its partition's or the global default.
 pub fn min_runtime(engine: &Engine, job: &JobRecord<'_>) -> u64 {
     job.admin_comment()
         .and_then(recorded_min_runtime)
+        .map(|m| m.min(engine.config().contract.max_min_runtime))
         .unwrap_or_else(|| {
             let c = &engine.config().contract;
             c.min_runtime(None, job.partition().and_then(|p| p.split(',').next()))

@@ -349,3 +349,22 @@ fn reader_refuses_missing_and_newer_ledgers() {
         LedgerError::NewerSchema { .. }
     ));
 }
+
+#[test]
+fn an_overlapping_attempt_is_kept_and_both_are_charged() {
+    // The same attempt imported twice with clocks an hour apart (another
+    // --timezone): sync warns, and the ledger keeps both rather than
+    // guessing which one is right.
+    let path = tmp("overlap");
+    let mut l = Ledger::open(&path).unwrap();
+    let a = rec(21, "a1", 1, T0, Some(T0 + 4 * 3600), 60);
+    let mut b = a.clone();
+    b.submit += 3600;
+    b.start = b.start.map(|s| s + 3600);
+    b.end = b.end.map(|e| e + 3600);
+    b.charge_end = b.charge_end.map(|e| e + 3600);
+    l.write_batch(&[a], None).unwrap();
+    let stats = l.write_batch(&[b], None).unwrap();
+    assert_eq!(stats.inserted, 1);
+    assert_eq!(l.reader().unwrap().attempts_of_job(21).unwrap().len(), 2);
+}
