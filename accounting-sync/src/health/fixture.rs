@@ -19,13 +19,14 @@
 //! - `node` (optional): the Slurm node name; `expected_gpus` (optional):
 //!   what Slurm's `Gres=gpu:N` says; `nvml`: `"ok"` (default), `"absent"`
 //!   (no libnvidia-ml) or `"init_failed"`; `count` (optional): GPUs the
-//!   driver lists, default the length of `gpus`, at most 1024.
+//!   driver lists, default the highest listed index + 1, at most 1024.
 //! - Per GPU: `index` (default: its position), `serial`, `uuid`,
 //!   `pci_bus_id`; `lost: true` (fallen off the bus) or `unreadable:
 //!   "why"` instead of readings; the probes `xids` (list of Xid numbers),
 //!   `ecc_uncorrected` (count), `retired_pages_pending` (bool), `row_remap`
 //!   (`{pending, failure}`). A probe that is absent or `"unsupported"` is
-//!   unsupported.
+//!   unsupported. Unknown keys, duplicate indexes and an index at or above
+//!   `count` are refused.
 
 use std::path::Path;
 
@@ -126,6 +127,38 @@ fn opt_u32(v: Option<&Value>, field: &str) -> Result<Option<u32>, FixtureError> 
     }
 }
 
+/// Keys a fixture may hold: top level, per GPU, and in `row_remap`.
+const TOP_KEYS: &[&str] = &["node", "expected_gpus", "nvml", "count", "gpus"];
+const GPU_KEYS: &[&str] = &[
+    "index",
+    "serial",
+    "uuid",
+    "pci_bus_id",
+    "lost",
+    "unreadable",
+    "xids",
+    "ecc_uncorrected",
+    "retired_pages_pending",
+    "row_remap",
+];
+const ROW_REMAP_KEYS: &[&str] = &["pending", "failure"];
+
+/// A misspelled key (`"xid"` for `"xids"`) would silently turn a probe
+/// into "unsupported" and hide a fault: every key must be a known one.
+fn known_keys(
+    o: &serde_json::Map<String, Value>,
+    allowed: &[&str],
+    at: &str,
+) -> Result<(), FixtureError> {
+    match o.keys().find(|k| !allowed.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(k) => Err(bad(
+            &format!("{at}{k}"),
+            format!("unknown field; the fields here are {}", allowed.join(", ")),
+        )),
+    }
+}
+
 impl FixtureSource {
     /// Reads and checks a fixture file.
     ///
@@ -149,6 +182,7 @@ impl FixtureSource {
         let Some(o) = root.as_object() else {
             return Err(bad("(file)", "expected an object with a \"gpus\" list"));
         };
+        known_keys(o, TOP_KEYS, "")?;
         let nvml = match o.get("nvml").and_then(Value::as_str) {
             None | Some("ok") => FixtureNvml::Ok,
             Some("absent") => FixtureNvml::Absent,
@@ -171,7 +205,26 @@ impl FixtureSource {
             let Some(g) = g.as_object() else {
                 return Err(bad(&format!("gpus[{pos}]"), "expected an object"));
             };
+            known_keys(g, GPU_KEYS, &format!("gpus[{pos}]."))?;
+            if let Some(Value::Object(r)) = g.get("row_remap") {
+                known_keys(r, ROW_REMAP_KEYS, &f("row_remap."))?;
+            }
             let index = opt_u32(g.get("index"), &f("index"))?.unwrap_or(pos as u32);
+            if index >= MAX_GPUS {
+                return Err(bad(
+                    &f("index"),
+                    format!(
+                        "at most {MAX_GPUS} GPUs per node: an index from 0 to {} (found {index})",
+                        MAX_GPUS - 1
+                    ),
+                ));
+            }
+            if let Some(other) = slots.iter().position(|(i, _)| *i == index) {
+                return Err(bad(
+                    &f("index"),
+                    format!("index {index} is also gpus[{other}]; each GPU once"),
+                ));
+            }
             if g.get("lost").and_then(Value::as_bool) == Some(true) {
                 slots.push((
                     index,
@@ -223,7 +276,19 @@ impl FixtureSource {
             };
             slots.push((index, Slot::Read(reading)));
         }
-        let count = opt_u32(o.get("count"), "count")?.unwrap_or(slots.len() as u32);
+        // Every listed GPU is one the driver lists: the count covers the
+        // highest index (a lost gpu5 in a two-entry list is still gpu5).
+        let listed = slots.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
+        let count = opt_u32(o.get("count"), "count")?.unwrap_or(listed);
+        if count < listed {
+            return Err(bad(
+                "count",
+                format!(
+                    "{count} GPUs, but gpus lists index {}; count must be above every index (or leave it out)",
+                    listed - 1
+                ),
+            ));
+        }
         // `allot health` reads every GPU 0..count: an absurd count would loop
         // and allocate for minutes (found by fuzzing). No node has more.
         if count > MAX_GPUS {

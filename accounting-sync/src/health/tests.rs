@@ -183,3 +183,42 @@ fn absurd_fixture_gpu_count_is_refused() {
     assert!(e.to_string().contains("at most 1024"), "{e}");
     assert!(FixtureSource::parse(r#"{"count": 1024, "gpus": []}"#).is_ok());
 }
+
+#[test]
+fn a_lost_gpu_listed_alone_is_still_reported_lost() {
+    // Found by a newcomer: with the count defaulting to the list's length,
+    // a lost gpu5 listed after gpu0 was never read, and the node read as
+    // "2 of 8 visible" instead of "gpu5 lost".
+    let text = r#"{"gpus": [{"index": 0, "xids": [], "ecc_uncorrected": 0,
+        "retired_pages_pending": false, "row_remap": {"pending": false, "failure": false}},
+        {"index": 5, "lost": true}]}"#;
+    let mut f = FixtureSource::parse(text).unwrap();
+    let r = check_node("n", &mut f, None);
+    assert_eq!(r.found, 6);
+    assert_eq!(drain_reason(&r).as_deref(), Some("allot: gpu5 lost"));
+}
+
+#[test]
+fn fixtures_that_could_hide_a_fault_are_refused() {
+    let field = |text: &str| FixtureSource::parse(text).unwrap_err().field;
+    // A misspelled probe would read as "unsupported".
+    assert_eq!(field(r#"{"gpus": [{"xid": [79]}]}"#), "gpus[0].xid");
+    assert_eq!(field(r#"{"gpuz": []}"#), "gpuz");
+    assert_eq!(
+        field(r#"{"gpus": [{"row_remap": {"failed": true}}]}"#),
+        "gpus[0].row_remap.failed"
+    );
+    // The same GPU twice.
+    assert_eq!(
+        field(r#"{"gpus": [{"index": 2}, {"index": 2, "lost": true}]}"#),
+        "gpus[1].index"
+    );
+    // An index no node has, or one the count leaves out.
+    assert_eq!(
+        field(r#"{"gpus": [{"index": 4294967295, "lost": true}]}"#),
+        "gpus[0].index"
+    );
+    let e = FixtureSource::parse(r#"{"count": 1, "gpus": [{}, {"lost": true}]}"#).unwrap_err();
+    assert_eq!(e.field, "count");
+    assert!(e.to_string().contains("lists index 1"), "{e}");
+}
