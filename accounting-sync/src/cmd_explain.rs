@@ -59,7 +59,8 @@ fn live_job(id: u64) -> anyhow::Result<Option<LiveJob>> {
         .context("cannot run squeue")?;
     if !out.status.success() {
         bail!(
-            "squeue --json failed: {}",
+            "squeue --json failed: {} (is slurmctld up, and SLURM_CONF its slurm.conf? For the \
+             testbed: eval \"$(scripts/testbed env)\")",
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }

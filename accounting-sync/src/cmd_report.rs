@@ -39,8 +39,8 @@ pub struct Args {
     /// A line per user under each account
     #[arg(long)]
     pub users: bool,
-    /// Cluster capacity in GPUs [default: `capacity_gpus` of allot.toml, else the GPUs sinfo reports]
-    #[arg(long, value_name = "GPUS")]
+    /// Cluster capacity in GPUs, at least 1 [default: `capacity_gpus` of allot.toml, else the GPUs sinfo reports]
+    #[arg(long, value_name = "GPUS", value_parser = clap::value_parser!(u64).range(1..))]
     pub capacity: Option<u64>,
     /// Health report instead: GPU health events, drains, automatic requeues
     /// and how long each node took to empty (text or --json)

@@ -358,11 +358,17 @@ fn sweep_variants(
     sweeps: &[String],
 ) -> anyhow::Result<Vec<Variant>> {
     let mut variants = vec![(String::new(), config.clone(), cluster)];
+    let mut seen: Vec<&str> = Vec::new();
     for s in sweeps {
         let (key, values) = s.split_once('=').with_context(|| {
             format!("--sweep {s:?}: write key=v1,v2,... e.g. window=1-0,3-0,7-0,14-0")
         })?;
         let key = key.trim();
+        // Two sweeps of one key would overwrite each other in every run.
+        if seen.contains(&key) {
+            bail!("--sweep {key} is given twice; list its values once: --sweep {key}=v1,v2,...");
+        }
+        seen.push(key);
         let mut next = Vec::new();
         for (label, c, cl) in &variants {
             for v in values.split(',').map(str::trim).filter(|v| !v.is_empty()) {
@@ -702,6 +708,11 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("longer than 0"), "{e}");
+        let e = sweep_variants(&c, cl, &["window=1-0".into(), "window=2-0".into()])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("--sweep window is given twice"), "{e}");
         assert!(
             parse_policies(&["allot,fifo".into(), "fifo".into()]).unwrap()
                 == vec![Policy::Allot, Policy::Fifo]

@@ -90,12 +90,15 @@ pub fn parse_interval(s: &str) -> anyhow::Result<u64> {
     })
 }
 
-/// Logs to stderr, filtered by `ALLOT_LOG` (default `info`).
+/// Logs to stderr, filtered by `ALLOT_LOG` (default `info`); colours only
+/// on a terminal (a log file or journald gets plain text).
 pub fn init_logging() {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_env("ALLOT_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
 }

@@ -48,7 +48,8 @@ fn output(program: &str, args: &[String]) -> anyhow::Result<String> {
         .with_context(|| format!("cannot run {program}"))?;
     if !out.status.success() {
         bail!(
-            "{program} {} failed: {}",
+            "{program} {} failed: {} (are slurmctld and slurmdbd up, and SLURM_CONF their \
+             slurm.conf? For the testbed: eval \"$(scripts/testbed env)\")",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
         );

@@ -50,6 +50,17 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A one-shot command piped into `head` should end quietly when the pipe
+    // closes, as coreutils do, not panic in println!. Rust ignores SIGPIPE
+    // by default; restore the default action except for the long-running
+    // `sync --follow`, which must log a write error and keep running.
+    if !matches!(&cli.command, Command::Sync(a) if a.follow) {
+        // SAFETY: called once, before any thread is spawned; SIG_DFL is a
+        // valid disposition for SIGPIPE.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let result = match &cli.command {
         Command::CheckConfig(args) => cmd_config::run(args),
         Command::Shares(args) => cmd_shares::run(args),

@@ -49,6 +49,9 @@ pub fn parse_slurm_duration(input: &str) -> Result<u64, DurationError> {
     if s.is_empty() {
         return Err(err(input, "empty"));
     }
+    if s.starts_with('-') {
+        return Err(err(input, "a duration cannot be negative"));
+    }
     let (days, rest) = match s.split_once('-') {
         Some((d, rest)) => (Some(field(input, d)?), rest),
         None => (None, s),
@@ -102,6 +105,14 @@ impl fmt::Display for SlurmDuration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn negative_durations_say_so() {
+        for bad in ["-5", "-01:00:00", " -1-00:00:00"] {
+            let e = parse_slurm_duration(bad).unwrap_err();
+            assert_eq!(e.reason, "a duration cannot be negative", "{bad}");
+        }
+    }
 
     #[test]
     fn issue_vectors() {
