@@ -114,7 +114,17 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         None => now,
     };
     let window = match &args.window {
-        Some(w) => parse_interval(w).context("--window")? as i64,
+        Some(w) => {
+            let secs = parse_interval(w).context("--window")?;
+            if secs == 0 {
+                bail!("--window {w}: must be longer than 0; write e.g. 7-0 (7 days) or 1d");
+            }
+            // Longer than 1,000 years reaches before any accounting.
+            i64::try_from(secs)
+                .ok()
+                .filter(|s| *s <= 1000 * 365 * 86_400)
+                .with_context(|| format!("--window {w}: at most 1000 years"))?
+        }
         None => config.window as i64,
     };
     let start = match &args.start {

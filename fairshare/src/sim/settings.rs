@@ -329,6 +329,29 @@ pub(crate) fn parse(
                 });
             }
         }
+        // A rule whose bounds exclude every job is a typo, not a rule.
+        if let (Some(lo), Some(hi)) = (r.min_gpus, r.max_gpus) {
+            if lo > hi {
+                errors.push(ConfigError::Invalid {
+                    path: format!("{path}.min_gpus"),
+                    message: format!(
+                        "{lo} is above max_gpus = {hi}: the rule matches no job; swap or fix them"
+                    ),
+                });
+            }
+        }
+        if let (Some(lo), Some(hi)) = (min_duration, max_duration) {
+            if lo > hi {
+                errors.push(ConfigError::Invalid {
+                    path: format!("{path}.min_duration"),
+                    message: format!(
+                        "{} is above max_duration = {}: the rule matches no job; swap or fix them",
+                        crate::duration::format_slurm_duration(lo),
+                        crate::duration::format_slurm_duration(hi)
+                    ),
+                });
+            }
+        }
         if min_runtime.is_none() && r.resumable.is_none() {
             errors.push(ConfigError::Invalid {
                 path,

@@ -301,6 +301,16 @@ fn sim_section_errors_name_the_key() {
         "{msgs:?}"
     );
     assert!(msgs[2].starts_with("sim.rule[1]: sets nothing"), "{msgs:?}");
+    let e = Config::from_toml_str(&format!("{TWO_TEAMS}\n[[sim.rule]]\nmin_gpus = 4\nmax_gpus = 1\nmin_duration = \"2:00:00\"\nmax_duration = \"1:00:00\"\nresumable = false\n"))
+        .unwrap_err();
+    let msgs: Vec<String> = e.0.iter().map(|e| e.to_string()).collect();
+    assert_eq!(
+        msgs,
+        [
+            "sim.rule[0].min_gpus: 4 is above max_gpus = 1: the rule matches no job; swap or fix them",
+            "sim.rule[0].min_duration: 02:00:00 is above max_duration = 01:00:00: the rule matches no job; swap or fix them",
+        ]
+    );
 }
 
 #[test]
