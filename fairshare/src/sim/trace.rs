@@ -161,6 +161,14 @@ pub enum TraceError {
         /// The column.
         column: &'static str,
     },
+    /// The submissions span more than [`MAX_TRACE_SPAN`].
+    #[error("line {line} submits {years} years after the first job; a trace may span at most 10 years: fix or remove that row")]
+    TooLong {
+        /// The latest submission's line.
+        line: u32,
+        /// Its distance from the first submission, whole years.
+        years: i64,
+    },
     /// Different clocks in one trace.
     #[error("mixed clocks: line {line} gives {found} but line {first_line} gave {first}; every submit time of a trace must be a date-time, or all epoch seconds, or all relative seconds")]
     MixedClocks {
@@ -174,6 +182,13 @@ pub enum TraceError {
         first: &'static str,
     },
 }
+
+/// No submit time may be at or after 2200-01-01T00:00:00Z (epoch seconds).
+pub const LATEST_TIME: i64 = 7_258_118_400;
+/// The longest job a trace row may describe: 5 x 365 days, seconds.
+pub const MAX_JOB_SECS: u64 = 5 * 365 * 86_400;
+/// The longest a trace may span, first to last submission: 10 x 365 days, seconds.
+pub const MAX_TRACE_SPAN: i64 = 10 * 365 * 86_400;
 
 /// A parsed trace, sorted by submit time (then line), times normalised.
 #[derive(Debug, Clone, Default)]
@@ -320,6 +335,8 @@ enum Raw {
 /// mixed clocks. Unreadable rows do not fail the parse: they are listed in
 /// [`Trace::errors`] with their line numbers.
 pub fn parse(text: &str, format: Option<TraceFormat>) -> Result<Trace, TraceError> {
+    // A spreadsheet's UTF-8 byte-order mark is not part of the header.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut lines = text
         .lines()
         .enumerate()
@@ -373,6 +390,23 @@ pub fn parse(text: &str, format: Option<TraceFormat>) -> Result<Trace, TraceErro
         })
         .min()
         .unwrap_or(0);
+    // One row from another century would stretch the replay (and its
+    // hourly metrics) over centuries: refuse a trace longer than 10 years.
+    if let Some((line, t)) = raws
+        .iter()
+        .filter_map(|r| match r {
+            Raw::Job(j, t) => Some((j.line, *t)),
+            _ => None,
+        })
+        .max_by_key(|(_, t)| *t)
+    {
+        if t - origin > MAX_TRACE_SPAN {
+            return Err(TraceError::TooLong {
+                line,
+                years: (t - origin) / (365 * 86_400),
+            });
+        }
+    }
     let mut skipped: std::collections::BTreeMap<&'static str, u64> = Default::default();
     for raw in raws {
         match raw {
@@ -486,6 +520,15 @@ impl RowReader {
                 ),
             )
         })?;
+        if submit >= LATEST_TIME {
+            return Err(err(
+                self.submit,
+                format!(
+                    "{:?} is after 2199; fix the row or remove it",
+                    get(self.submit)
+                ),
+            ));
+        }
         let secs = |i: usize| -> Result<u64, RowError> {
             let s = get(i);
             match s.parse::<f64>() {
@@ -510,6 +553,15 @@ impl RowReader {
             }
             _ => unreachable!("every format has a duration"),
         };
+        if duration > MAX_JOB_SECS {
+            return Err(RowError {
+                line,
+                column: Some(self.names[self.duration.or(self.deletion).unwrap_or(0)].clone()),
+                message: format!(
+                    "a job of {duration} s is longer than 5 years; fix the row or remove it"
+                ),
+            });
+        }
         let kind = opt(self.kind).unwrap_or("job");
         if self.format == TraceFormat::Allot && kind != "job" {
             let kind = match kind {
@@ -719,6 +771,30 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("relative seconds"), "{e}");
+    }
+
+    #[test]
+    fn absurd_times_are_refused_before_the_replay() {
+        // Found by a breaker: one such row made `allot sim` abort on a
+        // 939 MB allocation (hourly metrics over millennia).
+        let t = parse(
+            "submit,duration,gpus,team\n1506638472,99999999999,1,a\n1506638472,10,1,a\n99999999999,10,1,a\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.jobs.len(), 1);
+        let msgs: Vec<String> = t.errors.iter().map(|e| e.to_string()).collect();
+        assert!(msgs[0].contains("longer than 5 years"), "{msgs:?}");
+        assert!(msgs[1].contains("after 2199"), "{msgs:?}");
+        let e = parse(
+            "submit,duration,gpus,team\n1506638472,10,1,a\n4506638472,10,1,a\n",
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, TraceError::TooLong { line: 3, years: 95 }),
+            "{e}"
+        );
     }
 
     #[test]
