@@ -119,11 +119,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             if secs == 0 {
                 bail!("--window {w}: must be longer than 0; write e.g. 7-0 (7 days) or 1d");
             }
-            // Longer than 1,000 years reaches before any accounting.
-            i64::try_from(secs)
-                .ok()
-                .filter(|s| *s <= 1000 * 365 * 86_400)
-                .with_context(|| format!("--window {w}: at most 1000 years"))?
+            // The same bound as allot.toml's `window`.
+            if secs > fairshare::config::MAX_WINDOW {
+                bail!("--window {w}: at most 100 years (36500-0)");
+            }
+            secs as i64
         }
         None => config.window as i64,
     };

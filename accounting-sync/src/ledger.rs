@@ -338,9 +338,12 @@ fn bucket_deltas(
         let d = out
             .entry((h, account.to_string(), user.to_string()))
             .or_insert([0; 6]);
-        d[2 * family] += sign * seg.rate * inside;
+        // Saturating: a rate near i64::MAX (absurd weights x counts) must not
+        // wrap into a negative charge.
+        d[2 * family] =
+            d[2 * family].saturating_add(sign.saturating_mul(seg.rate).saturating_mul(inside));
         if seg.start <= h0 {
-            d[2 * family + 1] += sign * seg.rate;
+            d[2 * family + 1] = d[2 * family + 1].saturating_add(sign.saturating_mul(seg.rate));
         }
     }
 }

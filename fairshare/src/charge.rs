@@ -11,6 +11,40 @@ use std::collections::BTreeMap;
 
 use crate::config::ConfigError;
 
+/// The largest weight (charge units per TRES unit per second): keeps every
+/// charge of a real job far inside the ledger's 64-bit integers.
+pub const MAX_WEIGHT: f64 = 1_000_000.0;
+
+/// Why `name` is not a Slurm TRES name, if it is not (Slurm's TRES are
+/// `cpu`, `mem`, `energy`, `node`, `billing`, `vmem`, `pages` and
+/// `gres/`, `license/`, `bb/`, `fs/`, `ic/` followed by a name; all
+/// lower-case, see slurm.conf(5) AccountingStorageTRES).
+pub fn tres_name_problem(name: &str) -> Option<String> {
+    const PLAIN: &[&str] = &["cpu", "mem", "energy", "node", "billing", "vmem", "pages"];
+    const TYPED: &[&str] = &["gres", "license", "bb", "fs", "ic"];
+    let forms = "write cpu, mem, energy, node, billing, vmem, pages, gres/NAME[:TYPE] (GPUs: gres/gpu), license/NAME, bb/NAME, fs/NAME or ic/NAME";
+    if name != name.to_ascii_lowercase() {
+        return Some(format!(
+            "TRES names are lower-case in Slurm; write {:?}",
+            name.to_ascii_lowercase()
+        ));
+    }
+    match name.split_once('/') {
+        None if PLAIN.contains(&name) => None,
+        None => Some(format!("not a Slurm TRES; {forms}")),
+        Some((kind, rest)) if TYPED.contains(&kind) && !rest.is_empty() => {
+            let typo = kind == "gres"
+                && rest.starts_with("gpu")
+                && rest != "gpu"
+                && !rest.starts_with("gpu:");
+            typo.then(|| {
+                "not a GPU TRES; GPUs are \"gres/gpu\" (a type: \"gres/gpu:TYPE\")".to_string()
+            })
+        }
+        Some(_) => Some(format!("not a Slurm TRES; {forms}")),
+    }
+}
+
 /// TRES name -> weight (charge units per unit of that TRES per second).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChargeWeights {
@@ -30,7 +64,9 @@ impl ChargeWeights {
     /// Validates weights.
     ///
     /// # Errors
-    /// A negative or non-finite weight, or every weight 0.
+    /// A negative or non-finite weight, one above [`MAX_WEIGHT`], a name
+    /// that is not a Slurm TRES (`gres/gpus`, `GRES/GPU`: a typo would make
+    /// GPUs free), or every weight 0.
     pub fn new(weights: BTreeMap<String, f64>) -> Result<Self, Vec<ConfigError>> {
         let mut errors: Vec<ConfigError> = weights
             .iter()
@@ -40,6 +76,19 @@ impl ChargeWeights {
                 found: *w,
             })
             .collect();
+        for (k, w) in &weights {
+            let path = format!("charge.{k:?}");
+            if let Some(message) = tres_name_problem(k) {
+                errors.push(ConfigError::Invalid { path, message });
+            } else if w.is_finite() && *w > MAX_WEIGHT {
+                errors.push(ConfigError::Invalid {
+                    path,
+                    message: format!(
+                        "{w} is too large (at most {MAX_WEIGHT} units per TRES unit per second)"
+                    ),
+                });
+            }
+        }
         if errors.is_empty() && !weights.values().any(|w| *w > 0.0) {
             errors.push(ConfigError::ChargeAllZero);
         }
@@ -63,8 +112,9 @@ impl ChargeWeights {
             .into_iter()
             .map(|(name, count)| self.weights.get(name).copied().unwrap_or(0.0) * count as f64)
             .sum();
-        // `as` saturates for out-of-range floats.
-        total.ceil() as u64
+        // `as` saturates for out-of-range floats; at most i64::MAX so the
+        // ledger's signed columns never wrap.
+        (total.ceil() as u64).min(i64::MAX as u64)
     }
 
     /// Charge units per second of a job's numeric TRES `counts` (as
@@ -97,6 +147,37 @@ impl ChargeWeights {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tres_name_typos_and_huge_weights_are_refused() {
+        let errs = |k: &str, w: f64| {
+            ChargeWeights::new(BTreeMap::from([
+                (k.to_string(), w),
+                ("gres/gpu".into(), 1.0),
+            ]))
+            .err()
+            .map(|e| e[0].to_string())
+        };
+        let gpus = errs("gres/gpus", 1.0).unwrap();
+        assert!(gpus.contains("GPUs are \"gres/gpu\""), "{gpus}");
+        assert!(errs("GRES/GPU", 1.0).unwrap().contains("\"gres/gpu\""));
+        assert!(errs("gpu", 1.0).unwrap().contains("not a Slurm TRES"));
+        assert!(errs("gres/", 1.0).unwrap().contains("not a Slurm TRES"));
+        assert!(errs("cpu", 1e15).unwrap().contains("too large"));
+        for ok in [
+            "cpu",
+            "mem",
+            "billing",
+            "gres/gpu:a100",
+            "gres/shard",
+            "license/matlab",
+        ] {
+            assert_eq!(errs(ok, 0.5), None, "{ok}");
+        }
+        // Huge counts saturate below i64::MAX: the ledger's columns are signed.
+        let w = ChargeWeights::new(BTreeMap::from([("mem".into(), MAX_WEIGHT)])).unwrap();
+        assert_eq!(w.rate([("mem", u64::MAX)]), i64::MAX as u64);
+    }
 
     #[test]
     fn default_charges_gpus() {

@@ -44,6 +44,9 @@ use crate::duration::{parse_slurm_duration, SlurmDuration};
 use crate::priority::{PriorityWeights, MAX_AGE_WEIGHT};
 use crate::tree::{NodeSpec, Tree, MAX_SHARE};
 
+/// Longest sliding window: 100 x 365 days, in seconds.
+pub const MAX_WINDOW: u64 = 100 * 365 * 86_400;
+
 /// Default sliding window: 7 days, in seconds.
 pub const DEFAULT_WINDOW: u64 = 7 * 86_400;
 /// Default ledger location.
@@ -130,6 +133,30 @@ impl Config {
 
         if raw.window.is_some() && window == 0 {
             errors.push(ConfigError::WindowZero);
+        }
+        // Window arithmetic is in i64 seconds since the epoch: a window
+        // reaching before 1970 many times over is a typo.
+        if window > MAX_WINDOW {
+            errors.push(ConfigError::Invalid {
+                path: "window".into(),
+                message: format!(
+                    "{} is too long (at most 100 years, 36500-0); the usual is 7-0 to 30-0",
+                    crate::duration::format_slurm_duration(window)
+                ),
+            });
+        }
+        if raw
+            .ledger
+            .path
+            .as_deref()
+            .is_some_and(|p| p.trim().is_empty())
+        {
+            errors.push(ConfigError::Invalid {
+                path: "ledger.path".into(),
+                message: format!(
+                    "empty; give the SQLite file's absolute path, or remove the key for {DEFAULT_LEDGER_PATH}"
+                ),
+            });
         }
         check_contract(&contract, &mut errors);
         if priority.age_weight > MAX_AGE_WEIGHT {

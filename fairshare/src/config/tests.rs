@@ -195,5 +195,8 @@ fn other_ranges() {
         message("[charge]\n\"gres/gpu\" = 0\n[tree.x]\nshare = 1").contains("every weight is 0")
     );
     assert!(message("[tree.x]\nshare = 2000000").contains("too large"));
+    assert!(message("window = \"999999999-0\"\n[tree.x]\nshare = 1").contains("window: "));
+    assert!(message("[ledger]\npath = \"\"\n[tree.x]\nshare = 1").contains("ledger.path: empty"));
+    assert!(message("[charge]\n\"gres/gpus\" = 1\n[tree.x]\nshare = 1").contains("GPUs are"));
     assert!(message("[tree.x\nshare = 1").contains("TOML parse error"));
 }
