@@ -41,10 +41,10 @@ pub struct Args {
     pub overlap: String,
     /// Where the first pass on an empty ledger starts: epoch seconds or
     /// YYYY-MM-DD[THH:MM:SS] local [default: one window (allot.toml) ago]
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", conflicts_with = "from")]
     pub since: Option<String>,
-    /// Job attempts per transaction
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    /// Job attempts per transaction, at least 1
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=10_000_000))]
     pub batch_size: usize,
     /// With --follow, do not requeue the jobs of draining nodes (see
     /// docs/health.md; by default each is requeued once its minimum runtime
@@ -113,8 +113,10 @@ fn summary(s: &ImportStats) -> String {
 /// `SlurmUser` of the running Slurm (`scontrol show config`: `SlurmUser =
 /// slurm(64030)`), as (uid, primary gid).
 fn slurm_user() -> Option<(u32, u32)> {
-    let out = std::process::Command::new("scontrol")
-        .args(["show", "config"])
+    // coreutils' timeout: scontrol retries an unreachable slurmctld for
+    // a minute or more, and this only decides the ledger file's owner.
+    let out = std::process::Command::new("timeout")
+        .args(["10", "scontrol", "show", "config"])
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -223,7 +225,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let interval = match &args.interval {
-        Some(s) => parse_interval(s).context("--interval")?,
+        Some(s) => match parse_interval(s).context("--interval")? {
+            0 => anyhow::bail!("--interval {s}: must be longer than 0; write e.g. 60s or 5m"),
+            n => n,
+        },
         None => config.sync_interval,
     }
     .max(1);

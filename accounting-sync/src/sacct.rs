@@ -321,6 +321,8 @@ impl Parser {
         tz: jiff::tz::TimeZone,
     ) -> Result<Parser, MissingFields> {
         let fields: Vec<&str> = header_line
+            .strip_prefix('\u{feff}')
+            .unwrap_or(header_line)
             .trim_end_matches(['\r', '\n'])
             .split('|')
             .collect();

@@ -148,6 +148,9 @@ fn sacct_command(opts: &SyncOptions) -> Command {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // Its own process group, so the timeout kills a wrapper script's
+    // children too (they would hold the output pipe open).
+    std::os::unix::process::CommandExt::process_group(&mut c, 0);
     c
 }
 
@@ -167,6 +170,24 @@ fn run_sacct(
     })?;
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
+    // A sacct that never answers (slurmdbd wedged) must not stall the
+    // sidecar and its drain requeues: a watchdog kills it after the
+    // timeout, which ends its output; the pass then fails and is retried.
+    let timeout = sacct_timeout();
+    let group = child.id() as libc::pid_t;
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        let fired = finished.recv_timeout(timeout).is_err();
+        if fired {
+            // SAFETY: kill(2) with a negative pid signals that process
+            // group; `group` is our unreaped child's (its pid stays
+            // reserved until the wait below), so no other group is hit.
+            unsafe {
+                libc::kill(-group, libc::SIGKILL);
+            }
+        }
+        fired
+    });
     let err_thread = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut s);
@@ -182,13 +203,33 @@ fn run_sacct(
         batch,
         None,
     );
+    let _ = done.send(());
+    let timed_out = watchdog.join().unwrap_or(false);
     let status = child.wait().context("waiting for sacct")?;
     let stderr = err_thread.join().unwrap_or_default();
+    if timed_out {
+        bail!(
+            "sacct did not finish within {} s and was killed (is slurmdbd answering? \
+             ALLOT_SACCT_TIMEOUT sets the limit)",
+            timeout.as_secs()
+        );
+    }
     let (stats, seen) = result?;
     if !status.success() {
         bail!("sacct failed ({status}): {}", stderr.trim());
     }
     Ok((stats, seen))
+}
+
+/// How long one sacct run may take: `ALLOT_SACCT_TIMEOUT` seconds, default
+/// 1800 (a first import of a year of history takes minutes).
+pub fn sacct_timeout() -> Duration {
+    let secs = std::env::var("ALLOT_SACCT_TIMEOUT")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|s| *s > 0)
+        .unwrap_or(1800);
+    Duration::from_secs(secs)
 }
 
 /// One live pass at `now` (seconds since the epoch): reads sacct from the

@@ -31,6 +31,8 @@ pub struct UsageRow {
 /// The first bad row: wrong number of fields, an empty account, or
 /// GPU-seconds that are not a finite number >= 0.
 pub fn parse(text: &str) -> Result<Vec<UsageRow>, CsvError> {
+    // A spreadsheet's UTF-8 byte-order mark is not part of the header.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut rows = Vec::new();
     let mut first = true;
     for (i, raw) in text.lines().enumerate() {
