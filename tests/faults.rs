@@ -469,18 +469,26 @@ fn broken_ledger_keeps_the_last_snapshot_and_logs_once_per_state() {
                 .unwrap();
             }
         }
-        // Five refresh intervals: the order holds and the error is logged once.
-        let end = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < end {
+        // At least five refresh intervals, and until both plugins have
+        // noticed (each refresh thread counts its own ticks, which a loaded
+        // machine stretches; at most 40 s): the order holds throughout and
+        // the error is logged once.
+        let start = Instant::now();
+        let logged = |tb: &Testbed| -> Vec<usize> {
+            counts(tb, "keeping the last usage")
+                .iter()
+                .zip(&errors_before)
+                .map(|(a, b)| a - b)
+                .collect()
+        };
+        while start.elapsed() < Duration::from_secs(10)
+            || (logged(&tb).contains(&0) && start.elapsed() < Duration::from_secs(40))
+        {
             assert_eq!(bands(), good, "ledger {fault}: the ranks changed");
             std::thread::sleep(Duration::from_millis(500));
         }
         // One error line per plugin (each keeps its own snapshot) for the whole outage.
-        let logged: Vec<usize> = counts(&tb, "keeping the last usage")
-            .iter()
-            .zip(&errors_before)
-            .map(|(a, b)| a - b)
-            .collect();
+        let logged = logged(&tb);
         assert_eq!(logged, [1, 1], "ledger {fault}: {PLUGINS:?} error lines");
         // Repair: the plugin says so once, and ranks from the ledger again.
         match fault {
