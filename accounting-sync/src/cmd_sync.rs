@@ -65,6 +65,20 @@ pub struct Args {
     pub sacct: String,
 }
 
+/// Whether `program` names an executable file: a path as given, or a name
+/// found in one of `$PATH`'s directories.
+fn program_exists(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return executable(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| executable(&d.join(program))))
+}
+
 /// `60s`, `5m`, `2h`, `1d`, or a Slurm time (`1:00`, `0-1`), in seconds.
 pub fn parse_interval(s: &str) -> anyhow::Result<u64> {
     let t = s.trim();
@@ -204,6 +218,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         Some(s) => parse_when(s)?,
         None => now() - config.window as i64,
     };
+    // A missing program never appears by retrying: say so at once.
+    if !program_exists(&args.sacct) {
+        anyhow::bail!(
+            "--sacct {:?}: no such program{}; install slurm-client or give sacct's path (--sacct or ALLOT_SACCT)",
+            args.sacct,
+            if args.sacct.contains('/') { "" } else { " on PATH" }
+        );
+    }
     let opts = SyncOptions {
         sacct: args.sacct.clone(),
         overlap: parse_interval(&args.overlap).context("--overlap")? as i64,
