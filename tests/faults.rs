@@ -365,6 +365,23 @@ fn log_lines(tb: &Testbed, plugin: &str, needle: &str) -> usize {
 
 const PLUGINS: [&str; 2] = ["priority/allot", "preempt/allot"];
 
+/// Whether `plugin`'s last word on the ledger (since it was last loaded)
+/// is that it reads it: a refresh that ran while the test rewrote the
+/// ledger leaves the plugin failing until its next refresh.
+fn reads_the_ledger(tb: &Testbed, plugin: &str) -> bool {
+    let log = std::fs::read_to_string(tb.dir.join("log/slurmctld.log")).unwrap_or_default();
+    let prefix = format!("{plugin}: ");
+    let mut ok = true;
+    for l in log.lines().filter(|l| l.contains(&prefix)) {
+        if l.contains(&format!("{prefix}loaded ")) || l.contains("ledger readable again") {
+            ok = true;
+        } else if l.contains("keeping the last usage") {
+            ok = false;
+        }
+    }
+    ok
+}
+
 fn counts(tb: &Testbed, needle: &str) -> Vec<usize> {
     PLUGINS.iter().map(|p| log_lines(tb, p, needle)).collect()
 }
@@ -419,14 +436,30 @@ fn broken_ledger_keeps_the_last_snapshot_and_logs_once_per_state() {
         "true",
     ]);
     let bands = || (priority(&tb, b1) >> 16, priority(&tb, b2) >> 16);
-    let good = wait_until(Duration::from_secs(20), "b2 to rank above b1", || {
+    // b1 is the only account with usage, so once the priority plugin has
+    // read the new ledger b1 ranks last of all (rank 1, under the tier bit);
+    // before that every account ties and b2 > b1 holds by name order alone.
+    let good = wait_until(Duration::from_secs(30), "b1 to rank last, below b2", || {
         let (p1, p2) = bands();
-        if p2 > p1 {
+        if p1 == (1 << 15) + 1 && p2 > p1 {
             Ok((p1, p2))
         } else {
             Err(format!("{p1} {p2}"))
         }
     });
+    // Both plugins must be reading the ledger before each fault, or a
+    // failure left from the rewrite above hides the fault's log line.
+    wait_until(
+        Duration::from_secs(30),
+        "both plugins to read the ledger",
+        || {
+            if PLUGINS.iter().all(|p| reads_the_ledger(&tb, p)) {
+                Ok(())
+            } else {
+                Err("a plugin still fails to read it".into())
+            }
+        },
+    );
     let ledger = tb.ledger();
     let aside = tb.dir.join("ledger.aside");
     let python_lock = "import sqlite3,sys,time\nc=sqlite3.connect(sys.argv[1],isolation_level=None)\nc.execute('PRAGMA locking_mode=EXCLUSIVE')\nc.execute('BEGIN EXCLUSIVE')\nc.execute('SELECT count(*) FROM attempts').fetchall()\nprint('locked',flush=True)\ntime.sleep(float(sys.argv[2]))\n";
