@@ -56,7 +56,7 @@ impl Charging {
             // job_submit/allot capped it at submission; a record above
             // today's cap (the cap was lowered, or an admin wrote it by hand)
             // counts as the cap, as in the plugins (slurm_plugin::jobs::min_runtime).
-            Some(m) => (m.min(self.policy.max_min_runtime), true),
+            Some(m) => (self.policy.recorded(m), true),
             None => {
                 let m = self
                     .policy

@@ -29,7 +29,7 @@
 
 use std::collections::HashMap;
 
-use fairshare::duration::parse_slurm_duration;
+use fairshare::duration::{parse_slurm_duration, LATEST_PLAUSIBLE_TIME, MAX_PLAUSIBLE_RUN_SECS};
 
 /// Fields `allot sync` asks sacct for, in this order. `AdminComment` is last
 /// because it is free text: a `|` inside it is joined back into the field.
@@ -196,12 +196,6 @@ pub fn parse_time(s: &str, tz: &jiff::tz::TimeZone) -> Result<Option<i64>, Strin
 /// Earliest time a row may carry: the epoch (a negative time is a broken
 /// clock or a corrupt row).
 pub const PLAUSIBLE_FROM: i64 = 0;
-/// First time a row may not carry: 2200-01-01T00:00:00Z, seconds since epoch.
-pub const PLAUSIBLE_UNTIL: i64 = 7_258_118_400;
-/// Longest attempt a row may describe (End - Start): 5 x 365 days, seconds.
-/// Longer is a broken clock or a corrupt row, and would spread its charge
-/// over more hourly buckets than any real job.
-pub const MAX_ATTEMPT_SECS: i64 = 5 * 365 * 86_400;
 
 /// Parses sacct's `Elapsed` (`[d-]hh:mm:ss` or `mm:ss`) into seconds.
 ///
@@ -404,7 +398,7 @@ impl Parser {
             (start, self.start, "Start"),
             (end, self.end, "End"),
         ] {
-            if value.is_some_and(|t| !(PLAUSIBLE_FROM..PLAUSIBLE_UNTIL).contains(&t)) {
+            if value.is_some_and(|t| !(PLAUSIBLE_FROM..LATEST_PLAUSIBLE_TIME).contains(&t)) {
                 return Err(err(
                     name,
                     f(i),
@@ -424,7 +418,7 @@ impl Parser {
                     ),
                 ));
             }
-            if e - s > MAX_ATTEMPT_SECS {
+            if (e - s) as u64 > MAX_PLAUSIBLE_RUN_SECS {
                 return Err(err(
                     "End",
                     f(self.end),
@@ -692,7 +686,7 @@ mod tests {
         // The boundary: exactly 5 years is an attempt.
         assert!(parse(&format!(
             "19|19|a2|bob|gpu|gres/gpu=1|1000|1000|{}|01:00:00|COMPLETED|",
-            1000 + MAX_ATTEMPT_SECS
+            1000 + MAX_PLAUSIBLE_RUN_SECS as i64
         ))
         .is_ok());
     }

@@ -96,6 +96,15 @@ impl ContractPolicy {
         Ok(secs)
     }
 
+    /// The minimum runtime to honour for one recorded on a job (seconds):
+    /// at most today's `max_min_runtime`. job_submit/allot caps at
+    /// submission; a record above the cap (lowered since, or written by
+    /// hand) counts as the cap for protection, charging and the simulator
+    /// alike.
+    pub fn recorded(&self, secs: u64) -> u64 {
+        secs.min(self.max_min_runtime)
+    }
+
     /// Charged seconds for a job that ran `runtime` seconds (wall time).
     pub fn charged_seconds(&self, runtime: u64, min_runtime: u64) -> u64 {
         charged_seconds(runtime, min_runtime, self.charge_min_runtime)

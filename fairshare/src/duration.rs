@@ -18,6 +18,16 @@ pub struct DurationError {
     pub reason: &'static str,
 }
 
+/// First instant no job record may carry: 2200-01-01T00:00:00Z, seconds
+/// since the epoch. Later is a broken clock or a corrupt row (sync and the
+/// simulator's trace readers refuse it).
+pub const LATEST_PLAUSIBLE_TIME: i64 = 7_258_118_400;
+
+/// Longest run a job record may describe: 5 x 365 days, seconds. Longer is
+/// a broken clock or a corrupt row, and would spread its charge over more
+/// hourly buckets than any real job (sync and the simulator refuse it).
+pub const MAX_PLAUSIBLE_RUN_SECS: u64 = 5 * 365 * 86_400;
+
 fn err(input: &str, reason: &'static str) -> DurationError {
     DurationError {
         input: input.to_string(),

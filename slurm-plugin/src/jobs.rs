@@ -13,7 +13,7 @@ use fairshare::{Contract, Engine, PendingJob, Preemptor, RunClock, RunningJob};
 pub fn min_runtime(engine: &Engine, job: &JobRecord<'_>) -> u64 {
     job.admin_comment()
         .and_then(recorded_min_runtime)
-        .map(|m| m.min(engine.config().contract.max_min_runtime))
+        .map(|m| engine.config().contract.recorded(m))
         .unwrap_or_else(|| {
             let c = &engine.config().contract;
             c.min_runtime(None, job.partition().and_then(|p| p.split(',').next()))

@@ -183,10 +183,7 @@ pub enum TraceError {
     },
 }
 
-/// No submit time may be at or after 2200-01-01T00:00:00Z (epoch seconds).
-pub const LATEST_TIME: i64 = 7_258_118_400;
-/// The longest job a trace row may describe: 5 x 365 days, seconds.
-pub const MAX_JOB_SECS: u64 = 5 * 365 * 86_400;
+pub use crate::duration::{LATEST_PLAUSIBLE_TIME, MAX_PLAUSIBLE_RUN_SECS};
 /// The longest a trace may span, first to last submission: 10 x 365 days, seconds.
 pub const MAX_TRACE_SPAN: i64 = 10 * 365 * 86_400;
 
@@ -520,7 +517,7 @@ impl RowReader {
                 ),
             )
         })?;
-        if submit >= LATEST_TIME {
+        if submit >= LATEST_PLAUSIBLE_TIME {
             return Err(err(
                 self.submit,
                 format!(
@@ -553,7 +550,7 @@ impl RowReader {
             }
             _ => unreachable!("every format has a duration"),
         };
-        if duration > MAX_JOB_SECS {
+        if duration > MAX_PLAUSIBLE_RUN_SECS {
             return Err(RowError {
                 line,
                 column: Some(self.names[self.duration.or(self.deletion).unwrap_or(0)].clone()),

@@ -205,7 +205,7 @@ impl Workload {
                 r.min_runtime.is_some() && r.matches(&j.team, part, j.gpus, j.duration)
             });
             let (min_runtime, decided) = match (j.min_runtime, rule) {
-                (Some(m), _) => (m.min(cap), 0),
+                (Some(m), _) => (config.contract.recorded(m), 0),
                 (None, Some(i)) => (
                     match sim.rules[i].min_runtime {
                         Some(RuleMinRuntime::Fixed(m)) => m,
