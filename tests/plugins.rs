@@ -181,11 +181,37 @@ fn expired_contract_is_requeued_for_an_under_served_account_and_not_before() {
         "sleep 300",
     ]);
     tb.wait_state(b2, "RUNNING", Duration::from_secs(60));
-    let ran_at = allot_e2e::epoch();
+    // The contract is measured on Slurm's clock (whole seconds from the
+    // short job's StartTime), not from when this test saw it running: the
+    // preempted attempt must have run its 8 s.
+    let elapsed = wait_until(
+        Duration::from_secs(30),
+        "the preempted attempt in sacct",
+        || {
+            let out = tb.ok(
+                "sacct",
+                &[
+                    "-n",
+                    "-P",
+                    "-D",
+                    "-X",
+                    "-j",
+                    &short.to_string(),
+                    "-o",
+                    "State,ElapsedRaw",
+                ],
+            );
+            out.lines()
+                .filter_map(|l| l.split_once('|'))
+                .find(|(state, _)| state.starts_with("PREEMPTED") || state.starts_with("REQUEUED"))
+                .and_then(|(_, e)| e.trim().parse::<u64>().ok())
+                .ok_or(out)
+        },
+    );
     assert!(
-        ran_at - started >= 8,
-        "b2 started {}s after b1's job, inside its 8 s contract",
-        ran_at - started
+        elapsed >= 8,
+        "b1's short job was preempted after {elapsed}s, inside its 8 s contract (b2 ran {}s after the test saw b1 running)",
+        allot_e2e::epoch() - started
     );
     assert_eq!(
         requeue_count(&tb, short),
