@@ -7,7 +7,7 @@
 //!
 //! Every combination of `--sweep` values x `--policy` is one run; runs go in
 //! parallel (rayon), each on one core, and the engine code is the one the
-//! plugins run (see `fairshare::sim`). The output says how the trace's teams
+//! plugins run (see `allot_sim`). The output says how the trace's teams
 //! mapped onto the tree (unknown accounts are listed, never dropped
 //! silently), which contract rules decided how many jobs, then one table
 //! row per run and one column per run in the per-team table. `--plot DIR`
@@ -23,10 +23,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use fairshare::duration::parse_slurm_duration;
-use fairshare::sim::{
-    self, trace, ClusterSpec, JobClass, Policy, SimReport, Trace, TraceJob, Workload,
+use allot_sim::{
+    self as sim, trace, ClusterSpec, JobClass, Policy, SimReport, Trace, TraceJob, Workload,
 };
+use fairshare::duration::parse_slurm_duration;
 use fairshare::Config;
 use rayon::prelude::*;
 use serde::Serialize;

@@ -31,6 +31,7 @@
 //! key or node path and the fix. Unknown keys are errors everywhere.
 
 mod error;
+pub mod sim;
 
 use std::collections::BTreeMap;
 
@@ -79,7 +80,7 @@ pub struct Config {
     /// The org tree.
     pub tree: Tree,
     /// `[sim]`: how `allot sim` replays traces (the plugins ignore it).
-    pub sim: crate::sim::SimSettings,
+    pub sim: sim::SimSettings,
 }
 
 impl Config {
@@ -127,8 +128,8 @@ impl Config {
         let sync_interval = dur("sync.interval", &raw.sync.interval, DEFAULT_SYNC_INTERVAL);
         let preempt_grace_time = dur("preempt.grace_time", &raw.preempt.grace_time, 0);
         let sim = match &raw.sim {
-            Some(v) => crate::sim::settings::parse(v, contract.max_min_runtime, &mut errors),
-            None => crate::sim::SimSettings::default(),
+            Some(v) => sim::parse(v, contract.max_min_runtime, &mut errors),
+            None => sim::SimSettings::default(),
         };
 
         if raw.window.is_some() && window == 0 {
@@ -246,7 +247,7 @@ impl Config {
             sync_interval: DEFAULT_SYNC_INTERVAL,
             preempt_grace_time: 0,
             tree,
-            sim: crate::sim::SimSettings::default(),
+            sim: sim::SimSettings::default(),
         }
     }
 }

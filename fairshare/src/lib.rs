@@ -47,7 +47,6 @@ mod hash;
 pub mod preempt;
 pub mod priority;
 pub mod record;
-pub mod sim;
 pub mod tree;
 pub mod tres;
 pub mod usage;

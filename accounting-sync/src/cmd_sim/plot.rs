@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use fairshare::sim::{JobClass, SimReport};
+use allot_sim::{JobClass, SimReport};
 use plotters::prelude::*;
 
 fn file_safe(s: &str) -> String {

@@ -303,8 +303,8 @@ pub fn health_fixture(data: &[u8]) {
 /// submission at 0, none without GPUs.
 pub fn trace(data: &[u8]) {
     let s = text(data);
-    let _ = fairshare::sim::ClusterSpec::parse(&s);
-    let Ok(t) = fairshare::sim::trace::parse(&s, None) else {
+    let _ = allot_sim::ClusterSpec::parse(&s);
+    let Ok(t) = allot_sim::trace::parse(&s, None) else {
         return;
     };
     assert!(

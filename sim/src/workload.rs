@@ -16,10 +16,10 @@
 
 use serde::Serialize;
 
-use super::settings::{ClusterSpec, RuleMinRuntime};
+use fairshare::config::sim::{ClusterSpec, RuleMinRuntime};
 use super::trace::Trace;
-use crate::config::Config;
-use crate::tree::LeafId;
+use fairshare::config::Config;
+use fairshare::tree::LeafId;
 
 /// Job class for wait-time metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -245,7 +245,7 @@ impl Workload {
         let describe = |m: &RuleMinRuntime| match m {
             RuleMinRuntime::Fixed(0) => "min_runtime=0 (free tier)".to_string(),
             RuleMinRuntime::Fixed(s) => {
-                format!("min_runtime={}", crate::duration::SlurmDuration(*s))
+                format!("min_runtime={}", fairshare::duration::SlurmDuration(*s))
             }
             RuleMinRuntime::Runtime => "min_runtime=runtime (capped)".to_string(),
         };
@@ -276,7 +276,7 @@ impl Workload {
             "default".into(),
             format!(
                 "contract.default_min_runtime={}",
-                crate::duration::SlurmDuration(config.contract.default_min_runtime)
+                fairshare::duration::SlurmDuration(config.contract.default_min_runtime)
             ),
             uses[sim.rules.len() + 1],
         );

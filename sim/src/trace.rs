@@ -183,7 +183,7 @@ pub enum TraceError {
     },
 }
 
-pub use crate::duration::{LATEST_PLAUSIBLE_TIME, MAX_PLAUSIBLE_RUN_SECS};
+pub use fairshare::duration::{LATEST_PLAUSIBLE_TIME, MAX_PLAUSIBLE_RUN_SECS};
 /// The longest a trace may span, first to last submission: 10 x 365 days, seconds.
 pub const MAX_TRACE_SPAN: i64 = 10 * 365 * 86_400;
 

@@ -36,14 +36,14 @@ use super::metrics::{Hourly, Metrics};
 use super::trace::{NodeEvent, NodeEventKind};
 use super::workload::Workload;
 use super::{ClusterSpec, Policy, PreemptionRecord, SimReport};
-use crate::config::Config;
-use crate::contract::Tier;
-use crate::contract::{Contract, RunClock};
-use crate::engine::Engine;
-use crate::fair_tree::FairTree;
-use crate::preempt::{NodeGpus, Preemptor, RunningJob};
-use crate::priority::{compose, PendingJob};
-use crate::usage::{OpenCharge, UsageTracker};
+use fairshare::config::Config;
+use fairshare::contract::Tier;
+use fairshare::contract::{Contract, RunClock};
+use fairshare::engine::Engine;
+use fairshare::fair_tree::FairTree;
+use fairshare::preempt::{NodeGpus, Preemptor, RunningJob};
+use fairshare::priority::{compose, PendingJob};
+use fairshare::usage::{OpenCharge, UsageTracker};
 
 /// Event kinds, in the order they apply within one second.
 const COMPLETE: u8 = 0;
@@ -986,7 +986,7 @@ fn horizon(w: &Workload, cluster: ClusterSpec) -> u64 {
 /// `UE = UN + (UE_parent - UN) x S_sibling_norm` (`UE = UN` below the
 /// root), `F = 2^(-UE / S)` with `UN` = usage normalised to the whole
 /// cluster, `S` = the leaf's allocation (product of normalised shares).
-pub(crate) fn classic_factors(tree: &crate::tree::Tree, leaf_usage: &[f64]) -> Vec<f64> {
+pub(crate) fn classic_factors(tree: &fairshare::tree::Tree, leaf_usage: &[f64]) -> Vec<f64> {
     let nodes = tree.nodes();
     let mut usage = vec![0.0f64; nodes.len()];
     for (i, &n) in tree.leaves().iter().enumerate() {
@@ -1004,7 +1004,7 @@ pub(crate) fn classic_factors(tree: &crate::tree::Tree, leaf_usage: &[f64]) -> V
         let un = if total > 0.0 { usage[i] / total } else { 0.0 };
         let parent = n.parent.expect("non-root");
         // As Slurm's _set_usage_efctv: children of the root take UN as is.
-        eff[i] = if parent == crate::tree::Tree::ROOT {
+        eff[i] = if parent == fairshare::tree::Tree::ROOT {
             un
         } else {
             un + (eff[parent.0 as usize] - un) * n.norm_share

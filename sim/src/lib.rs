@@ -1,13 +1,14 @@
 //! The simulator: replays a workload trace against a scheduling policy on a
 //! cluster of nodes x GPUs, in simulated time, with the same engine code the
-//! plugins run (for the `allot` policy: [`Engine`](crate::Engine) snapshots
-//! rebuilt every `sync.interval` from a [`UsageTracker`](crate::UsageTracker)
+//! plugins run (for the `allot` policy: [`Engine`](fairshare::Engine) snapshots
+//! rebuilt every `sync.interval` from a [`UsageTracker`](fairshare::UsageTracker)
 //! charged by the contract rule, the engine's `u32` priorities, and
-//! [`Engine::choose_victims`](crate::Engine::choose_victims) for preemption).
+//! [`Engine::choose_victims`](fairshare::Engine::choose_victims) for preemption).
 //!
 //! - [`trace`]: parsing traces (allot CSV, Philly, Helios/Acme, Alibaba);
-//! - [`settings`]: the `[sim]` section of `allot.toml` (cluster, half-life,
-//!   contract rules, checkpoints);
+//! - [`SimSettings`]: the `[sim]` section of `allot.toml` (cluster,
+//!   half-life, contract rules, checkpoints), parsed and validated with the
+//!   rest of the file by `fairshare::config::sim`;
 //! - [`workload`]: teams mapped to leaves, contracts assigned, job classes;
 //! - the event loop (`run.rs`), placement (`cluster.rs`) and [`metrics`].
 //!
@@ -17,7 +18,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use fairshare::Config;
-//! use fairshare::sim::{simulate, trace, ClusterSpec, Policy, Workload};
+//! use allot_sim::{simulate, trace, ClusterSpec, Policy, Workload};
 //!
 //! let config = Arc::new(Config::from_toml_str(r#"
 //!     [tree.a]
@@ -39,7 +40,6 @@
 mod cluster;
 pub mod metrics;
 mod run;
-pub mod settings;
 pub mod trace;
 pub mod workload;
 
@@ -47,9 +47,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::config::Config;
+use fairshare::config::Config;
 pub use metrics::Hourly;
-pub use settings::{ClusterSpec, ContractRule, RuleMinRuntime, SimSettings};
+pub use fairshare::config::sim::{ClusterSpec, ContractRule, RuleMinRuntime, SimSettings};
 pub use trace::{NodeEvent, NodeEventKind, Trace, TraceFormat, TraceJob};
 pub use workload::{JobClass, SimJob, Team, Workload};
 

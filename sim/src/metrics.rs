@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use super::workload::{JobClass, Workload};
 use super::{ClassWaits, Policy, PreemptionRecord, SimReport, TeamReport};
-use crate::config::Config;
+use fairshare::config::Config;
 
 /// Hourly series of one replay (GPU-seconds per hour).
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use super::*;
-use crate::config::Config;
+use fairshare::config::Config;
 
 const TWO_TEAMS: &str = r#"
 window = "7-0"
@@ -240,7 +240,10 @@ fn baselines_behave_as_documented() {
 
 #[test]
 fn classic_factor_formula() {
-    let tree = crate::testutil::example_tree();
+    // The engine's worked example: a (60) { a1 35, a2 25 }, b (40) { b1 20, b2 20 }.
+    let example = "[tree.a]\nshare = 60\n[tree.a.a1]\nshare = 35\n[tree.a.a2]\nshare = 25\n\
+                   [tree.b]\nshare = 40\n[tree.b.b1]\nshare = 20\n[tree.b.b2]\nshare = 20\n";
+    let tree = config(example).tree.clone();
     let f = run::classic_factors(&tree, &[0.0; 4]);
     assert_eq!(f, vec![1.0; 4]);
     // a1 with all the usage: UE(a) = 1, UE(a1) = 1 + (1 - 1) * .. = 1; F = 2^(-1/0.35).

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::preempt::NodeGpus;
+use fairshare::preempt::NodeGpus;
 
 /// The cluster's state.
 #[derive(Debug, Clone)]

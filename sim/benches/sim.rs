@@ -2,7 +2,7 @@
 //! (256 nodes x 8) under the `allot` policy, with preemption, on one core,
 //! and prints jobs/s. Goal: >= 100,000 jobs/s.
 //!
-//! `cargo bench -p fairshare --bench sim` (set `SIM_BENCH_JOBS` for another
+//! `cargo bench -p allot-sim --bench sim` (set `SIM_BENCH_JOBS` for another
 //! size, `SIM_BENCH_POLICY` for another policy, `SIM_BENCH_LOAD` for another
 //! offered load, `SIM_BENCH_SIM` for extra `[sim]` keys). Besides the
 //! human line it prints `BENCH name=value unit=...` lines for `scripts/bench`.
@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use fairshare::sim::{self, trace, ClusterSpec, Policy, TraceJob, Workload};
+use allot_sim::{self as sim, trace, ClusterSpec, Policy, TraceJob, Workload};
 use fairshare::Config;
 
 struct Lcg(u64);
