@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use allot_e2e::{wait_until, Testbed};
-use allot_sync::ledger::{Ledger, LedgerReader};
+use allot_ledger::{Ledger, LedgerReader};
 
 /// Minimum runtime of the test config, seconds ("0:20" = mm:ss).
 const MIN_RUNTIME: i64 = 20;
@@ -456,7 +456,7 @@ fn sync_report_and_crash_safety() {
             "-E",
             "now",
             "-o",
-            &allot_sync::sacct::LIVE_FIELDS.join(","),
+            &allot_ledger::sacct::LIVE_FIELDS.join(","),
         ],
     );
     let real_dump = dir.join("real.dump");

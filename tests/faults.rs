@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use allot_e2e::{epoch, serial, wait_until, Testbed};
-use allot_sync::ledger::LedgerReader;
+use allot_ledger::LedgerReader;
 
 const HOUR: i64 = 3600;
 

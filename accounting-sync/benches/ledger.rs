@@ -18,9 +18,9 @@
 
 use std::time::Instant;
 
-use allot_sync::charge::Charging;
-use allot_sync::ledger::{Ledger, LedgerReader, SCHEMA_VERSION};
-use allot_sync::sacct::Parser;
+use allot_ledger::charge::Charging;
+use allot_ledger::sacct::Parser;
+use allot_ledger::{Ledger, LedgerReader, SCHEMA_VERSION};
 use allot_sync::sync::import_lines;
 use fairshare::charge::ChargeWeights;
 use fairshare::ContractPolicy;
@@ -168,7 +168,7 @@ fn fill(path: &std::path::Path, m: u64, year: i64, charging: &Charging, parser: 
     let mut batch = Vec::with_capacity(50_000);
     for i in 0..m {
         let line = row(i);
-        let allot_sync::sacct::RowOutcome::Attempt(mut a) = parser.parse(&line).unwrap() else {
+        let allot_ledger::sacct::RowOutcome::Attempt(mut a) = parser.parse(&line).unwrap() else {
             unreachable!()
         };
         let start = T0 + ((i as i64).wrapping_mul(2_654_435_761) % year).abs();

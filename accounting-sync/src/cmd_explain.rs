@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
-use allot_sync::ledger::{LedgerReader, StoredAttempt};
+use allot_ledger::{LedgerReader, StoredAttempt};
 use anyhow::{bail, Context};
 use fairshare::duration::SlurmDuration;
 use fairshare::record::recorded_min_runtime;

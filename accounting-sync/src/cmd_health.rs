@@ -9,10 +9,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use allot_ledger::events::{append_event, Event, EventKind};
 use allot_sync::health::fixture::FixtureSource;
 use allot_sync::health::nvml::NvmlSource;
 use allot_sync::health::{self, node, GpuSource, NodeReport, SourceError, Verdict};
-use allot_sync::ledger::events::{append_event, Event, EventKind};
 
 use crate::config_path::{self, ConfigArg};
 

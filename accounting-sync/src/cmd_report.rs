@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use allot_sync::ledger::LedgerReader;
+use allot_ledger::LedgerReader;
 use allot_sync::report;
 use anyhow::{bail, Context};
 use fairshare::Config;
@@ -76,7 +76,7 @@ pub fn parse_when(s: &str) -> anyhow::Result<i64> {
         16 => format!("{t}:00"),
         _ => t.to_string(),
     };
-    allot_sync::sacct::parse_time(&full, &jiff::tz::TimeZone::system())
+    allot_ledger::sacct::parse_time(&full, &jiff::tz::TimeZone::system())
         .ok()
         .flatten()
         .with_context(|| {

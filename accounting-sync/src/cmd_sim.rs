@@ -22,10 +22,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Context};
 use allot_sim::{
     self as sim, trace, ClusterSpec, JobClass, Policy, SimReport, Trace, TraceJob, Workload,
 };
+use anyhow::{bail, Context};
 use fairshare::duration::parse_slurm_duration;
 use fairshare::Config;
 use rayon::prelude::*;
@@ -489,7 +489,8 @@ struct AttemptLite {
 fn sacct_trace(text: &str) -> anyhow::Result<Trace> {
     let mut lines = text.lines().enumerate();
     let (_, header) = lines.next().context("empty sacct dump")?;
-    let parser = allot_sync::sacct::Parser::from_header_line(header, jiff::tz::TimeZone::system())?;
+    let parser =
+        allot_ledger::sacct::Parser::from_header_line(header, jiff::tz::TimeZone::system())?;
     let mut errors = Vec::new();
     let mut attempts = Vec::new();
     for (i, line) in lines {
@@ -497,7 +498,7 @@ fn sacct_trace(text: &str) -> anyhow::Result<Trace> {
             continue;
         }
         match parser.parse(line) {
-            Ok(allot_sync::sacct::RowOutcome::Attempt(a)) => attempts.push(AttemptLite {
+            Ok(allot_ledger::sacct::RowOutcome::Attempt(a)) => attempts.push(AttemptLite {
                 line: i as u32 + 1,
                 job_id: a.job_id,
                 account: a.account,
@@ -509,7 +510,7 @@ fn sacct_trace(text: &str) -> anyhow::Result<Trace> {
                 gpus: a.gpus,
                 min_runtime: a.min_runtime,
             }),
-            Ok(allot_sync::sacct::RowOutcome::Skipped) => {}
+            Ok(allot_ledger::sacct::RowOutcome::Skipped) => {}
             Err(e) => errors.push(trace::RowError {
                 line: i as u32 + 1,
                 column: Some(e.field.to_string()),
@@ -523,7 +524,7 @@ fn sacct_trace(text: &str) -> anyhow::Result<Trace> {
 }
 
 fn ledger_trace(path: &Path) -> anyhow::Result<Trace> {
-    let reader = allot_sync::ledger::LedgerReader::open(path)
+    let reader = allot_ledger::LedgerReader::open(path)
         .with_context(|| format!("cannot open the ledger {}", path.display()))?;
     let attempts = reader.all_attempts()?;
     Ok(attempts_to_trace(attempts.into_iter().enumerate().map(

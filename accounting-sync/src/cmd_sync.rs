@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use allot_sync::charge::Charging;
-use allot_sync::ledger::Ledger;
+use allot_ledger::charge::Charging;
+use allot_ledger::Ledger;
 use allot_sync::sync::{self, ImportStats, SyncOptions};
 use anyhow::Context;
 
@@ -166,7 +166,7 @@ fn give_to_slurm_user(path: &std::path::Path) {
     }
     match slurm_user() {
         Some((uid, gid)) => {
-            if let Err(e) = allot_sync::ledger::set_owner(path, uid, gid) {
+            if let Err(e) = allot_ledger::set_owner(path, uid, gid) {
                 tracing::warn!(ledger = %path.display(), "cannot give the ledger to SlurmUser (uid {uid}): {e}");
             }
         }

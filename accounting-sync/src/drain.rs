@@ -168,7 +168,7 @@ pub fn parse_squeue(text: &str) -> Vec<Result<SqueueJob, String>> {
                 partition: part.trim().to_string(),
                 requeue: requeue.trim() != "0",
                 recorded_min_runtime: (comment != "(null)")
-                    .then(|| crate::sacct::min_runtime_token(comment))
+                    .then(|| allot_ledger::sacct::min_runtime_token(comment))
                     .flatten(),
             })
         })

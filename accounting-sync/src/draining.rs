@@ -13,8 +13,8 @@ use anyhow::{bail, Context};
 use fairshare::ContractPolicy;
 
 use crate::drain::{self, parse_sinfo, parse_squeue, DrainingNode, SINFO_FORMAT, SQUEUE_FORMAT};
-use crate::ledger::events::{Event, EventKind};
-use crate::ledger::Ledger;
+use allot_ledger::events::{Event, EventKind};
+use allot_ledger::Ledger;
 
 /// What one pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

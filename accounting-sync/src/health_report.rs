@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::ledger::events::{EventKind, StoredEvent};
+use allot_ledger::events::{EventKind, StoredEvent};
 
 /// One drain episode of one node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -133,7 +133,7 @@ pub fn render_text(r: &HealthReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::events::Event;
+    use allot_ledger::events::Event;
 
     fn ev(id: i64, kind: EventKind, time: i64, job: Option<u64>, reason: &str) -> StoredEvent {
         StoredEvent {

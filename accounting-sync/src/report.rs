@@ -7,7 +7,7 @@
 //! - **Allocation GPU-h**: node allocation (product of normalised shares
 //!   from the root) x capacity (GPUs) x window length, in GPU-hours.
 //! - **Charged GPU-h**: charged unit-seconds of the subtree inside the window
-//!   / 3600 (see [`crate::ledger`]); **Used %** = charged / allocation.
+//!   / 3600 (see [`allot_ledger`]); **Used %** = charged / allocation.
 //! - **Unallocated GPU-h**: GPU-seconds held by minimum-runtime-0 jobs.
 //! - **Level FS**, **FairShare**: the engine's Fair Tree over the charged
 //!   usage of the window ([`fairshare::Engine`]); FairShare only for leaves.
@@ -24,7 +24,7 @@ use std::sync::Arc;
 use fairshare::{Config, Engine, NodeId, Tree};
 use serde::Serialize;
 
-use crate::ledger::{LedgerReader, OpenCounts, Usage};
+use allot_ledger::{LedgerReader, OpenCounts, Usage};
 
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -112,7 +112,7 @@ pub fn build(
     start: i64,
     end: i64,
     users: bool,
-) -> crate::ledger::Result<Report> {
+) -> allot_ledger::Result<Report> {
     let usage = reader.usage(start, end)?;
     let open = reader.open_counts()?;
     let mut by_account: BTreeMap<String, Usage> = BTreeMap::new();
@@ -429,7 +429,7 @@ pub fn gpus_from_sinfo(text: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::{AttemptRecord, Ledger};
+    use allot_ledger::{AttemptRecord, Ledger};
 
     #[test]
     fn sinfo_gres() {

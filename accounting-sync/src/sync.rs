@@ -9,7 +9,7 @@
 //!   for again by id (`-j`). The watermark moves to the pass's start time
 //!   with the pass's last batch, never before every row is written.
 //! - From a dump ([`import_dump`]): a saved `sacct --parsable2` output with
-//!   its header line; see [`crate::sacct::REQUIRED_FIELDS`].
+//!   its header line; see [`allot_ledger::sacct::REQUIRED_FIELDS`].
 //! - Each batch is one transaction; a record already stored identically is
 //!   left alone, so a crash or a re-run never double-counts.
 //! - A row that cannot be parsed is logged with its JobID and skipped.
@@ -21,9 +21,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
-use crate::charge::Charging;
-use crate::ledger::{AttemptRecord, BatchStats, Ledger};
-use crate::sacct::{Parser, RowOutcome, LIVE_FIELDS};
+use allot_ledger::charge::Charging;
+use allot_ledger::sacct::{Parser, RowOutcome, LIVE_FIELDS};
+use allot_ledger::{AttemptRecord, BatchStats, Ledger};
 
 /// Counts of one import.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -182,7 +182,7 @@ impl EngineState {
 /// path from allot.toml's `[ledger] path`).
 pub fn ledger_usage(config: &Config, start: u64, end: u64) -> Result<Vec<(String, f64)>, String> {
     let path = std::path::Path::new(&config.ledger_path);
-    let reader = allot_sync::ledger::LedgerReader::open(path).map_err(|e| e.to_string())?;
+    let reader = allot_ledger::LedgerReader::open(path).map_err(|e| e.to_string())?;
     let by_account = reader
         .charged_by_account(start as i64, end as i64)
         .map_err(|e| e.to_string())?;

@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use allot_sim::{JobClass, SimReport};
+use anyhow::Context;
 use plotters::prelude::*;
 
 fn file_safe(s: &str) -> String {

@@ -10,10 +10,10 @@
 
 use std::sync::{Arc, OnceLock};
 
-use allot_sync::charge::Charging;
+use allot_ledger::charge::Charging;
+use allot_ledger::sacct::{self, Parser, RowOutcome};
 use allot_sync::health::fixture::FixtureSource;
 use allot_sync::health::{check_node, Verdict};
-use allot_sync::sacct::{self, Parser, RowOutcome};
 use fairshare::duration::{format_slurm_duration, parse_slurm_duration};
 use fairshare::record::{comment_min_runtime, recorded_min_runtime, with_recorded_min_runtime};
 use fairshare::{Config, ContractPolicy, Engine, PendingJob, Tier};

@@ -12,13 +12,13 @@
 //!   unallocated job (minimum runtime 0).
 //!
 //! A running attempt has no charged end yet: readers count it up to the
-//! time they ask about (see [`crate::ledger::LedgerReader::usage`]).
+//! time they ask about (see [`crate::LedgerReader::usage`]).
 
 use fairshare::charge::ChargeWeights;
 use fairshare::{Config, ContractPolicy};
 
-use crate::ledger::AttemptRecord;
 use crate::sacct::Attempt;
+use crate::AttemptRecord;
 
 /// The charging rules of one config.
 #[derive(Debug, Clone)]

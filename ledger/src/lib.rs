@@ -25,6 +25,25 @@
 //! - **gpu**: `[start, end)` at the GPU count, every job that ran
 //!   (occupancy);
 //! - **unallocated**: the same for jobs with minimum runtime 0.
+//!
+//! The crate (`allot-ledger`) is what the Slurm plugins and the `allot`
+//! command share: this module's writer and readers, [`sacct`] (parsing
+//! `sacct --parsable2` rows, pure) and [`charge`] (the engine's charging
+//! rule applied to one attempt). It links no CLI, plotting or NVML crate.
+//!
+//! Reading a ledger (what the plugins do):
+//!
+//! ```no_run
+//! use allot_ledger::LedgerReader;
+//! let reader = LedgerReader::open("/var/lib/allot/ledger.sqlite".as_ref())?;
+//! let now = 1_700_000_000;
+//! // Charged GPU-seconds per account over the last 7 days.
+//! for (account, gpu_seconds) in reader.charged_by_account(now - 7 * 86_400, now)? {
+//!     println!("{account}: {gpu_seconds}");
+//! }
+//! # Ok::<(), allot_ledger::LedgerError>(())
+//! ```
+#![deny(missing_docs)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
@@ -1181,7 +1200,9 @@ impl LedgerReader {
     }
 }
 
+pub mod charge;
 pub mod events;
+pub mod sacct;
 
 #[cfg(test)]
 mod tests;
