@@ -47,9 +47,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+pub use fairshare::config::sim::{ClusterSpec, ContractRule, RuleMinRuntime, SimSettings};
 use fairshare::config::Config;
 pub use metrics::Hourly;
-pub use fairshare::config::sim::{ClusterSpec, ContractRule, RuleMinRuntime, SimSettings};
 pub use trace::{NodeEvent, NodeEventKind, Trace, TraceFormat, TraceJob};
 pub use workload::{JobClass, SimJob, Team, Workload};
 

@@ -16,8 +16,8 @@
 
 use serde::Serialize;
 
-use fairshare::config::sim::{ClusterSpec, RuleMinRuntime};
 use super::trace::Trace;
+use fairshare::config::sim::{ClusterSpec, RuleMinRuntime};
 use fairshare::config::Config;
 use fairshare::tree::LeafId;
 
