@@ -152,12 +152,6 @@ impl<'a> JobRecord<'a> {
         // SAFETY: as in `account`.
         unsafe { opt_str(self.raw.tres_fmt_alloc_str) }
     }
-    /// Allocated GPUs (from `tres_fmt_alloc_str`); 0 when none or not allocated.
-    pub fn allocated_gpus(&self) -> u64 {
-        self.tres_alloc_str()
-            .and_then(|s| fairshare::tres::gpu_count(s).ok())
-            .unwrap_or(0)
-    }
     /// Requested GPUs per node / per job as given (`gres:gpu:2` style TRES request strings).
     pub fn tres_per_node(&self) -> Option<&'a str> {
         // SAFETY: as in `account`.
@@ -440,7 +434,10 @@ mod tests {
         let job = unsafe { JobRecord::from_ptr(&rec) }.unwrap();
         assert_eq!(job.job_id(), 42);
         assert_eq!(job.account(), Some("a1"));
-        assert_eq!(job.allocated_gpus(), 2);
+        assert_eq!(
+            job.tres_alloc_str(),
+            Some("cpu=2,mem=1G,node=1,gres/gpu:a100=2,gres/gpu=2")
+        );
         assert_eq!(job.state(), JobState::Running);
         assert_eq!(job.time_limit_minutes(), None);
         assert_eq!(job.submit_time(), 1_700_000_000);

@@ -21,6 +21,14 @@ pub fn min_runtime(engine: &Engine, job: &JobRecord<'_>) -> u64 {
         })
 }
 
+/// Allocated GPUs, from the allocated TRES (`tres_fmt_alloc_str`, read
+/// with [`fairshare::tres::gpu_count`]); 0 when none or not allocated.
+pub fn allocated_gpus(job: &JobRecord<'_>) -> u64 {
+    job.tres_alloc_str()
+        .and_then(|s| fairshare::tres::gpu_count(s).ok())
+        .unwrap_or(0)
+}
+
 /// A pending job for priority: age counts from `max(submit, begin)`.
 pub fn pending<'a>(engine: &Engine, job: &JobRecord<'a>) -> PendingJob<'a> {
     let eligible = job.begin_time().max(job.submit_time()).max(0) as u64;
@@ -72,5 +80,33 @@ pub fn running<'a>(engine: &Engine, job: &JobRecord<'a>) -> RunningJob<'a> {
         },
         alloc: &[],
         requeue: job.requeue(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::c_char;
+
+    use allot_ffi::sys;
+
+    use super::*;
+
+    #[test]
+    fn allocated_gpus_from_the_alloc_tres() {
+        let tres = c"cpu=2,mem=1G,node=1,gres/gpu:a100=2,gres/gpu=2".as_ptr() as *mut c_char;
+        let running = sys::job_record_t {
+            tres_fmt_alloc_str: tres,
+            ..Default::default()
+        };
+        let pending = sys::job_record_t::default();
+        // SAFETY: the records and the string they point to outlive the views.
+        let (running, pending) = unsafe {
+            (
+                JobRecord::from_ptr(&running).unwrap(),
+                JobRecord::from_ptr(&pending).unwrap(),
+            )
+        };
+        assert_eq!(allocated_gpus(&running), 2);
+        assert_eq!(allocated_gpus(&pending), 0);
     }
 }

@@ -140,7 +140,7 @@ fn victim_order(engine: &Engine, job: &JobRecord<'_>) -> u32 {
     let no_requeue = u32::from(!r.requeue) << 31;
     let allocated = u32::from(Tier::of(r.contract.min_runtime) == Tier::Allocated) << 30;
     let rank = engine.rank(r.account).unwrap_or(0).min((1 << 14) - 1) << 16;
-    let gpus = job.allocated_gpus().max(1);
+    let gpus = jobs::allocated_gpus(job).max(1);
     let work = (gpus.saturating_mul(r.contract.clock.run_time(now())) / 60).min(0xffff) as u32;
     no_requeue | allocated | rank | work
 }
