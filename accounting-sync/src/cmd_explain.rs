@@ -12,7 +12,7 @@ use allot_ledger::{LedgerReader, StoredAttempt};
 use anyhow::{bail, Context};
 use fairshare::duration::SlurmDuration;
 use fairshare::record::recorded_min_runtime;
-use fairshare::{Contract, Engine, Explanation, PendingJob, RunClock};
+use fairshare::{Contract, ContractPolicy, Engine, Explanation, PendingJob, RunClock};
 use serde::Serialize;
 
 use crate::cmd_report::{ledger_path, now};
@@ -49,6 +49,16 @@ struct LiveJob {
     pre_sus_time: u64,
     admin_comment: String,
     restarts: u64,
+}
+
+impl LiveJob {
+    /// Its minimum runtime, read as the plugins read it.
+    fn min_runtime(&self, policy: &ContractPolicy) -> u64 {
+        policy.job_min_runtime(
+            recorded_min_runtime(&self.admin_comment),
+            Some(&self.partition),
+        )
+    }
 }
 
 fn live_job(id: u64) -> anyhow::Result<Option<LiveJob>> {
@@ -163,12 +173,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let attempts = reader.attempts_of_job(args.job)?;
     let live = live_job(args.job)?;
     let (account, min_runtime) = match (&live, attempts.last()) {
-        (Some(l), _) => {
-            let m = recorded_min_runtime(&l.admin_comment).unwrap_or_else(|| {
-                config.contract.min_runtime(None, Some(l.partition.as_str())).unwrap_or(config.contract.default_min_runtime)
-            });
-            (l.account.clone(), m)
-        }
+        (Some(l), _) => (l.account.clone(), l.min_runtime(&config.contract)),
         (None, Some(a)) => (a.record.account.clone(), a.record.min_runtime),
         (None, None) => bail!("job {} is neither known to slurmctld (squeue) nor in the ledger; run `allot sync` if it ended", args.job),
     };
@@ -339,4 +344,33 @@ fn render(o: &Output, now: i64) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_job_has_the_plugins_minimum_runtime() {
+        // explain read a record above today's cap as is (99 h) and did not
+        // read a hand-written Slurm time (the default instead): one resolver
+        // and one parser now.
+        let mut policy = ContractPolicy::default();
+        policy.partition_default.insert("debug".into(), 0);
+        let job = |admin_comment: &str, partition: &str| LiveJob {
+            admin_comment: admin_comment.into(),
+            partition: partition.into(),
+            ..LiveJob::default()
+        };
+        assert_eq!(
+            job("allot:min_runtime=356400", "gpu").min_runtime(&policy),
+            8 * 3600
+        );
+        assert_eq!(
+            job("allot:min_runtime=4:00:00", "gpu").min_runtime(&policy),
+            4 * 3600
+        );
+        assert_eq!(job("", "debug,gpu").min_runtime(&policy), 0);
+        assert_eq!(job("ticket-9", "gpu").min_runtime(&policy), 3600);
+    }
 }

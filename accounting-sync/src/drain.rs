@@ -21,6 +21,7 @@
 //! on them live in [`crate::draining`].
 
 use fairshare::contract::{protected, protected_until, Contract, RunClock};
+use fairshare::record::recorded_min_runtime;
 use fairshare::ContractPolicy;
 
 /// A job running (or suspended) on a draining node.
@@ -168,7 +169,7 @@ pub fn parse_squeue(text: &str) -> Vec<Result<SqueueJob, String>> {
                 partition: part.trim().to_string(),
                 requeue: requeue.trim() != "0",
                 recorded_min_runtime: (comment != "(null)")
-                    .then(|| allot_ledger::sacct::min_runtime_token(comment))
+                    .then(|| recorded_min_runtime(comment))
                     .flatten(),
             })
         })
@@ -176,15 +177,11 @@ pub fn parse_squeue(text: &str) -> Vec<Result<SqueueJob, String>> {
 }
 
 impl SqueueJob {
-    /// The job's contract at `now` (epoch s): its recorded minimum runtime,
-    /// else the partition's or the global default of `policy`; its clock
-    /// has run `run_time` seconds and runs on unless suspended.
+    /// The job's contract at `now` (epoch s): its minimum runtime
+    /// ([`ContractPolicy::job_min_runtime`] of its record and partition);
+    /// its clock has run `run_time` seconds and runs on unless suspended.
     pub fn node_job(&self, policy: &ContractPolicy, now: u64) -> NodeJob {
-        let min_runtime = self.recorded_min_runtime.unwrap_or_else(|| {
-            policy
-                .min_runtime(None, Some(&self.partition))
-                .unwrap_or(policy.default_min_runtime)
-        });
+        let min_runtime = policy.job_min_runtime(self.recorded_min_runtime, Some(&self.partition));
         NodeJob {
             job_id: self.job_id,
             contract: Contract {
@@ -334,5 +331,25 @@ mod tests {
             jc.contract.min_runtime, 3600,
             "no record: the config's default"
         );
+    }
+
+    #[test]
+    fn drain_reads_the_contract_as_the_plugins_do() {
+        // Drain protected a record above today's cap for all of it, and
+        // looked a partition list up whole; now the one resolver: the cap,
+        // and the first partition's default.
+        let mut policy = ContractPolicy::default();
+        policy.partition_default.insert("debug".into(), 0);
+        let rows = parse_squeue(
+            "201|R|9:00:00|gpu|1|allot:min_runtime=356400\n\
+             202|R|0:01|debug,gpu|1|(null)\n\
+             203|R|1:00|gpu|1|allot:min_runtime=4:00:00\n",
+        );
+        let now = 100_000;
+        let job = |i: usize| rows[i].clone().unwrap().node_job(&policy, now);
+        assert_eq!(job(0).contract.min_runtime, 8 * 3600);
+        assert_eq!(plan(&[job(0)], now).requeue, vec![201], "9 h run, 8 h cap");
+        assert_eq!(job(1).contract.min_runtime, 0);
+        assert_eq!(job(2).contract.min_runtime, 4 * 3600);
     }
 }

@@ -6,6 +6,14 @@
 //!   A declared value above `max_min_runtime` is rejected (never silently
 //!   capped: the user must know what they bought); exactly the cap is
 //!   accepted. An unparsable value is rejected, never read as 0.
+//! - **Which minimum runtime a job has**, once it is submitted, is decided by
+//!   one function, [`ContractPolicy::job_min_runtime`], that every reader
+//!   calls (the priority and preempt plugins, `allot sync`'s charge, drain,
+//!   `allot explain`, the simulator): the minimum runtime recorded on the job
+//!   (AdminComment, read with [`crate::record::recorded_min_runtime`]) at
+//!   most today's `max_min_runtime`; else the default of its partition (the
+//!   first of a comma-separated list, as at submission); else the global
+//!   default.
 //! - **Tier**: minimum runtime 0 = *unallocated* (free tier): charged
 //!   nothing, preemptible from the first second, below every allocated job.
 //!   Anything above 0 = *allocated*.
@@ -83,9 +91,7 @@ impl ContractPolicy {
     ) -> Result<u64, ContractError> {
         let secs = match declared {
             Some(text) => parse_slurm_duration(text)?,
-            None => partition
-                .and_then(|p| self.partition_default.get(p).copied())
-                .unwrap_or(self.default_min_runtime),
+            None => self.default_for(partition),
         };
         if secs > self.max_min_runtime {
             return Err(ContractError::AboveCap {
@@ -103,6 +109,31 @@ impl ContractPolicy {
     /// alike.
     pub fn recorded(&self, secs: u64) -> u64 {
         secs.min(self.max_min_runtime)
+    }
+
+    /// The minimum runtime of a submitted job, seconds: the one rule every
+    /// reader applies. `recorded` is what its AdminComment records (read
+    /// with [`crate::record::recorded_min_runtime`]): honoured up to today's
+    /// cap ([`ContractPolicy::recorded`]). Without a record (a job submitted
+    /// before allot was loaded, or an unreadable record), the default of
+    /// `partition` ([`ContractPolicy::default_for`]).
+    pub fn job_min_runtime(&self, recorded: Option<u64>, partition: Option<&str>) -> u64 {
+        match recorded {
+            Some(secs) => self.recorded(secs),
+            None => self.default_for(partition),
+        }
+    }
+
+    /// The default minimum runtime of a job in `partition`, seconds: the
+    /// partition's `default_min_runtime`, else the global one. A
+    /// comma-separated list (a job submitted to several partitions) counts
+    /// by its first partition, as job_submit/allot reads it. Never above
+    /// the cap (the config refuses a default above it).
+    pub fn default_for(&self, partition: Option<&str>) -> u64 {
+        partition
+            .and_then(|p| p.split(',').next())
+            .and_then(|p| self.partition_default.get(p).copied())
+            .unwrap_or(self.default_min_runtime)
     }
 
     /// Charged seconds for a job that ran `runtime` seconds (wall time).
@@ -288,6 +319,36 @@ mod tests {
         assert_eq!(protected_until(&j, 10_000), Some(10_500));
         assert!(protected(&j, 10_499));
         assert!(!protected(&j, 10_500));
+    }
+
+    #[test]
+    fn job_min_runtime_record_then_partition_then_global() {
+        let mut p = ContractPolicy::default();
+        p.partition_default.insert("debug".into(), 0);
+        // A record wins over every default, the free tier included.
+        assert_eq!(p.job_min_runtime(Some(7200), Some("debug")), 7200);
+        assert_eq!(p.job_min_runtime(Some(0), Some("gpu")), 0);
+        // Above today's cap it counts as the cap; exactly the cap is kept.
+        assert_eq!(p.job_min_runtime(Some(356_400), None), 8 * 3600);
+        assert_eq!(p.job_min_runtime(Some(8 * 3600), None), 8 * 3600);
+        // No record: the partition's default, else the global one.
+        assert_eq!(p.job_min_runtime(None, Some("debug")), 0);
+        assert_eq!(p.job_min_runtime(None, Some("gpu")), 3600);
+        assert_eq!(p.job_min_runtime(None, None), 3600);
+    }
+
+    #[test]
+    fn a_partition_list_counts_by_its_first_partition() {
+        // A job submitted to "debug,gpu": job_submit and the plugins used the
+        // first partition's default, while sync, drain and explain looked the
+        // whole list up (no such partition: the global default).
+        let mut p = ContractPolicy::default();
+        p.partition_default.insert("debug".into(), 0);
+        assert_eq!(p.default_for(Some("debug,gpu")), 0);
+        assert_eq!(p.job_min_runtime(None, Some("debug,gpu")), 0);
+        assert_eq!(p.min_runtime(None, Some("debug,gpu")), Ok(0));
+        assert_eq!(p.job_min_runtime(None, Some("gpu,debug")), 3600);
+        assert_eq!(p.default_for(Some("")), 3600);
     }
 
     #[test]

@@ -9,6 +9,17 @@
 //!   the plugins, `allot sync` and the simulator all read the same contract.
 //!
 //! Tokens are separated by whitespace, `,` or `;`.
+//!
+//! Reading the record back is [`recorded_min_runtime`], the one parser every
+//! reader uses (the plugins, `allot sync`, drain, `allot explain`); what the
+//! job then has is [`ContractPolicy::job_min_runtime`](crate::ContractPolicy::job_min_runtime).
+//! The first `allot:min_runtime=` token decides. Its value is seconds
+//! (`3600`, what job_submit writes); a value an operator wrote by hand is
+//! read too when it cannot be mistaken: seconds with an `s` suffix (`90s`)
+//! or a Slurm time with `:` or `-` (`4:00:00`, `0-2`). Anything else (`4h`,
+//! `+5`, `soon`, an empty value) is no record: the job's default applies.
+
+use crate::duration::parse_slurm_duration;
 
 /// Prefix of the recorded token in AdminComment.
 pub const RECORDED_KEY: &str = "allot:min_runtime=";
@@ -23,11 +34,22 @@ fn tokens(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// The recorded minimum runtime in seconds, from an AdminComment; `None`
-/// when no (valid) `allot:min_runtime=` token is present.
+/// when there is no `allot:min_runtime=` token or the first one is
+/// unreadable (see the module documentation for what is read).
 pub fn recorded_min_runtime(admin_comment: &str) -> Option<u64> {
-    tokens(admin_comment)
-        .find_map(|t| t.strip_prefix(RECORDED_KEY))
-        .and_then(|v| v.parse().ok())
+    let value = tokens(admin_comment).find_map(|t| t.strip_prefix(RECORDED_KEY))?;
+    let seconds = |digits: &str| {
+        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| digits.parse().ok())
+            .flatten()
+    };
+    if let Some(n) = value.strip_suffix('s') {
+        seconds(n)
+    } else if value.contains([':', '-']) {
+        parse_slurm_duration(value).ok()
+    } else {
+        seconds(value)
+    }
 }
 
 /// AdminComment with the contract recorded: any previous allot token is
@@ -71,6 +93,65 @@ mod tests {
         assert_eq!(recorded_min_runtime(""), None);
         assert_eq!(recorded_min_runtime("allot:min_runtime=abc"), None);
         assert_eq!(recorded_min_runtime("xallot:min_runtime=5"), None);
+    }
+
+    #[test]
+    fn what_the_record_parser_accepts() {
+        // What job_submit writes: seconds, anywhere among other tokens.
+        assert_eq!(recorded_min_runtime("allot:min_runtime=3600"), Some(3600));
+        assert_eq!(recorded_min_runtime("allot:min_runtime=0"), Some(0));
+        assert_eq!(
+            recorded_min_runtime("x=1 allot:min_runtime=600;y"),
+            Some(600)
+        );
+        // Written by hand: a Slurm time with ':' or '-', or seconds with 's'.
+        // (`allot sync` and drain read these while the plugins and `allot
+        // explain` fell back to the default: one parser now.)
+        assert_eq!(
+            recorded_min_runtime("allot:min_runtime=4:00:00"),
+            Some(14_400)
+        );
+        assert_eq!(
+            recorded_min_runtime("ticket-9,allot:min_runtime=1:30:00"),
+            Some(5400)
+        );
+        assert_eq!(recorded_min_runtime("allot:min_runtime=0-2"), Some(7200));
+        assert_eq!(recorded_min_runtime("allot:min_runtime=90s"), Some(90));
+        // Above the cap is still a record (the reader caps it).
+        assert_eq!(
+            recorded_min_runtime("allot:min_runtime=356400"),
+            Some(356_400)
+        );
+    }
+
+    #[test]
+    fn what_the_record_parser_refuses() {
+        for text in [
+            "allot:min_runtime=",
+            "allot:min_runtime=soon",
+            "allot:min_runtime=4h",
+            "allot:min_runtime=90m",
+            "allot:min_runtime=+5",
+            "allot:min_runtime=-5",
+            "allot:min_runtime=s",
+            "allot:min_runtime=1:00s",
+            "allot:min_runtime=1:99:99:99",
+            "allot:min_runtime=99999999999999999999999",
+            "min_runtime=90",
+            "ALLOT:MIN_RUNTIME=90",
+        ] {
+            assert_eq!(recorded_min_runtime(text), None, "{text:?}");
+        }
+        // The first token decides: an unreadable one is not skipped for a
+        // later one (with_recorded_min_runtime never writes two).
+        assert_eq!(
+            recorded_min_runtime("allot:min_runtime=abc allot:min_runtime=5"),
+            None
+        );
+        assert_eq!(
+            recorded_min_runtime("allot:min_runtime=5 allot:min_runtime=60"),
+            Some(5)
+        );
     }
 
     #[test]

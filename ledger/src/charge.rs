@@ -1,9 +1,9 @@
 //! What one job attempt is charged: the engine's rule applied to a sacct row.
 //!
 //! This file only *applies* the engine's rules; it defines none:
-//! - the minimum runtime is the one recorded on the job (`AdminComment`
-//!   token, see [`crate::sacct::min_runtime_token`]), else the partition's or
-//!   global default ([`fairshare::ContractPolicy::min_runtime`]);
+//! - the minimum runtime is [`fairshare::ContractPolicy::job_min_runtime`]
+//!   of the one recorded on the job (`AdminComment`, read by
+//!   [`fairshare::record::recorded_min_runtime`]) and of its partition;
 //! - the charge rate (units per second; GPUs with the default weights) is
 //!   [`fairshare::charge::ChargeWeights::rate`] of the allocated TRES;
 //! - the charged interval is `[start, charged_end)` with `charged_end` from
@@ -52,19 +52,10 @@ impl Charging {
     /// charged unit-seconds (GPU-seconds by default; 0 while running, for a
     /// job that never started, and for an unallocated job).
     pub fn record(&self, a: &Attempt) -> AttemptRecord {
-        let (min_runtime, recorded) = match a.min_runtime {
-            // job_submit/allot capped it at submission; a record above
-            // today's cap (the cap was lowered, or an admin wrote it by hand)
-            // counts as the cap, as in the plugins (slurm_plugin::jobs::min_runtime).
-            Some(m) => (self.policy.recorded(m), true),
-            None => {
-                let m = self
-                    .policy
-                    .min_runtime(None, a.partition.as_deref())
-                    .unwrap_or(self.policy.default_min_runtime);
-                (m, false)
-            }
-        };
+        let min_runtime = self
+            .policy
+            .job_min_runtime(a.min_runtime, a.partition.as_deref());
+        let recorded = a.min_runtime.is_some();
         let rate = self.rate(a);
         let charge_end = match (a.start, a.end) {
             (Some(s), Some(e)) if rate > 0 => self
@@ -174,5 +165,20 @@ mod tests {
             "6|6|a1|bob|gpu|gres/gpu:a100=3|0|0|3600|01:00:00|COMPLETED|",
         ));
         assert_eq!((r.gpus, r.rate, r.charged), (3, 3, 3 * 3600));
+    }
+
+    #[test]
+    fn contract_read_as_the_plugins_read_it() {
+        // A partition list was looked up whole (the global 1 h) where the
+        // plugins take the first partition's default (debug: 0).
+        let r = rules().record(&attempt(
+            "7|7|a1|bob|debug,gpu|gres/gpu=1|0|1000|1600|00:10:00|CANCELLED|",
+        ));
+        assert_eq!((r.min_runtime, r.charged), (0, 0));
+        // A hand-written Slurm time is a record here as everywhere.
+        let r = rules().record(&attempt(
+            "8|8|a1|bob|gpu|gres/gpu=1|0|1000|1600|00:10:00|COMPLETED|allot:min_runtime=2:00:00",
+        ));
+        assert_eq!((r.min_runtime, r.min_runtime_recorded), (7200, true));
     }
 }

@@ -21,9 +21,10 @@
 //! - GPUs come from `AllocTRES` via [`fairshare::tres::gpu_count`]
 //!   (`gres/gpu:a100=2,gres/gpu=2` is 2 GPUs).
 //! - The contract comes from the `AdminComment` token
-//!   `allot:min_runtime=<seconds>` that job_submit/allot records (see
-//!   [`min_runtime_token`]); users cannot edit `AdminComment`, and the
-//!   user-editable `Comment` is never read.
+//!   `allot:min_runtime=<seconds>` that job_submit/allot records, read with
+//!   the engine's one parser, [`fairshare::record::recorded_min_runtime`];
+//!   users cannot edit `AdminComment`, and the user-editable `Comment` is
+//!   never read.
 //! - A row that cannot be read is a [`RowError`] naming the JobID, the field
 //!   and the value; the caller logs it and carries on.
 
@@ -211,32 +212,6 @@ pub fn parse_elapsed(s: &str) -> Result<Option<u64>, String> {
         return Err("expected [d-]hh:mm:ss or mm:ss".into());
     }
     parse_slurm_duration(s).map(Some).map_err(|e| e.to_string())
-}
-
-/// The minimum runtime recorded in a job's `AdminComment`, in seconds.
-///
-/// job_submit/allot records `allot:min_runtime=<seconds>`
-/// ([`fairshare::record`]), read with the engine's own
-/// [`fairshare::record::recorded_min_runtime`]. Leniently, a value written
-/// by hand as a Slurm time with `:` or `-` (`1:00:00`, `0-1`) or as seconds
-/// with an `s` suffix (`90s`) is accepted too. Anything else: `None` (the
-/// config's default applies).
-pub fn min_runtime_token(admin_comment: &str) -> Option<u64> {
-    if let Some(secs) = fairshare::record::recorded_min_runtime(admin_comment) {
-        return Some(secs);
-    }
-    admin_comment
-        .split(|c: char| c.is_whitespace() || c == ',' || c == ';')
-        .filter_map(|t| t.strip_prefix(fairshare::record::RECORDED_KEY))
-        .find_map(|v| {
-            if let Some(n) = v.strip_suffix('s') {
-                n.parse::<u64>().ok()
-            } else if v.contains(':') || v.contains('-') {
-                parse_slurm_duration(v).ok()
-            } else {
-                None
-            }
-        })
 }
 
 /// Field positions of one sacct layout.
@@ -441,7 +416,7 @@ impl Parser {
         }
         let min_runtime = self.admin_comment.and_then(|i| {
             let text = f(i);
-            let token = min_runtime_token(text);
+            let token = fairshare::record::recorded_min_runtime(text);
             if token.is_none() && text.contains(fairshare::record::RECORDED_KEY) {
                 tracing::warn!(
                     job = %job_label,
@@ -704,21 +679,20 @@ mod tests {
 
     #[test]
     fn admin_comment_token() {
-        assert_eq!(min_runtime_token("allot:min_runtime=3600"), Some(3600));
+        // What the record parser accepts and refuses: fairshare::record.
+        let min = |admin: &str| {
+            attempt(&format!(
+                "16|16|a1|alice|gpu|gres/gpu=1|100|110|200|00:01:30|COMPLETED|{admin}"
+            ))
+            .min_runtime
+        };
+        assert_eq!(min("allot:min_runtime=1:30:00;y"), Some(5400));
         assert_eq!(
-            min_runtime_token("x=1 allot:min_runtime=1:30:00;y"),
-            Some(5400)
-        );
-        assert_eq!(min_runtime_token("allot:min_runtime=0-2"), Some(7200));
-        assert_eq!(min_runtime_token("allot:min_runtime=90s"), Some(90));
-        assert_eq!(
-            min_runtime_token("min_runtime=90"),
+            min("min_runtime=90"),
             None,
             "the user's --comment key is not a record"
         );
-        assert_eq!(min_runtime_token("allot:min_runtime=0"), Some(0));
-        assert_eq!(min_runtime_token("allot:min_runtime=soon"), None);
-        assert_eq!(min_runtime_token(""), None);
+        assert_eq!(min("allot:min_runtime=soon"), None);
         // A '|' inside the last field (AdminComment) is kept in it.
         let a = attempt("16|16|a1|alice|gpu|gres/gpu=1|100|110|200|00:01:30|COMPLETED|a|b allot:min_runtime=600");
         assert_eq!(a.min_runtime, Some(600));

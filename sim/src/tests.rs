@@ -449,3 +449,24 @@ fn philly_slice_replays_under_every_policy() {
         assert_eq!((r.finished, r.unfinished), (3621, 0), "{p}");
     }
 }
+
+#[test]
+fn contracts_without_a_rule_are_the_plugins_contracts() {
+    // The workload looked a partition list ("debug,gpu") up whole, where the
+    // plugins take the first partition's default: one resolver now.
+    let c = config(&format!(
+        "{TWO_TEAMS}\n[contract.partition.debug]\ndefault_min_runtime = \"0\"\n"
+    ));
+    let mut jobs = vec![
+        job(1, "t1", 0, 600, 1),
+        job(2, "t1", 0, 600, 1),
+        job(3, "t2", 0, 600, 1),
+        job(4, "t2", 0, 600, 1),
+    ];
+    jobs[0].partition = Some("debug,gpu".into());
+    jobs[1].partition = Some("gpu,debug".into());
+    jobs[2].min_runtime = Some(99 * 3600); // a record above the 8 h cap
+    let w = Workload::prepare(&trace::from_jobs(jobs, vec![]), &c, ONE_NODE);
+    let min: Vec<u64> = w.jobs.iter().map(|j| j.min_runtime).collect();
+    assert_eq!(min, vec![0, 3600, 8 * 3600, 3600]);
+}

@@ -7,8 +7,10 @@
 //!   refuse their jobs.
 //! - Jobs larger than the cluster can never run: reported and left out.
 //! - Contract: the trace's recorded minimum runtime if any (capped at
-//!   `max_min_runtime`), else the first matching `[[sim.rule]]`, else
-//!   `contract.default_min_runtime`. Resumable: the trace, else the first
+//!   `max_min_runtime`), else the first matching `[[sim.rule]]`, else the
+//!   job's default (its partition's, else `contract.default_min_runtime`);
+//!   record and default as the plugins read them
+//!   ([`fairshare::ContractPolicy::job_min_runtime`]). Resumable: the trace, else the first
 //!   matching rule that sets it, else `[sim] resumable`.
 //! - Classes (for wait-time percentiles): **debug** = at most 2 GPUs and at
 //!   most 1 hour of runtime; **large** = 8 GPUs or more (a whole 8-GPU node or
@@ -204,8 +206,9 @@ impl Workload {
             let rule = sim.rules.iter().position(|r| {
                 r.min_runtime.is_some() && r.matches(&j.team, part, j.gpus, j.duration)
             });
+            // A recorded contract, else a rule, else the job's default, the
+            // record and the default read as every reader reads them.
             let (min_runtime, decided) = match (j.min_runtime, rule) {
-                (Some(m), _) => (config.contract.recorded(m), 0),
                 (None, Some(i)) => (
                     match sim.rules[i].min_runtime {
                         Some(RuleMinRuntime::Fixed(m)) => m,
@@ -214,10 +217,13 @@ impl Workload {
                     },
                     i + 1,
                 ),
-                (None, None) => (
-                    part.and_then(|p| config.contract.partition_default.get(p).copied())
-                        .unwrap_or(config.contract.default_min_runtime),
-                    sim.rules.len() + 1,
+                (recorded, _) => (
+                    config.contract.job_min_runtime(recorded, part),
+                    if recorded.is_some() {
+                        0
+                    } else {
+                        sim.rules.len() + 1
+                    },
                 ),
             };
             uses[decided].0 += 1;

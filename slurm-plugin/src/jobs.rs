@@ -5,20 +5,13 @@ use allot_ffi::job::{JobRecord, JobState};
 use fairshare::record::recorded_min_runtime;
 use fairshare::{Contract, Engine, PendingJob, Preemptor, RunClock, RunningJob};
 
-/// The job's minimum runtime: the one job_submit recorded in AdminComment,
-/// at most today's `max_min_runtime` (a record above it, after the cap was
-/// lowered or written by hand, counts as the cap here and in the ledger's
-/// charge); a job without a record (submitted before allot was loaded) gets
-/// its partition's or the global default.
+/// The job's minimum runtime: [`fairshare::ContractPolicy::job_min_runtime`]
+/// of the one job_submit recorded in AdminComment and of its partition.
 pub fn min_runtime(engine: &Engine, job: &JobRecord<'_>) -> u64 {
-    job.admin_comment()
-        .and_then(recorded_min_runtime)
-        .map(|m| engine.config().contract.recorded(m))
-        .unwrap_or_else(|| {
-            let c = &engine.config().contract;
-            c.min_runtime(None, job.partition().and_then(|p| p.split(',').next()))
-                .unwrap_or(c.default_min_runtime)
-        })
+    engine.config().contract.job_min_runtime(
+        job.admin_comment().and_then(recorded_min_runtime),
+        job.partition(),
+    )
 }
 
 /// Allocated GPUs, from the allocated TRES (`tres_fmt_alloc_str`, read
@@ -108,5 +101,29 @@ mod tests {
         };
         assert_eq!(allocated_gpus(&running), 2);
         assert_eq!(allocated_gpus(&pending), 0);
+    }
+    #[test]
+    fn min_runtime_is_the_record_every_reader_reads() {
+        // The plugins fell back to the default for a hand-written
+        // `allot:min_runtime=4:00:00`, which sync charged and drain
+        // protected as 4 h: one parser now.
+        let config = fairshare::Config::from_toml_str(
+            "[tree.a1]\nshare = 1\n[contract.partition.debug]\ndefault_min_runtime = \"0\"\n",
+        )
+        .unwrap();
+        let (engine, _) = Engine::from_account_usage(std::sync::Arc::new(config), [], 0);
+        let min = |admin_comment: &std::ffi::CStr, partition: &std::ffi::CStr| {
+            let rec = sys::job_record_t {
+                admin_comment: admin_comment.as_ptr() as *mut c_char,
+                partition: partition.as_ptr() as *mut c_char,
+                ..Default::default()
+            };
+            // SAFETY: the record and its strings outlive the view.
+            min_runtime(&engine, &unsafe { JobRecord::from_ptr(&rec) }.unwrap())
+        };
+        assert_eq!(min(c"ticket-9 allot:min_runtime=4:00:00", c"gpu"), 4 * 3600);
+        assert_eq!(min(c"allot:min_runtime=356400", c"gpu"), 8 * 3600);
+        assert_eq!(min(c"", c"debug,gpu"), 0);
+        assert_eq!(min(c"allot:min_runtime=4h", c"gpu"), 3600);
     }
 }

@@ -96,10 +96,9 @@ pub fn decide_submit(
             account_list(config)
         )));
     }
-    let partition = s.partition.and_then(|p| p.split(',').next());
     let min_runtime = config
         .contract
-        .min_runtime(declared(s.spank_min_runtime, s.comment), partition)
+        .min_runtime(declared(s.spank_min_runtime, s.comment), s.partition)
         .map_err(|e| {
             Refusal::MinRuntime(match e {
                 ContractError::Unparsable(_) => format!(
@@ -158,10 +157,7 @@ pub fn decide_modify(config: &Config, m: &Modification<'_>) -> ModifyDecision {
             );
         }
         let base = m.admin_comment.or(m.current_admin_comment);
-        return match config
-            .contract
-            .min_runtime(Some(text), m.partition.and_then(|p| p.split(',').next()))
-        {
+        return match config.contract.min_runtime(Some(text), m.partition) {
             Ok(secs) if m.admin_comment.is_some() => {
                 ModifyDecision::SetAdminComment(with_recorded_min_runtime(base, secs))
             }

@@ -92,7 +92,6 @@ pub fn contract_token(data: &[u8]) {
         .and_then(|s| s.bytes().next())
         .map_or(3600, |b| u64::from(b) * 97);
     let _ = recorded_min_runtime(comment);
-    let _ = sacct::min_runtime_token(comment);
     if let Some(v) = comment_min_runtime(comment) {
         let _ = ContractPolicy::default().min_runtime(Some(v), Some("gpu"));
     }
@@ -102,7 +101,6 @@ pub fn contract_token(data: &[u8]) {
         Some(n),
         "{comment:?} + {n}: {recorded:?}"
     );
-    assert_eq!(sacct::min_runtime_token(&recorded), Some(n));
     // Recording twice changes nothing more.
     assert_eq!(with_recorded_min_runtime(Some(&recorded), n), recorded);
 }
