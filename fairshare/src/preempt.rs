@@ -363,5 +363,8 @@ fn node_plan(
     Some(taken)
 }
 
+mod victim_order;
+pub use victim_order::pack_victim_order;
+
 #[cfg(test)]
 mod tests;

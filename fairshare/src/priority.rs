@@ -37,7 +37,7 @@ pub const MAX_AGE_WEIGHT: u32 = 32_767;
 
 const TIER_SHIFT: u32 = 31;
 const RANK_SHIFT: u32 = 16;
-const RANK_MASK: u32 = (1 << 15) - 1;
+pub(crate) const RANK_MASK: u32 = (1 << 15) - 1;
 const SCORE_MID: i128 = 32_768;
 
 /// `[priority]` settings.

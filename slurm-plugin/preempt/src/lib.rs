@@ -4,7 +4,7 @@
 //! it may preempt (`preempt_p_preemptable`), then takes the candidates in
 //! ascending `PREEMPT_DATA_PRIO` order until the job fits. allot answers
 //! with the engine's contract and fair-share rules
-//! ([`fairshare::preempt`]) and orders candidates as DESIGN.md 4 orders
+//! ([`fairshare::preempt`]) and orders candidates as the engine orders
 //! victims: unallocated first, then the most over-served accounts, then
 //! those that lose least work, `--no-requeue` jobs last (which are
 //! cancelled, not requeued).
@@ -24,7 +24,7 @@ use std::sync::OnceLock;
 use allot_ffi::ctld;
 use allot_ffi::job::{job_of_queue_rec, JobRecord, JobState};
 use allot_ffi::{log, sys};
-use fairshare::{Engine, Tier};
+use fairshare::{Engine, NodeGpus, RunningJob};
 use slurm_plugin::guard;
 use slurm_plugin::jobs;
 use slurm_plugin::snapshot::{now, EngineState};
@@ -132,17 +132,20 @@ pub extern "C" fn preempt_p_job_preempt_check(
     })
 }
 
-/// Victim order (ascending is preempted first): bit 31 `--no-requeue`,
-/// bit 30 allocated, bits 29..16 account rank (low = over-served), bits
-/// 15..0 work lost (GPU-minutes, saturating).
+/// Victim order (ascending is preempted first): the engine's
+/// ([`Engine::victim_order`]: `--no-requeue` last, free tier first, then
+/// the most over-served accounts, then least work lost), with the job's
+/// allocated GPUs (at least 1) as its allocation.
 fn victim_order(engine: &Engine, job: &JobRecord<'_>) -> u32 {
-    let r = jobs::running(engine, job);
-    let no_requeue = u32::from(!r.requeue) << 31;
-    let allocated = u32::from(Tier::of(r.contract.min_runtime) == Tier::Allocated) << 30;
-    let rank = engine.rank(r.account).unwrap_or(0).min((1 << 14) - 1) << 16;
-    let gpus = jobs::allocated_gpus(job).max(1);
-    let work = (gpus.saturating_mul(r.contract.clock.run_time(now())) / 60).min(0xffff) as u32;
-    no_requeue | allocated | rank | work
+    let gpus = u32::try_from(jobs::allocated_gpus(job))
+        .unwrap_or(u32::MAX)
+        .max(1);
+    let alloc = [NodeGpus { node: 0, gpus }];
+    let running = RunningJob {
+        alloc: &alloc,
+        ..jobs::running(engine, job)
+    };
+    engine.victim_order(&running, now())
 }
 
 /// ENABLED, MODE (requeue; cancel for `--no-requeue` jobs), PRIO (victim
