@@ -1,5 +1,5 @@
 //! Contract-aware draining: which jobs on a draining node to requeue now,
-//! and when to look again (DESIGN.md 5).
+//! and when to look again (docs/health.md).
 //!
 //! The rule, with its boundaries:
 //! - A job is requeued at the first pass where it is **no longer

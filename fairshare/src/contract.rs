@@ -1,4 +1,4 @@
-//! The minimum-runtime contract (DESIGN.md 4).
+//! The minimum-runtime contract (docs/fair-share.md, docs/design.md).
 //!
 //! Rules, each with its boundary:
 //! - **Minimum runtime** = the job's declared value (any Slurm time format),

@@ -1,4 +1,4 @@
-//! Who may preempt whom, and which running jobs to preempt (DESIGN.md 4).
+//! Who may preempt whom, and which running jobs to preempt (docs/fair-share.md).
 //!
 //! # May `P` (pending) preempt `R` (running) at `now`? All must hold:
 //! 1. `P` is allocated (minimum runtime > 0); free-tier jobs never preempt.

@@ -1,5 +1,5 @@
-//! A job's Slurm priority: one `u32` whose order is DESIGN.md 3, by
-//! construction rather than by weighting.
+//! A job's Slurm priority: one `u32` whose order is the one docs/design.md
+//! states (section 1), by construction rather than by weighting.
 //!
 //! # Layout
 //! ```text

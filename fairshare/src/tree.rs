@@ -1,6 +1,6 @@
 //! The org tree: nested nodes with shares, leaves mapped to Slurm accounts.
 //!
-//! Rule (DESIGN.md 2): each node has a `share` among its siblings. A node's
+//! Rule (docs/configuration.md, `[tree]`): each node has a `share` among its siblings. A node's
 //! *normalised share* is `share / sum(siblings' shares, itself included)`;
 //! its *allocation* (its claim on the whole cluster) is the product of the
 //! normalised shares on the path from the root. Budget over the window =

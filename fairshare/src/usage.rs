@@ -1,7 +1,7 @@
 //! Sliding-window occupancy: charged unit-seconds per Slurm account inside
 //! `[now - window, now]`, exact integers, updated incrementally.
 //!
-//! Rule (DESIGN.md 3): a charged interval `[start, end)` at `rate` units per
+//! Rule (docs/fair-share.md, occupancy): a charged interval `[start, end)` at `rate` units per
 //! second (GPUs by default, see [`crate::charge`]) contributes
 //! `rate x |[start, end) ∩ [now - window, now]|`: a job straddling the window
 //! edge counts only the overlap, a running job counts up to `now`, and a

@@ -1,7 +1,7 @@
 //! GPU health: what `allot health` reads, how each check is judged, and the
 //! drain reason it writes.
 //!
-//! Rules (DESIGN.md 5; docs/health.md):
+//! Rules (docs/health.md):
 //! - A [`GpuSource`] reports each GPU: NVML ([`nvml::NvmlSource`]) on a GPU
 //!   node, a recorded JSON state ([`fixture::FixtureSource`]) for tests and
 //!   for replaying an incident.

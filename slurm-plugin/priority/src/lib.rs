@@ -1,6 +1,6 @@
 //! `priority_allot.so` (`PriorityType=priority/allot`).
 //!
-//! Priorities follow DESIGN.md 3 through [`fairshare::priority`]: the
+//! Priorities follow the order of docs/design.md (section 1) through [`fairshare::priority`]: the
 //! allocated tier above the free tier, then the account's Fair Tree rank
 //! over the sliding window, then nice and age inside the account. A
 //! background thread rebuilds the engine from the ledger every
