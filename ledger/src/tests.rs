@@ -1,3 +1,5 @@
+use proptest::prelude::*;
+
 use super::*;
 
 fn tmp(name: &str) -> PathBuf {
@@ -367,4 +369,100 @@ fn an_overlapping_attempt_is_kept_and_both_are_charged() {
     let stats = l.write_batch(&[b], None).unwrap();
     assert_eq!(stats.inserted, 1);
     assert_eq!(l.reader().unwrap().attempts_of_job(21).unwrap().len(), 2);
+}
+
+/// One attempt for the property below: account, GPUs, start (s after T0),
+/// run time (None: running), minimum runtime.
+type Spec = (usize, u64, i64, Option<i64>, u64);
+const ACCOUNTS: [&str; 3] = ["a1", "a2", "b1"];
+
+fn spec() -> impl Strategy<Value = Spec> {
+    let h: i64 = 3600;
+    (
+        0..ACCOUNTS.len(),
+        0u64..9,
+        0..12 * 24 * h,
+        prop_oneof![3 => (0..3 * 24 * h).prop_map(Some), 1 => Just(None)],
+        prop_oneof![
+            Just(0u64),
+            Just(600),
+            Just(3600),
+            Just(8 * 3600),
+            1u64..20_000
+        ],
+    )
+}
+
+/// What the engine charges for an attempt (the plugins' and the
+/// simulator's rule: `ContractPolicy::charged_end` for a finished
+/// allocated attempt, up to `now` for a running one).
+fn engine_charge(
+    t: &mut fairshare::UsageTracker,
+    account: &str,
+    gpus: u64,
+    start: i64,
+    end: Option<i64>,
+    min: u64,
+) {
+    if min == 0 || gpus == 0 {
+        return;
+    }
+    let start = start as u64;
+    match end {
+        Some(e) => {
+            let ce = fairshare::ContractPolicy::default().charged_end(start, e as u64, min);
+            t.add_closed(account, gpus, start, ce.unwrap());
+        }
+        None => {
+            t.add_running(account, gpus, start);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// The ledger's window usage (buckets, edge corrections, running
+    /// attempts in SQL) equals the engine's `UsageTracker`, built at once
+    /// and incrementally (as the simulator does), for random attempts.
+    #[test]
+    fn ledger_window_usage_equals_the_engines(
+        specs in prop::collection::vec(spec(), 0..40),
+        now_after in 7 * 86_400i64..14 * 86_400,
+        window in prop_oneof![Just(7 * 86_400i64), 1..9 * 86_400i64],
+    ) {
+        let now = T0 + now_after;
+        let attempts: Vec<(&str, u64, i64, Option<i64>, u64)> = specs
+            .iter()
+            .map(|&(a, gpus, start, run, min)| {
+                let start = T0 + start.min(now_after);
+                (ACCOUNTS[a], gpus, start, run.map(|r| (start + r).min(now)), min)
+            })
+            .collect();
+        let records: Vec<AttemptRecord> = attempts
+            .iter()
+            .enumerate()
+            .map(|(i, &(account, gpus, start, end, min))| rec(i as u64, account, gpus, start, end, min))
+            .collect();
+        let path = tmp("engine-window");
+        let mut ledger = Ledger::open(&path).unwrap();
+        ledger.write_batch(&records, Some(now)).unwrap();
+        let from_ledger = ledger.reader().unwrap().charged_by_account(now - window, now).unwrap();
+
+        let mut at_once = fairshare::UsageTracker::new(window as u64, now as u64);
+        let mut incremental = fairshare::UsageTracker::new(window as u64, T0 as u64);
+        let mut by_start = attempts.clone();
+        by_start.sort_by_key(|a| a.2);
+        for &(account, gpus, start, end, min) in &by_start {
+            engine_charge(&mut at_once, account, gpus, start, end, min);
+            incremental.advance_to(start as u64).unwrap();
+            engine_charge(&mut incremental, account, gpus, start, end, min);
+        }
+        incremental.advance_to(now as u64).unwrap();
+        for account in ACCOUNTS {
+            let ledger_usage = from_ledger.get(account).copied().unwrap_or(0);
+            prop_assert_eq!(ledger_usage, at_once.occupancy(account), "{} at once", account);
+            prop_assert_eq!(ledger_usage, incremental.occupancy(account), "{} incremental", account);
+        }
+    }
 }
