@@ -8,11 +8,11 @@ use crate::contract::RunClock;
 use crate::testutil::{example_tree, example_usage, tree_and_usage};
 use crate::tree::{NodeSpec, Tree};
 
-const NOW: u64 = 1_700_000_000;
+pub(super) const NOW: u64 = 1_700_000_000;
 const H: u64 = 3600;
 
 /// Worked example: ranks b1 4, b2 3, a2 2, a1 1.
-fn engine() -> Engine {
+pub(super) fn engine() -> Engine {
     Engine::new(
         Arc::new(Config::with_tree(example_tree())),
         example_usage(),
@@ -30,7 +30,7 @@ fn pending(account: &str, min_runtime: u64, gpus: u32) -> Preemptor<'_> {
     }
 }
 
-fn running<'a>(
+pub(super) fn running<'a>(
     id: u64,
     account: &'a str,
     min: u64,

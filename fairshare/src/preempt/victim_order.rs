@@ -63,15 +63,11 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use proptest::prelude::*;
 
+    use super::super::tests::{engine, running, NOW};
     use super::*;
-    use crate::config::Config;
-    use crate::contract::{Contract, RunClock};
     use crate::preempt::NodeGpus;
-    use crate::testutil::{example_tree, example_usage};
 
     const A: Tier = Tier::Allocated;
     const U: Tier = Tier::Unallocated;
@@ -132,39 +128,19 @@ mod tests {
         );
     }
 
-    const NOW: u64 = 1_700_000_000;
-
-    fn job<'a>(account: &'a str, min: u64, ran: u64, alloc: &'a [NodeGpus]) -> RunningJob<'a> {
-        RunningJob {
-            id: 1,
-            account,
-            contract: Contract {
-                min_runtime: min,
-                clock: RunClock::started(NOW - ran),
-            },
-            alloc,
-            requeue: true,
-        }
-    }
-
     #[test]
     fn an_engine_packs_its_own_ranks() {
-        // Worked example: ranks b1 4, b2 3, a2 2, a1 1.
-        let engine = Engine::new(
-            Arc::new(Config::with_tree(example_tree())),
-            example_usage(),
-            NOW,
-        );
+        let engine = engine(); // worked example: ranks b1 4, b2 3, a2 2, a1 1
         let two = [NodeGpus { node: 0, gpus: 2 }];
-        let a1 = engine.victim_order(&job("a1", 3600, 7200, &two), NOW);
+        let a1 = engine.victim_order(&running(1, "a1", 3600, 7200, &two), NOW);
         assert_eq!(a1, (1 << 30) | (1 << 15) | 240);
-        let b1 = engine.victim_order(&job("b1", 3600, 60, &two), NOW);
+        let b1 = engine.victim_order(&running(1, "b1", 3600, 60, &two), NOW);
         assert_eq!(b1, (1 << 30) | (4 << 15) | 2);
-        let free = engine.victim_order(&job("b1", 0, 7200, &two), NOW);
+        let free = engine.victim_order(&running(1, "b1", 0, 7200, &two), NOW);
         assert_eq!(free, (4 << 15) | 240);
-        let unknown = engine.victim_order(&job("nobody", 3600, 0, &two), NOW);
+        let unknown = engine.victim_order(&running(1, "nobody", 3600, 0, &two), NOW);
         assert_eq!(unknown, 1 << 30);
-        let mut kept = job("a1", 0, 0, &two);
+        let mut kept = running(1, "a1", 0, 0, &two);
         kept.requeue = false;
         assert_eq!(engine.victim_order(&kept, NOW), (1 << 31) | (1 << 15));
     }
