@@ -334,11 +334,15 @@ fn len(s: i64, e: i64) -> i64 {
     (e - s).max(0)
 }
 
-type BucketKey = (i64, String, String);
+/// A batch's per-hour bucket deltas `[q0, act0, q1, act1, q2, act2]`, by
+/// account, user and hour: found by `&str`, so a segment allocates no key
+/// once its (account, user) pair is in (one String per hour and segment
+/// was most of the writer's allocation).
+type Deltas = HashMap<String, HashMap<String, BTreeMap<i64, [i64; 6]>>>;
 
-/// Adds `sign x` a closed segment to per-hour deltas `[q0, act0, q1, act1, q2, act2]`.
+/// Adds `sign x` a closed segment to the per-hour deltas.
 fn bucket_deltas(
-    out: &mut HashMap<BucketKey, [i64; 6]>,
+    out: &mut Deltas,
     account: &str,
     user: &str,
     family: usize,
@@ -349,14 +353,20 @@ fn bucket_deltas(
     if end <= seg.start || seg.rate == 0 {
         return;
     }
+    if !out.contains_key(account) {
+        out.insert(account.to_string(), HashMap::new());
+    }
+    let users = out.get_mut(account).expect("inserted above");
+    if !users.contains_key(user) {
+        users.insert(user.to_string(), BTreeMap::new());
+    }
+    let hours = users.get_mut(user).expect("inserted above");
     let first = seg.start.div_euclid(BUCKET_SECS);
     let last = (end - 1).div_euclid(BUCKET_SECS);
     for h in first..=last {
         let h0 = h * BUCKET_SECS;
         let inside = len(seg.start.max(h0), end.min(h0 + BUCKET_SECS));
-        let d = out
-            .entry((h, account.to_string(), user.to_string()))
-            .or_insert([0; 6]);
+        let d = hours.entry(h).or_insert([0; 6]);
         // Saturating: a rate near i64::MAX (absurd weights x counts) must not
         // wrap into a negative charge.
         d[2 * family] =
@@ -612,7 +622,7 @@ impl Ledger {
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(&sql)?;
         let mut stats = BatchStats::default();
-        let mut deltas: HashMap<BucketKey, [i64; 6]> = HashMap::new();
+        let mut deltas = Deltas::new();
         let mut max_seg = meta_i64(&tx, "max_segment").map_err(&sql)?.unwrap_or(0);
         {
             // Every attempt of the job in one index seek: the one with this
@@ -777,7 +787,12 @@ impl Ledger {
                      AND charged_active = 0 AND gpu = 0 AND gpu_active = 0 AND unalloc = 0 AND unalloc_active = 0",
                 )
                 .map_err(&sql)?;
-            for ((h, a, u), d) in &deltas {
+            let buckets = deltas.iter().flat_map(|(a, users)| {
+                users
+                    .iter()
+                    .flat_map(move |(u, hours)| hours.iter().map(move |(h, d)| (h, a, u, d)))
+            });
+            for (h, a, u, d) in buckets {
                 if d.iter().all(|v| *v == 0) {
                     continue;
                 }
