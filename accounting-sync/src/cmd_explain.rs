@@ -49,6 +49,10 @@ struct LiveJob {
     pre_sus_time: u64,
     admin_comment: String,
     restarts: u64,
+    /// GPUs requested (from `tres_req_str`).
+    gpus: u64,
+    /// Time limit, seconds (`None`: unlimited or not given).
+    time_limit: Option<u64>,
 }
 
 impl LiveJob {
@@ -98,6 +102,11 @@ fn live_job(id: u64) -> anyhow::Result<Option<LiveJob>> {
         pre_sus_time: n("pre_sus_time"),
         admin_comment: s("admin_comment"),
         restarts: n("restart_cnt"),
+        gpus: fairshare::tres::gpu_count(&s("tres_req_str")).unwrap_or(0),
+        time_limit: j["time_limit"]
+            .as_u64()
+            .filter(|&m| m > 0 && m < u64::from(u32::MAX))
+            .map(|m| m * 60),
     }))
 }
 
@@ -185,6 +194,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 min_runtime,
                 nice: l.nice,
                 eligible_time: l.eligible.max(l.submit),
+                gpus: l.gpus,
+                time_limit: l.time_limit,
             })
         }
         Some("RUNNING") | Some("SUSPENDED") => {
@@ -206,6 +217,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 min_runtime,
                 nice: 0,
                 eligible_time: t as u64,
+                gpus: 0,
+                time_limit: None,
             });
             e.priority = None;
             e.summary = format!(
@@ -308,18 +321,24 @@ fn render(o: &Output, now: i64) -> String {
         if p.by_any_allocated_job {
             let _ = writeln!(
                 s,
-                "  Free tier: any allocated job of another account may preempt it, at any time."
+                "  Free tier: any allocated job, of any account, may preempt it at any time."
             );
-        } else if p.by_accounts_ranked_above.is_empty() {
+        } else if p.leaf_surplus.is_none() {
             let _ = writeln!(
                 s,
-                "  No account ranks above it now: nothing would preempt it."
+                "  May be preempted by allocated jobs of leaves below their entitlement, while its own leaf holds more than its entitlement."
+            );
+        } else if p.by_leaves_below_entitlement.is_empty() || p.leaf_surplus == Some(0) {
+            let _ = writeln!(
+                s,
+                "  No other leaf is below its entitlement while this one is above its own: nothing would preempt it now."
             );
         } else {
             let _ = writeln!(
                 s,
-                "  May be preempted by allocated jobs of: {}",
-                p.by_accounts_ranked_above.join(", ")
+                "  May be preempted (its leaf holds {} GPU(s) above its entitlement) by allocated jobs of: {}",
+                p.leaf_surplus.map_or("?".to_string(), |x| x.to_string()),
+                p.by_leaves_below_entitlement.join(", ")
             );
         }
     }

@@ -646,6 +646,37 @@ fn print_text(
             o.jobs_per_s,
         );
     }
+    let header = format!(
+        "{:<cfg_w$} {:<8} {:>7} {:>9} {:>22} {:>7} {:>9} {:>9}",
+        "config",
+        "policy",
+        "weekly%",
+        "teams>=95",
+        "worst team owed%",
+        "lost%",
+        "pre/kGPUh",
+        "occ-end%"
+    );
+    println!("\n{header}");
+    println!("{}", "-".repeat(header.len()));
+    for o in outs {
+        let r = &o.report;
+        let worst = r
+            .worst_team
+            .as_ref()
+            .map_or("-".to_string(), |(n, v)| format!("{n} {:.1}", 100.0 * v));
+        println!(
+            "{:<cfg_w$} {:<8} {:>7.1} {:>9} {:>22} {:>7.2} {:>9.1} {:>9.1}",
+            o.config,
+            r.policy.name(),
+            100.0 * r.owed_delivered_weekly,
+            format!("{}/{}", r.teams_at_95, r.teams.len()),
+            worst,
+            100.0 * r.lost_of_delivered,
+            r.preemptions_per_1000_gpu_hours,
+            100.0 * r.occupancy_to_end,
+        );
+    }
     if outs.len() <= 8 {
         println!("\nowed GPU-hours delivered, per team (%; alloc = allocation, owed = GPU-h owed under the first run)");
         let labels: Vec<String> = outs.iter().map(run_label).collect();
@@ -669,7 +700,7 @@ fn print_text(
         }
     }
     println!(
-        "\nowed% = owed GPU-hours delivered; occ% = occupancy; unalc% = free-tier share of GPU time; err% = mean (and p90) hourly share error over a {} window; waits = first start - submit. See docs/simulator.md.",
+        "\nowed% = owed GPU-hours delivered (weekly%: counted per week); occ% = occupancy from the first to the last submission (occ-end%: to the last event); lost% = GPU-h lost to requeues / delivered; pre/kGPUh = preemptions per 1,000 delivered GPU-h; unalc% = free-tier share of GPU time; err% = mean (and p90) hourly share error over a {} window; waits = first start - submit. See docs/simulator.md.",
         human_secs(variants[0].config.sim.metric_window)
     );
 }

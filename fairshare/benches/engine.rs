@@ -60,6 +60,8 @@ fn bench_pass(c: &mut Criterion) {
             min_runtime: [0, 3600, 4 * 3600][(lcg(&mut seed) % 3) as usize],
             nice: (lcg(&mut seed) % 200) as i64 - 100,
             eligible_time: NOW - lcg(&mut seed) % 1_000_000,
+            gpus: 1 + lcg(&mut seed) % 8,
+            time_limit: Some(3600 * (1 + lcg(&mut seed) % 24)),
         })
         .collect();
     let mut out = Vec::with_capacity(jobs.len());

@@ -113,6 +113,8 @@ fn main() {
             min_runtime: [0, 3600, 4 * 3600][(lcg(&mut seed) % 3) as usize],
             nice: (lcg(&mut seed) % 200) as i64 - 100,
             eligible_time: NOW - lcg(&mut seed) % (14 * 86_400),
+            gpus: 1 + lcg(&mut seed) % 8,
+            time_limit: Some(3600 * (1 + lcg(&mut seed) % 24)),
         })
         .collect();
     let (set_med, set_max) = time(100_000, |i| engine.priority(&jobs[i]));
@@ -139,6 +141,7 @@ fn main() {
             },
             alloc: &alloc,
             requeue: true,
+            short: false,
         })
         .collect();
     let preemptors: Vec<Preemptor<'_>> = (0..1000)
@@ -148,18 +151,36 @@ fn main() {
             rate: 8,
             nodes: 1,
             gpus_per_node: 8,
+            short: false,
         })
         .collect();
-    // Each call from another preemptor (the re-ranking memo misses every time)...
+    // Every account's jobs: the over-served half runs 8 GPUs each, the
+    // under-served half waits for 8 each (entitlements of 10,000 leaves).
+    let leaves = engine.tree().leaves().len();
+    let mut run_gpus = vec![0u64; leaves];
+    let mut pend_gpus = vec![0u64; leaves];
+    for (i, a) in by_rank.iter().enumerate() {
+        let l = engine.leaf_of(a).unwrap().0 as usize;
+        if i < 5000 {
+            run_gpus[l] = 8;
+        } else {
+            pend_gpus[l] = 8;
+        }
+    }
+    let (load_med, load_max) = time(20, |_| {
+        fairshare::Entitlements::compute(engine.tree(), 40_000, &run_gpus, &pend_gpus)
+    });
+    let load = fairshare::Entitlements::compute(engine.tree(), 40_000, &run_gpus, &pend_gpus);
+    // Each call from another preemptor...
     let (pre_med, pre_max) = time(1000, |i| {
-        engine.may_preempt(&preemptors[i], &running[i], NOW)
+        engine.may_preempt(&preemptors[i], &running[i], &load, NOW)
     });
     // ...and as slurmctld asks: one preemptor against every running job.
     let (same_med, same_max) = time(2000, |i| {
-        engine.may_preempt(&preemptors[0], &running[i], NOW)
+        engine.may_preempt(&preemptors[0], &running[i], &load, NOW)
     });
     let (vic_med, vic_max) = time(50, |i| {
-        engine.choose_victims(&preemptors[i], &running, &[], NOW)
+        engine.choose_victims(&preemptors[i], &running, &[], &load, NOW)
     });
     let rss_end = rss_kib();
 
@@ -169,6 +190,10 @@ fn main() {
     println!(
         "  snapshot rebuild (background thread)   median {:>10.3?}  max {:>10.3?}",
         rebuild_med, rebuild_max
+    );
+    println!(
+        "  entitlements (10,000 leaves)           median {:>10.3?}  max {:>10.3?}",
+        load_med, load_max
     );
     println!(
         "  priority_p_set (one job)               median {:>10.3?}  max {:>10.3?}",

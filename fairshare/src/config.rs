@@ -15,6 +15,8 @@
 //! age_weight = 1000
 //! max_age = "7-0"
 //! nice_weight = 1
+//! short_max_gpus = 2             # jobs of <= 2 GPUs and a time limit <= short_max_time sort first
+//! short_max_time = "1:00:00"
 //! [ledger]
 //! path = "/var/lib/allot/ledger.sqlite"
 //! [sync]
@@ -124,6 +126,8 @@ impl Config {
             age_weight: p.age_weight.unwrap_or(1000),
             max_age: dur("priority.max_age", &p.max_age, 7 * 86_400),
             nice_weight: p.nice_weight.unwrap_or(1),
+            short_max_gpus: p.short_max_gpus.unwrap_or(0),
+            short_max_time: dur("priority.short_max_time", &p.short_max_time, 3600),
         };
         let sync_interval = dur("sync.interval", &raw.sync.interval, DEFAULT_SYNC_INTERVAL);
         let preempt_grace_time = dur("preempt.grace_time", &raw.preempt.grace_time, 0);
@@ -173,6 +177,18 @@ impl Config {
             errors.push(ConfigError::Invalid {
                 path: "priority.max_age".into(),
                 message: "must be longer than 0; write e.g. max_age = \"7-0\"".into(),
+            });
+        }
+        if priority.short_max_gpus > 0 && priority.short_max_time == 0 {
+            errors.push(ConfigError::Invalid {
+                path: "priority.short_max_time".into(),
+                message: "must be longer than 0 while short_max_gpus is set; write e.g. short_max_time = \"1:00:00\", or short_max_gpus = 0 for no short band".into(),
+            });
+        }
+        if priority.short_max_gpus > 0 && priority.short_max_time == 0 {
+            errors.push(ConfigError::Invalid {
+                path: "priority.short_max_time".into(),
+                message: "must be longer than 0 while short_max_gpus is set; write e.g. short_max_time = \"1:00:00\", or short_max_gpus = 0 for no short band".into(),
             });
         }
         if sync_interval == 0 {
@@ -440,6 +456,8 @@ struct RawPriority {
     age_weight: Option<u32>,
     max_age: Option<toml::Value>,
     nice_weight: Option<u32>,
+    short_max_gpus: Option<u32>,
+    short_max_time: Option<toml::Value>,
 }
 
 #[derive(Deserialize, Default)]

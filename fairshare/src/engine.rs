@@ -11,13 +11,11 @@ use std::sync::Arc;
 
 use crate::config::Config;
 use crate::contract::Tier;
+use crate::entitlement::Entitlements;
 use crate::fair_tree::FairTree;
-use crate::priority::{compose, PendingJob, PriorityFactors};
+use crate::priority::{compose, Band, PendingJob, PriorityFactors};
 use crate::tree::{LeafId, Tree};
 use crate::usage::UsageTracker;
-
-/// A memoised ranking after a move: (leaf, bits of the extra usage, ranking).
-type AfterMove = (LeafId, u64, Arc<FairTree>);
 
 /// A ranked snapshot: config + per-leaf usage at `now`.
 #[derive(Debug, Clone)]
@@ -26,11 +24,9 @@ pub struct Engine {
     now: u64,
     leaf_usage: Vec<f64>,
     fair: FairTree,
-    /// The last [`Engine::ranked_with_extra`] result, keyed by (leaf, extra):
-    /// slurmctld asks `preemptable` for one preemptor against every running
-    /// job in turn, and re-ranking 10,000 accounts costs ~0.5 ms each time
-    /// (docs/hardening.md, limits). Shared by clones (same usage).
-    after_move: Arc<std::sync::Mutex<Option<AfterMove>>>,
+    /// The leaves' running GPUs and entitlements when the snapshot was
+    /// taken (for the priority band); `None` = every leaf counts as served.
+    load: Option<Arc<Entitlements>>,
 }
 
 impl Engine {
@@ -45,7 +41,7 @@ impl Engine {
             now,
             leaf_usage,
             fair,
-            after_move: Arc::default(),
+            load: None,
         }
     }
 
@@ -117,15 +113,38 @@ impl Engine {
         self.leaf_of(account).map(|l| self.fair.factor(l))
     }
 
+    /// The same snapshot with the leaves' running GPUs and entitlements
+    /// at its `now` (they set the priority band of allocated jobs).
+    pub fn with_load(mut self, load: Entitlements) -> Engine {
+        self.load = Some(Arc::new(load));
+        self
+    }
+
+    /// The load given to [`Engine::with_load`], if any.
+    pub fn load(&self) -> Option<&Entitlements> {
+        self.load.as_deref()
+    }
+
+    /// The job's priority band (see [`crate::priority`]).
+    pub fn band(&self, job: &PendingJob<'_>) -> Band {
+        let below = match (&self.load, self.leaf_of(job.account)) {
+            (Some(load), Some(leaf)) => load.below(leaf),
+            _ => false,
+        };
+        self.config
+            .priority
+            .band(Tier::of(job.min_runtime), job.gpus, job.time_limit, below)
+    }
+
     /// The job's Slurm priority (see [`crate::priority`]). An account not in
-    /// the tree ranks 0: below every known account of its tier.
+    /// the tree ranks 0: below every known account of its band.
     pub fn priority(&self, job: &PendingJob<'_>) -> u32 {
         let rank = self.leaf_of(job.account).map_or(0, |l| self.fair.rank(l));
         let score = self
             .config
             .priority
             .score(job.nice, self.now.saturating_sub(job.eligible_time));
-        compose(Tier::of(job.min_runtime), rank, score)
+        compose(self.band(job), rank, score)
     }
 
     /// Priorities of many jobs, appended to `out` in order (one allocation
@@ -141,47 +160,20 @@ impl Engine {
         let leaf = self.leaf_of(job.account);
         let age = self.now.saturating_sub(job.eligible_time);
         let tier = Tier::of(job.min_runtime);
+        let band = self.band(job);
         let rank = leaf.map_or(0, |l| self.fair.rank(l));
         let score = w.score(job.nice, age);
         PriorityFactors {
             tier,
+            band,
             rank,
             fair_share: leaf.map_or(0.0, |l| self.fair.factor(l)),
             age,
             age_points: w.age_points(age),
             nice: job.nice,
             score,
-            priority: compose(tier, rank, score),
+            priority: compose(band, rank, score),
         }
-    }
-
-    /// Fair Tree as it would be with `extra` more usage on `leaf`: the
-    /// ranking after a move, for the no-ping-pong rule.
-    pub fn ranked_with_extra(&self, leaf: LeafId, extra: f64) -> FairTree {
-        let mut usage = self.leaf_usage.clone();
-        if let Some(u) = usage.get_mut(leaf.0 as usize) {
-            *u += extra.max(0.0);
-        }
-        FairTree::compute(&self.config.tree, &usage)
-    }
-
-    /// [`Engine::ranked_with_extra`], remembering the last answer: the same
-    /// (leaf, extra) asked again costs a lock and a pointer copy. Never
-    /// waits: if another thread holds the memo, it computes afresh.
-    pub fn ranked_with_extra_cached(&self, leaf: LeafId, extra: f64) -> Arc<FairTree> {
-        let key = (leaf, extra.max(0.0).to_bits());
-        if let Ok(memo) = self.after_move.try_lock() {
-            if let Some((l, x, fair)) = memo.as_ref() {
-                if (*l, *x) == key {
-                    return fair.clone();
-                }
-            }
-        }
-        let fair = Arc::new(self.ranked_with_extra(leaf, extra));
-        if let Ok(mut memo) = self.after_move.try_lock() {
-            *memo = Some((key.0, key.1, fair.clone()));
-        }
-        fair
     }
 }
 
@@ -204,24 +196,6 @@ pub fn leaf_usage<'a>(
 #[cfg(test)]
 mod tests {
 
-    #[test]
-    fn cached_after_move_ranking_equals_the_computed_one() {
-        let e = engine();
-        let leaves = e.tree().leaves().len() as u32;
-        for l in 0..leaves {
-            for extra in [0.0, 3600.0, 1e9] {
-                let leaf = LeafId(l);
-                let want = e.ranked_with_extra(leaf, extra);
-                for _ in 0..2 {
-                    let got = e.ranked_with_extra_cached(leaf, extra);
-                    for k in 0..leaves {
-                        assert_eq!(got.rank(LeafId(k)), want.rank(LeafId(k)));
-                    }
-                }
-            }
-        }
-    }
-
     use proptest::prelude::*;
 
     use super::*;
@@ -243,6 +217,8 @@ mod tests {
             min_runtime,
             nice,
             eligible_time: NOW - waited,
+            gpus: 1,
+            time_limit: None,
         }
     }
 
@@ -308,6 +284,7 @@ mod tests {
             let names: Vec<String> = jobs.iter().map(|j| acct(j.0)).collect();
             let js: Vec<PendingJob<'_>> = jobs.iter().zip(&names).map(|(j, a)| PendingJob {
                 account: a, min_runtime: j.1 * 1800, nice: i64::from(j.2), eligible_time: NOW.saturating_sub(j.3),
+                gpus: 1, time_limit: None,
             }).collect();
             let mut out = Vec::new();
             e.priorities(&js, &mut out);

@@ -55,10 +55,15 @@ pub struct Preemptible {
     /// Nothing can preempt it before this epoch second (`now` if it is
     /// preemptible already; `None` while a protected job is suspended).
     pub from: Option<u64>,
-    /// True for an unallocated job: any allocated job of another account.
+    /// True for an unallocated job: any allocated job, of any account.
     pub by_any_allocated_job: bool,
-    /// Leaves (paths) whose allocated jobs rank strictly above it now.
-    pub by_accounts_ranked_above: Vec<String>,
+    /// GPUs its leaf held above its entitlement at the snapshot (`None`:
+    /// the snapshot has no load, or the job is unallocated).
+    pub leaf_surplus: Option<u64>,
+    /// Leaves (paths) below their entitlement at the snapshot: their
+    /// allocated jobs may preempt it once it is unprotected, as long as its
+    /// leaf stays at or above its entitlement ([`crate::preempt`]).
+    pub by_leaves_below_entitlement: Vec<String>,
 }
 
 /// Why a job has its priority and its preemption exposure.
@@ -163,35 +168,45 @@ impl Engine {
             left,
             until,
         });
-        let fair = self.fair_tree();
-        let above: Vec<String> = if e.tier == Tier::Unallocated {
-            Vec::new()
-        } else {
-            fair.order()
-                .iter()
-                .filter(|&&l| fair.rank(l) > e.rank)
-                .map(|&l| self.tree().node(self.tree().leaf_node(l)).path.clone())
-                .collect()
-        };
         let by_any = e.tier == Tier::Unallocated;
+        let leaf = self.leaf_of(account);
+        let (surplus, below): (Option<u64>, Vec<String>) = match (self.load(), by_any) {
+            (Some(load), false) => (
+                leaf.map(|l| load.surplus(l)),
+                self.tree()
+                    .leaves()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &n)| (crate::tree::LeafId(i as u32), n))
+                    .filter(|&(l, _)| Some(l) != leaf && load.below(l))
+                    .map(|(_, n)| self.tree().node(n).path.clone())
+                    .collect(),
+            ),
+            _ => (None, Vec::new()),
+        };
         let when = match until {
             Some(t) if t <= now => "now".to_string(),
             Some(t) => format!("in {} (at {t})", SlurmDuration(t - now)),
             None => "not while suspended".to_string(),
         };
         e.summary = if by_any {
-            format!("unallocated job: preemptible by any allocated job of another account {when}")
+            format!("unallocated job: preemptible by any allocated job {when}")
         } else {
+            let surplus = match surplus {
+                Some(s) => format!("{s} GPU(s)"),
+                None => "the GPUs".to_string(),
+            };
             format!(
-                "allocated job, {} of protection left; preemptible {when} by allocated jobs of {} account(s) ranked above",
+                "allocated job, {} of protection left; preemptible {when} by allocated jobs of {} leaf(s) below their entitlement, while its leaf holds {surplus} above its own",
                 SlurmDuration(left),
-                above.len()
+                below.len()
             )
         };
         e.preemptible = Some(Preemptible {
             from: until,
             by_any_allocated_job: by_any,
-            by_accounts_ranked_above: above,
+            leaf_surplus: surplus,
+            by_leaves_below_entitlement: below,
         });
         e
     }
@@ -224,6 +239,8 @@ mod tests {
             min_runtime: 3600,
             nice: 0,
             eligible_time: NOW,
+            gpus: 1,
+            time_limit: None,
         });
         assert_eq!(x.leaf.as_deref(), Some("tree.a.a2"));
         assert_eq!(
@@ -252,7 +269,26 @@ mod tests {
         assert_eq!((p.run_time, p.left, p.until), (600, 3000, Some(NOW + 3000)));
         let pre = x.preemptible.unwrap();
         assert_eq!(pre.from, Some(NOW + 3000));
-        assert_eq!(pre.by_accounts_ranked_above, ["tree.b.b1", "tree.b.b2"]);
+        assert!(
+            pre.by_leaves_below_entitlement.is_empty(),
+            "no load in this snapshot"
+        );
+        assert_eq!(pre.leaf_surplus, None);
+        // With a load: b1 and b2 wait below their entitlement, a2 holds 6 of 2.4.
+        let tree = e.tree();
+        let leaf = |a: &str| e.leaf_of(a).unwrap().0 as usize;
+        let (mut run, mut pend) = (vec![0u64; 4], vec![0u64; 4]);
+        run[leaf("a2")] = 6;
+        pend[leaf("b1")] = 4;
+        pend[leaf("b2")] = 4;
+        let loaded = e
+            .clone()
+            .with_load(crate::Entitlements::compute(tree, 8, &run, &pend));
+        let x = loaded.explain_running("a2", &c, NOW);
+        let pre = x.preemptible.unwrap();
+        assert_eq!(pre.by_leaves_below_entitlement, ["tree.b.b1", "tree.b.b2"]);
+        // a2 is entitled to 4.8 (a's 60% of 8, a1 idle): 1 whole GPU above.
+        assert_eq!(pre.leaf_surplus, Some(1), "{pre:?}");
         assert!(
             x.summary.contains("00:50:00 of protection left"),
             "{}",
@@ -277,6 +313,8 @@ mod tests {
             min_runtime: 0,
             nice: 0,
             eligible_time: NOW,
+            gpus: 1,
+            time_limit: None,
         });
         let json = serde_json::to_value(&x).unwrap();
         assert_eq!(json["tier"], "unallocated");
@@ -293,6 +331,8 @@ mod tests {
             min_runtime: 0,
             nice: 0,
             eligible_time: NOW,
+            gpus: 1,
+            time_limit: None,
         });
         assert_eq!((x.leaf, x.rank, x.levels.len()), (None, 0, 0));
         assert!(x.summary.contains("not in the tree"));

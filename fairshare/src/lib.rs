@@ -31,7 +31,7 @@
 //!     Engine::from_account_usage(Arc::new(config), [("a", 360_000.0)], 1_700_000_000);
 //! assert_eq!(engine.fair_share("b"), Some(1.0));
 //! assert_eq!(engine.fair_share("a"), Some(0.5));
-//! let job = |account| PendingJob { account, min_runtime: 3600, nice: 0, eligible_time: 1_700_000_000 };
+//! let job = |account| PendingJob { account, min_runtime: 3600, nice: 0, eligible_time: 1_700_000_000, gpus: 1, time_limit: None };
 //! assert!(engine.priority(&job("b")) > engine.priority(&job("a")));
 //! ```
 #![deny(missing_docs)]
@@ -41,6 +41,7 @@ pub mod config;
 pub mod contract;
 pub mod duration;
 pub mod engine;
+pub mod entitlement;
 pub mod explain;
 pub mod fair_tree;
 mod hash;
@@ -57,9 +58,10 @@ mod testutil;
 pub use config::{Config, ConfigError, ConfigErrors};
 pub use contract::{protected, protected_until, Contract, ContractPolicy, RunClock, Tier};
 pub use engine::Engine;
+pub use entitlement::Entitlements;
 pub use explain::Explanation;
 pub use fair_tree::{FairTree, LevelFs};
 pub use preempt::{NodeGpus, Preemptor, RunningJob, Verdict};
-pub use priority::{PendingJob, PriorityFactors, PriorityWeights};
+pub use priority::{Band, PendingJob, PriorityFactors, PriorityWeights};
 pub use tree::{LeafId, NodeId, NodeSpec, Tree};
 pub use usage::{OpenCharge, UsageTracker};

@@ -3,26 +3,66 @@
 //! # May `P` (pending) preempt `R` (running) at `now`? All must hold:
 //! 1. `P` is allocated (minimum runtime > 0); free-tier jobs never preempt.
 //! 2. `P`'s account is in the tree.
-//! 3. `P` and `R` are not of one account (nor of one leaf: accounts of one
-//!    leaf share its usage and rank).
-//! 4. `R` is not protected: its running time is at least its minimum runtime
+//! 3. `R` is not protected: its running time is at least its minimum runtime
 //!    ([`crate::contract::protected`]; equal = preemptible).
-//! 5. Either `R` is unallocated (preemptible by any allocated job), or `R`'s
-//!    account ranks strictly below `P`'s **and** it still does not rank
-//!    strictly above `P`'s after the move, i.e. with `P`'s leaf charged
-//!    `P.rate x P.min_runtime` more (no ping-pong). Tied accounts never
-//!    preempt each other. An account not in the tree ranks below all others.
+//! 4. Either `R` is unallocated (free tier: preemptible by any allocated
+//!    job, its own account's included), or all of:
+//!    - `R` is not a short job (the short band of [`crate::priority`]:
+//!      debug work that ends within `short_max_time` anyway);
+//!    - if `P` is a short job: `R` is of `P`'s own leaf (the leaf trades
+//!      batch work for its debug work), or `R`'s leaf ends at most
+//!      `short_max_gpus` GPUs below its entitlement once `R` (and every other
+//!      victim of that leaf chosen for `P`) is gone (a debug job's arrival
+//!      lowers every other leaf's entitlement by a fraction of a GPU only);
+//!    - otherwise: `R` is not of `P`'s account or leaf, `P`'s leaf holds
+//!      fewer GPUs than it is entitled to now ([`crate::entitlement`]:
+//!      capacity water-filled down the tree against demand), and `R`'s leaf
+//!      still holds at least its entitlement once `R` (and every other
+//!      victim of that leaf chosen for `P`) is gone. An account not in the
+//!      tree is entitled to nothing.
 //!
-//! Every allowed edge goes strictly down in (tier, rank) order, so the
-//! "may preempt" relation of one snapshot has no cycle.
+//! The sliding-window rank plays no part here: it orders the queue (who
+//! gets idle GPUs). Preemption only moves GPUs from a leaf above its
+//! entitlement to one below it, never pushing the victim's leaf below.
+//!
+//! # Termination
+//! Let `covered = sum over leaves of min(running GPUs, entitlement)` and
+//! `allocated` = GPUs held by allocated jobs. Entitlements depend on
+//! capacity and demand only, and a preemption changes neither (the
+//! preemptor goes from pending to running, each victim from running to
+//! pending), so they are fixed between arrivals, completions and capacity
+//! changes. Let `short` = short jobs pending. Every preemption strictly
+//! increases `(-short, covered, allocated)`, compared lexicographically:
+//! - no victim is a short job, so `short` never grows; a short preemptor
+//!   starts a short job: `short` strictly decreases;
+//! - a preemptor that is not short leaves `short` as it was; no victim of
+//!   another leaf drops its leaf below its entitlement, so none lowers
+//!   `covered`; with an allocated victim, `P`'s leaf was below its
+//!   entitlement and gains at least 1 GPU, so its `min(running,
+//!   entitlement)` grows: `covered` strictly increases;
+//! - with free-tier victims only, `covered` does not decrease and
+//!   `allocated` grows by `P`'s GPUs.
+//!
+//! Normal starts never decrease `covered` or `allocated` nor raise `short`.
+//! All three are bounded (capacity, jobs pending) and
+//! take finitely many values (GPU counts are whole, entitlements fixed), so
+//! without an arrival, a completion or a capacity change only finitely many
+//! preemptions can happen, and no sequence of decisions or snapshots can
+//! cycle. In particular, once a job of leaf `A` that is not short has
+//! preempted a job of `B`, no job of `B` that is not short can preempt one of
+//! `A` until a job ends or arrives: it would need `B` below its entitlement,
+//! and `B` was left at or above it. The property tests in
+//! `preempt/tests.rs` check both.
 //!
 //! # Victims
 //! The preemptor needs `nodes` nodes with `gpus_per_node` free GPUs each.
 //! Candidates are the running jobs it may preempt, in preference order:
-//! `--no-requeue` jobs last; before that, unallocated first; then the most
-//! over-served accounts (lowest rank) first; then least work lost
-//! (GPUs x running time); then job id. Two searches run and the smaller
-//! result wins (on equal size, the one with the more preferred victims):
+//! `--no-requeue` jobs last; before that, unallocated first; then, for a
+//! short preemptor, its own leaf's jobs; then least work lost (GPUs x
+//! running time: the youngest jobs); then job id. The
+//! victims of one leaf together never exceed what that leaf holds above
+//! its entitlement. Two searches run and the smaller result wins (on equal
+//! size, the one with the more preferred victims):
 //! - node by node: repeatedly pick the node needing the fewest new victims
 //!   (taken in preference order until it fits, those it can do without
 //!   given back), until enough nodes fit;
@@ -39,7 +79,7 @@ use serde::Serialize;
 
 use crate::contract::{protected, protected_until, Contract, Tier};
 use crate::engine::Engine;
-use crate::fair_tree::FairTree;
+use crate::entitlement::Entitlements;
 use crate::tree::LeafId;
 
 /// GPUs on one node (node index as the caller numbers them).
@@ -64,6 +104,9 @@ pub struct RunningJob<'a> {
     pub alloc: &'a [NodeGpus],
     /// False for `--no-requeue` jobs (preempting them kills them).
     pub requeue: bool,
+    /// True for a job of the short band ([`crate::priority`]): never
+    /// preempted, it ends within `short_max_time` anyway.
+    pub short: bool,
 }
 
 /// A pending job that wants to start.
@@ -79,10 +122,12 @@ pub struct Preemptor<'a> {
     pub nodes: u32,
     /// Free GPUs it needs on each of them.
     pub gpus_per_node: u32,
+    /// True for a job of the short band ([`crate::priority`]).
+    pub short: bool,
 }
 
 /// The answer of [`Engine::preempt_verdict`], with the reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Verdict {
     /// Preemption allowed.
@@ -91,7 +136,8 @@ pub enum Verdict {
     PreemptorUnallocated,
     /// The preemptor's account is not in the tree.
     UnknownAccount,
-    /// Same account or leaf.
+    /// An allocated job of the same account or leaf (only a short job may
+    /// preempt those).
     SameAccount,
     /// The running job is inside its minimum runtime until `until`
     /// (epoch seconds; `None` while it is suspended).
@@ -99,11 +145,23 @@ pub enum Verdict {
         /// When protection ends.
         until: Option<u64>,
     },
-    /// The running job's account does not rank strictly below.
-    NotRankedBelow,
-    /// After the move the running job's account would rank above the
-    /// preemptor's (ping-pong).
-    WouldInvert,
+    /// The running job is in the short band: it is never preempted.
+    Short,
+    /// The preemptor's leaf already holds its entitlement (and the
+    /// preemptor is not a short job).
+    PreemptorServed {
+        /// GPUs its allocated jobs hold.
+        running: u64,
+        /// GPUs it is entitled to now.
+        entitled: f64,
+    },
+    /// The running job's leaf would fall below its entitlement.
+    PreempteeAtEntitlement {
+        /// GPUs its allocated jobs hold.
+        running: u64,
+        /// GPUs it is entitled to now.
+        entitled: f64,
+    },
 }
 
 impl<'a> RunningJob<'a> {
@@ -115,29 +173,49 @@ impl<'a> RunningJob<'a> {
             .sum()
     }
 
+    /// GPUs it holds on all nodes.
+    pub fn gpus(&self) -> u64 {
+        self.alloc.iter().map(|a| u64::from(a.gpus)).sum()
+    }
+
     fn work(&self, now: u64) -> u128 {
-        let gpus: u128 = self.alloc.iter().map(|a| u128::from(a.gpus)).sum();
-        gpus * u128::from(self.contract.clock.run_time(now))
+        u128::from(self.gpus()) * u128::from(self.contract.clock.run_time(now))
+    }
+}
+
+/// What a victim costs its leaf's entitlement: the leaf's index + 1, or 0
+/// for jobs that cost none (free tier, accounts not in the tree).
+fn budget_group(engine: &Engine, r: &RunningJob<'_>, own: Option<LeafId>) -> usize {
+    if Tier::of(r.contract.min_runtime) == Tier::Unallocated {
+        return 0;
+    }
+    match engine.leaf_of(r.account) {
+        Some(l) if Some(l) != own => l.0 as usize + 1,
+        _ => 0,
     }
 }
 
 impl Engine {
-    fn rank_or_zero(&self, fair: &FairTree, leaf: Option<LeafId>) -> u32 {
-        leaf.map_or(0, |l| fair.rank(l))
+    /// GPUs a victim's leaf may end below its entitlement: `short_max_gpus`
+    /// for a short preemptor, else 0.
+    fn slack(&self, p: &Preemptor<'_>) -> u64 {
+        if p.short {
+            u64::from(self.config().priority.short_max_gpus)
+        } else {
+            0
+        }
     }
 
-    /// The ranking after `p` starts: its leaf charged `rate x min_runtime`.
-    fn after_move(&self, p: &Preemptor<'_>, leaf: LeafId) -> std::sync::Arc<FairTree> {
-        let extra = p.rate as f64 * p.min_runtime as f64;
-        self.ranked_with_extra_cached(leaf, extra)
-    }
-
-    fn verdict_with(
+    /// Why `p` may or may not preempt `r` at `now` (epoch seconds), `r`
+    /// alone. `gpus` is what `r` holds in total (its allocation may list
+    /// only some nodes, or none, as in the preempt plugin).
+    pub fn preempt_verdict_with_gpus(
         &self,
         p: &Preemptor<'_>,
         r: &RunningJob<'_>,
+        gpus: u64,
+        load: &Entitlements,
         now: u64,
-        after: &mut Option<std::sync::Arc<FairTree>>,
     ) -> Verdict {
         if Tier::of(p.min_runtime) == Tier::Unallocated {
             return Verdict::PreemptorUnallocated;
@@ -145,10 +223,6 @@ impl Engine {
         let Some(pl) = self.leaf_of(p.account) else {
             return Verdict::UnknownAccount;
         };
-        let rl = self.leaf_of(r.account);
-        if p.account == r.account || rl == Some(pl) {
-            return Verdict::SameAccount;
-        }
         if protected(&r.contract, now) {
             return Verdict::Protected {
                 until: protected_until(&r.contract, now),
@@ -157,26 +231,50 @@ impl Engine {
         if Tier::of(r.contract.min_runtime) == Tier::Unallocated {
             return Verdict::Allowed;
         }
-        let fair = self.fair_tree();
-        if self.rank_or_zero(fair, rl) >= fair.rank(pl) {
-            return Verdict::NotRankedBelow;
+        if r.short {
+            return Verdict::Short;
         }
-        let after = after.get_or_insert_with(|| self.after_move(p, pl));
-        if self.rank_or_zero(after, rl) > after.rank(pl) {
-            return Verdict::WouldInvert;
+        let rl = self.leaf_of(r.account);
+        if p.account == r.account || rl == Some(pl) {
+            // A short job may take its own leaf's GPUs: the leaf trades
+            // batch work for debug work inside what it holds.
+            return if p.short {
+                Verdict::Allowed
+            } else {
+                Verdict::SameAccount
+            };
+        }
+        if !p.short && !load.below(pl) {
+            return Verdict::PreemptorServed {
+                running: load.running(pl),
+                entitled: load.entitled(pl),
+            };
+        }
+        if let Some(rl) = rl {
+            if load.surplus_with(rl, self.slack(p)) < gpus {
+                return Verdict::PreempteeAtEntitlement {
+                    running: load.running(rl),
+                    entitled: load.entitled(rl),
+                };
+            }
         }
         Verdict::Allowed
     }
 
     /// Why `preemptor` may or may not preempt `preemptee` at `now` (epoch
-    /// seconds). The rules are in the module doc.
+    /// seconds), given the leaves' running GPUs and entitlements now
+    /// (`load`). The rules are in the module doc; `preemptee` alone is
+    /// judged (with its allocation's GPUs; an empty allocation counts as 1
+    /// GPU).
     pub fn preempt_verdict(
         &self,
         preemptor: &Preemptor<'_>,
         preemptee: &RunningJob<'_>,
+        load: &Entitlements,
         now: u64,
     ) -> Verdict {
-        self.verdict_with(preemptor, preemptee, now, &mut None)
+        let gpus = preemptee.gpus().max(1);
+        self.preempt_verdict_with_gpus(preemptor, preemptee, gpus, load, now)
     }
 
     /// True if `preemptor` may preempt `preemptee` at `now` (epoch seconds).
@@ -184,9 +282,39 @@ impl Engine {
         &self,
         preemptor: &Preemptor<'_>,
         preemptee: &RunningJob<'_>,
+        load: &Entitlements,
         now: u64,
     ) -> bool {
-        self.preempt_verdict(preemptor, preemptee, now) == Verdict::Allowed
+        self.preempt_verdict(preemptor, preemptee, load, now) == Verdict::Allowed
+    }
+
+    /// The victim preference key of a running job (ascending = preempted
+    /// first): `--no-requeue` last, free tier first, then least work lost
+    /// (GPUs x running seconds), then id.
+    pub fn victim_key(&self, r: &RunningJob<'_>, now: u64) -> (bool, Tier, u128, u64) {
+        (
+            !r.requeue,
+            Tier::of(r.contract.min_runtime),
+            r.work(now),
+            r.id,
+        )
+    }
+
+    /// [`Engine::victim_key`] for one preemptor: a short job takes its own
+    /// leaf's jobs before other leaves' (after the free tier).
+    fn victim_key_for(
+        &self,
+        p: &Preemptor<'_>,
+        r: &RunningJob<'_>,
+        now: u64,
+    ) -> (bool, Tier, bool, u128, u64) {
+        let (a, b, c, d) = self.victim_key(r, now);
+        let own = r.account == p.account
+            || self
+                .leaf_of(r.account)
+                .is_some_and(|l| Some(l) == self.leaf_of(p.account));
+        let foreign = !(p.short && own);
+        (a, b, foreign, c, d)
     }
 
     /// The running jobs to preempt so that `preemptor` fits, as job ids in
@@ -194,31 +322,26 @@ impl Engine {
     /// makes it fit. `Some(vec![])` means it already fits. `free` lists the
     /// free GPUs of every node the preemptor may use; a node that appears
     /// only in a running job's allocation has 0 free GPUs. Nodes absent from
-    /// both are not considered.
+    /// both are not considered. `load` holds the leaves' running GPUs and
+    /// entitlements now.
     pub fn choose_victims(
         &self,
         preemptor: &Preemptor<'_>,
         running: &[RunningJob<'_>],
         free: &[NodeGpus],
+        load: &Entitlements,
         now: u64,
     ) -> Option<Vec<u64>> {
         let need = preemptor.gpus_per_node;
         let want = preemptor.nodes as usize;
-        let mut after = None;
         let mut cands: Vec<&RunningJob<'_>> = running
             .iter()
-            .filter(|r| self.verdict_with(preemptor, r, now, &mut after) == Verdict::Allowed)
+            .filter(|r| {
+                self.preempt_verdict_with_gpus(preemptor, r, r.gpus(), load, now)
+                    == Verdict::Allowed
+            })
             .collect();
-        let fair = self.fair_tree();
-        cands.sort_by_cached_key(|r| {
-            (
-                !r.requeue,
-                Tier::of(r.contract.min_runtime),
-                self.rank_or_zero(fair, self.leaf_of(r.account)),
-                r.work(now),
-                r.id,
-            )
-        });
+        cands.sort_by_cached_key(|r| self.victim_key_for(preemptor, r, now));
 
         let mut free_on: BTreeMap<u32, u32> = BTreeMap::new();
         for f in free {
@@ -229,12 +352,20 @@ impl Engine {
                 free_on.entry(a.node).or_default();
             }
         }
+        let own = self.leaf_of(preemptor.account);
+        let group: Vec<usize> = cands.iter().map(|r| budget_group(self, r, own)).collect();
+        let mut budget = vec![u64::MAX; self.tree().leaves().len() + 1];
+        for (l, b) in budget.iter_mut().enumerate().skip(1) {
+            *b = load.surplus_with(LeafId(l as u32 - 1), self.slack(preemptor));
+        }
 
         let packing = Packing {
             cands: &cands,
             free_on,
             need,
             want,
+            group,
+            budget,
         };
         let by_nodes = packing.node_by_node().map(|v| packing.prune(v));
         let by_order = packing.in_order().map(|v| packing.prune(v));
@@ -257,9 +388,28 @@ struct Packing<'c, 'j> {
     free_on: BTreeMap<u32, u32>,
     need: u32,
     want: usize,
+    /// Per candidate: its budget group (0 = unlimited).
+    group: Vec<usize>,
+    /// Per group: GPUs its victims may hold in total.
+    budget: Vec<u64>,
 }
 
 impl Packing<'_, '_> {
+    /// GPUs each budget group loses with `set` preempted.
+    fn spent(&self, set: impl IntoIterator<Item = usize>) -> Vec<u64> {
+        let mut spent = vec![0u64; self.budget.len()];
+        for i in set {
+            spent[self.group[i]] += self.cands[i].gpus();
+        }
+        spent
+    }
+
+    /// True if candidate `i` can join a set that spends `spent`.
+    fn affordable(&self, i: usize, spent: &[u64]) -> bool {
+        let g = self.group[i];
+        g == 0 || spent[g] + self.cands[i].gpus() <= self.budget[g]
+    }
+
     /// Nodes that would have `need` free GPUs with `set` released.
     fn nodes_fitting(&self, set: &BTreeSet<usize>) -> usize {
         self.free_on
@@ -298,7 +448,7 @@ impl Packing<'_, '_> {
                 .iter()
                 .filter(|(n, _)| !chosen.contains(n))
                 .filter_map(|(&node, &f)| {
-                    let plan = node_plan(self.cands, node, f, self.need, &victims)?;
+                    let plan = self.node_plan(node, f, &victims)?;
                     Some(((plan.len(), plan.iter().sum::<usize>(), node), plan))
                 })
                 .min_by_key(|(key, _)| *key)?;
@@ -315,7 +465,12 @@ impl Packing<'_, '_> {
         if self.nodes_fitting(&set) >= self.want {
             return Some(set);
         }
+        let mut spent = self.spent([]);
         for i in 0..self.cands.len() {
+            if !self.affordable(i, &spent) {
+                continue;
+            }
+            spent[self.group[i]] += self.cands[i].gpus();
             set.insert(i);
             if self.nodes_fitting(&set) >= self.want {
                 return Some(set);
@@ -323,44 +478,43 @@ impl Packing<'_, '_> {
         }
         None
     }
-}
 
-/// Victims (indices into `cands`, in preference order) to add to `already`
-/// so that `node` has `need` free GPUs: taken in order until it fits, then
-/// any it can do without given back, latest first. `None` if even every
-/// candidate is not enough.
-fn node_plan(
-    cands: &[&RunningJob<'_>],
-    node: u32,
-    free: u32,
-    need: u32,
-    already: &BTreeSet<usize>,
-) -> Option<Vec<usize>> {
-    let mut have = already
-        .iter()
-        .fold(free, |h, &i| h.saturating_add(cands[i].gpus_on(node)));
-    let mut taken = Vec::new();
-    for (i, r) in cands.iter().enumerate() {
-        if have >= need {
-            break;
+    /// Victims (indices into `cands`, in preference order) to add to
+    /// `already` so that `node` has `need` free GPUs: taken in order until
+    /// it fits (skipping those over their leaf's budget), then any it can do
+    /// without given back, latest first. `None` if even every affordable
+    /// candidate is not enough.
+    fn node_plan(&self, node: u32, free: u32, already: &BTreeSet<usize>) -> Option<Vec<usize>> {
+        let cands = self.cands;
+        let need = self.need;
+        let mut spent = self.spent(already.iter().copied());
+        let mut have = already
+            .iter()
+            .fold(free, |h, &i| h.saturating_add(cands[i].gpus_on(node)));
+        let mut taken = Vec::new();
+        for (i, r) in cands.iter().enumerate() {
+            if have >= need {
+                break;
+            }
+            let g = r.gpus_on(node);
+            if g > 0 && !already.contains(&i) && self.affordable(i, &spent) {
+                spent[self.group[i]] += r.gpus();
+                taken.push(i);
+                have = have.saturating_add(g);
+            }
         }
-        let g = r.gpus_on(node);
-        if g > 0 && !already.contains(&i) {
-            taken.push(i);
-            have = have.saturating_add(g);
+        if have < need {
+            return None;
         }
-    }
-    if have < need {
-        return None;
-    }
-    for k in (0..taken.len()).rev() {
-        let g = cands[taken[k]].gpus_on(node);
-        if have - g >= need {
-            have -= g;
-            taken.remove(k);
+        for k in (0..taken.len()).rev() {
+            let g = cands[taken[k]].gpus_on(node);
+            if have - g >= need {
+                have -= g;
+                taken.remove(k);
+            }
         }
+        Some(taken)
     }
-    Some(taken)
 }
 
 mod victim_order;

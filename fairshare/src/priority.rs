@@ -1,17 +1,25 @@
-//! A job's Slurm priority: one `u32` whose order is the one docs/design.md
-//! states (section 1), by construction rather than by weighting.
+//! A job's Slurm priority: one `u32` whose order is the policy's, by
+//! construction rather than by weighting.
 //!
 //! # Layout
 //! ```text
-//!  bit 31      bits 30..16              bits 15..0
-//! [ tier ] [ account rank, 15 bits ] [ within-account score, 16 bits ]
+//!  bits 31..30   bits 29..16               bits 15..0
+//! [   band   ] [ account rank, 14 bits ] [ within-account score, 16 bits ]
 //! ```
-//! 1. **tier**: 1 for allocated jobs (minimum runtime > 0), 0 for the
-//!    unallocated free tier, so every allocated job sorts above every
-//!    unallocated one;
-//! 2. **account rank**: the Fair Tree rank of the job's leaf (1..=L, L <=
-//!    32767, higher = more under-served; 0 for an account not in the tree);
-//!    tied leaves share a rank;
+//! 1. **band** ([`Band`]), highest first:
+//!    - 3 *short*: an allocated job of at most `short_max_gpus` GPUs whose
+//!      time limit is at most `short_max_time` (debug work; off while
+//!      `short_max_gpus = 0`). Slurm kills it at its time limit, so it is
+//!      short for sure; it is charged like any allocated job;
+//!    - 2 *entitled*: an allocated job whose leaf held fewer GPUs than its
+//!      entitlement ([`crate::entitlement`]) when the engine snapshot was
+//!      taken: the jobs that may preempt ([`crate::preempt`]) come first;
+//!    - 1 *allocated*: every other allocated job (minimum runtime > 0);
+//!    - 0 *free*: the unallocated free tier, below every allocated job;
+//! 2. **account rank**: the Fair Tree rank of the job's leaf over the
+//!    sliding window (1..=L, L <= 16383, higher = more under-served; 0 for
+//!    an account not in the tree); tied leaves share a rank. Inside a band,
+//!    the window decides which team gets idle GPUs first;
 //! 3. **within-account score**: `32768 + age_points - nice x nice_weight`,
 //!    clamped to 0..=65535, where `age_points = age_weight x min(age,
 //!    max_age) / max_age` (integer, rounded down) and age counts from the
@@ -35,9 +43,10 @@ use crate::contract::Tier;
 /// Largest `age_weight`: age can move a job at most half the score range.
 pub const MAX_AGE_WEIGHT: u32 = 32_767;
 
-const TIER_SHIFT: u32 = 31;
+const BAND_SHIFT: u32 = 30;
 const RANK_SHIFT: u32 = 16;
-pub(crate) const RANK_MASK: u32 = (1 << 15) - 1;
+/// Largest rank a priority holds (14 bits).
+pub const RANK_MASK: u32 = (1 << 14) - 1;
 const SCORE_MID: i128 = 32_768;
 
 /// `[priority]` settings.
@@ -49,6 +58,10 @@ pub struct PriorityWeights {
     pub max_age: u64,
     /// Score points per unit of nice (default 1, as in Slurm).
     pub nice_weight: u32,
+    /// Largest job (GPUs) of the short band; 0 = no short band (default).
+    pub short_max_gpus: u32,
+    /// Longest time limit of the short band, seconds (default 1 h).
+    pub short_max_time: u64,
 }
 
 impl Default for PriorityWeights {
@@ -57,6 +70,8 @@ impl Default for PriorityWeights {
             age_weight: 1000,
             max_age: 7 * 86_400,
             nice_weight: 1,
+            short_max_gpus: 0,
+            short_max_time: 3600,
         }
     }
 }
@@ -88,20 +103,65 @@ pub struct PendingJob<'a> {
     pub nice: i64,
     /// When the job became eligible (epoch seconds); age counts from here.
     pub eligible_time: u64,
+    /// GPUs it asks for (all nodes).
+    pub gpus: u64,
+    /// Its time limit, seconds (`None`: none or unknown).
+    pub time_limit: Option<u64>,
 }
 
-/// Puts the three fields together. `rank` above 32767 is clamped.
-pub fn compose(tier: Tier, rank: u32, score: u16) -> u32 {
-    let tier_bit = u32::from(tier == Tier::Allocated) << TIER_SHIFT;
-    (tier_bit | (rank.min(RANK_MASK) << RANK_SHIFT) | u32::from(score)).max(1)
+/// The top two bits of a priority (module doc), lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Band {
+    /// The unallocated free tier.
+    Free,
+    /// An allocated job whose leaf holds its entitlement.
+    Allocated,
+    /// An allocated job whose leaf is below its entitlement.
+    Entitled,
+    /// A short allocated job (debug work).
+    Short,
+}
+
+impl PriorityWeights {
+    /// True if a job of `tier`, `gpus` GPUs and `time_limit` seconds is in
+    /// the short band.
+    pub fn is_short(&self, tier: Tier, gpus: u64, time_limit: Option<u64>) -> bool {
+        tier == Tier::Allocated
+            && self.short_max_gpus > 0
+            && gpus <= u64::from(self.short_max_gpus)
+            && time_limit.is_some_and(|t| t <= self.short_max_time)
+    }
+
+    /// The band of a job of `tier`, `gpus` GPUs and `time_limit` seconds
+    /// whose leaf is (`below`) or is not below its entitlement.
+    pub fn band(&self, tier: Tier, gpus: u64, time_limit: Option<u64>, below: bool) -> Band {
+        if tier == Tier::Unallocated {
+            Band::Free
+        } else if self.is_short(tier, gpus, time_limit) {
+            Band::Short
+        } else if below {
+            Band::Entitled
+        } else {
+            Band::Allocated
+        }
+    }
+}
+
+/// Puts the three fields together. `rank` above 16383 is clamped.
+pub fn compose(band: Band, rank: u32, score: u16) -> u32 {
+    let band_bits = (band as u32) << BAND_SHIFT;
+    (band_bits | (rank.min(RANK_MASK) << RANK_SHIFT) | u32::from(score)).max(1)
 }
 
 /// The factors behind one priority, for `sprio` and `allot explain`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct PriorityFactors {
-    /// Tier (bit 31).
+    /// Tier.
     pub tier: Tier,
-    /// Fair Tree rank of the account's leaf (bits 30..16); 0 if unknown.
+    /// Band (bits 31..30).
+    pub band: Band,
+    /// Fair Tree rank of the account's leaf (bits 29..16); 0 if unknown.
     pub rank: u32,
     /// Fair-share factor rank / L, in (0, 1]; 0 for an unknown account.
     pub fair_share: f64,
@@ -122,16 +182,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tier_dominates_rank_dominates_score() {
-        let top_unalloc = compose(Tier::Unallocated, RANK_MASK, u16::MAX);
-        let low_alloc = compose(Tier::Allocated, 0, 0);
-        assert!(low_alloc > top_unalloc);
-        assert!(compose(Tier::Allocated, 5, 0) > compose(Tier::Allocated, 4, u16::MAX));
-        assert_eq!(compose(Tier::Unallocated, 0, 0), 1, "never 0 (held)");
+    fn band_dominates_rank_dominates_score() {
+        let bands = [Band::Free, Band::Allocated, Band::Entitled, Band::Short];
+        for w in bands.windows(2) {
+            assert!(compose(w[1], 0, 0) > compose(w[0], RANK_MASK, u16::MAX));
+        }
+        assert!(compose(Band::Allocated, 5, 0) > compose(Band::Allocated, 4, u16::MAX));
+        assert_eq!(compose(Band::Free, 0, 0), 1, "never 0 (held)");
         assert_eq!(
-            compose(Tier::Allocated, 40_000, 0),
-            compose(Tier::Allocated, RANK_MASK, 0)
+            compose(Band::Allocated, 40_000, 0),
+            compose(Band::Allocated, RANK_MASK, 0)
         );
+        assert_eq!(compose(Band::Short, RANK_MASK, u16::MAX), u32::MAX);
+    }
+
+    #[test]
+    fn short_band_needs_both_limits_and_an_allocated_job() {
+        let w = PriorityWeights {
+            short_max_gpus: 2,
+            ..PriorityWeights::default()
+        };
+        let a = Tier::Allocated;
+        assert_eq!(w.band(a, 2, Some(3600), false), Band::Short);
+        assert_eq!(w.band(a, 3, Some(3600), true), Band::Entitled);
+        assert_eq!(w.band(a, 1, Some(3601), false), Band::Allocated);
+        assert_eq!(w.band(a, 1, None, false), Band::Allocated);
+        assert_eq!(w.band(Tier::Unallocated, 1, Some(60), true), Band::Free);
+        let off = PriorityWeights::default();
+        assert_eq!(off.band(a, 1, Some(60), false), Band::Allocated);
     }
 
     #[test]

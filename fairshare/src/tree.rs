@@ -19,8 +19,8 @@ use crate::config::ConfigError;
 use crate::hash::FastMap;
 
 /// The most leaves a tree may have: a job's priority encodes its account's
-/// rank in 15 bits (see [`crate::priority`]).
-pub const MAX_LEAVES: usize = (1 << 15) - 1;
+/// rank in 14 bits (see [`crate::priority`]).
+pub const MAX_LEAVES: usize = crate::priority::RANK_MASK as usize;
 
 /// The largest share a node may have. Shares are relative, so this limit
 /// never gets in the way; it keeps every product of shares exact.

@@ -26,15 +26,16 @@
 //!     [tree.b]
 //!     share = 1
 //! "#).unwrap());
-//! let t = trace::parse("submit,duration,gpus,team\n0,7200,8,a\n60,3600,4,b\n", None).unwrap();
+//! let t = trace::parse("submit,duration,gpus,team\n0,7200,4,a\n0,7200,4,a\n60,3600,4,b\n", None).unwrap();
 //! let cluster = ClusterSpec { nodes: 1, gpus_per_node: 8 };
 //! let w = Workload::prepare(&t, &config, cluster);
 //! let r = simulate(&w, config, cluster, Policy::Allot, &t.events, &mut |_| {});
-//! assert_eq!(r.finished, 2);
-//! // a's job is protected for its 1 h contract, then b's job preempts it.
+//! assert_eq!(r.finished, 3);
+//! // a holds all 8 GPUs, b is entitled to 4: once a's jobs are past their
+//! // 1 h contract, b's job preempts one of them (and only one).
 //! assert_eq!(r.preemptions, 1);
-//! assert_eq!(r.waits[2].p50_s, 0); // large class (8 GPUs): a started at once
-//! assert_eq!(r.waits[1].p50_s, 3540); // batch class: b waited for a's contract
+//! assert_eq!(r.waits[1].p50_s, 0); // batch class: a's jobs started at once
+//! assert_eq!(r.waits[1].p90_s, 3540); // b waited for a's contract
 //! ```
 
 mod cluster;
@@ -177,6 +178,8 @@ pub struct PreemptionRecord {
     pub victim_min_runtime: u64,
     /// How long the victim had run in this attempt, seconds.
     pub victim_run_time: u64,
+    /// The preemptor is a short job (the short band).
+    pub preemptor_short: bool,
 }
 
 /// The result of one replay.
@@ -204,8 +207,21 @@ pub struct SimReport {
     pub delivered_gpu_hours: f64,
     /// delivered / owed, [0, 1].
     pub owed_delivered: f64,
-    /// GPU-hours held / capacity, [0, 1].
+    /// The same with owed and delivered counted per week instead of per
+    /// hour (a team that gets its hours back within the week is made
+    /// whole), [0, 1].
+    pub owed_delivered_weekly: f64,
+    /// Teams whose owed_delivered is at least 0.95.
+    pub teams_at_95: u64,
+    /// The team with the lowest owed_delivered (owed > 0), and its value.
+    pub worst_team: Option<(String, f64)>,
+    /// GPU-hours held / capacity from the first submission to the last one,
+    /// [0, 1]: one span for every policy, so a long tail of one policy does
+    /// not change its denominator.
     pub occupancy: f64,
+    /// GPU-hours held / capacity from the first submission to the last
+    /// event (the whole replay), [0, 1].
+    pub occupancy_to_end: f64,
     /// Share of GPU-hours held by free-tier (unallocated) jobs, [0, 1].
     pub unallocated_share: f64,
     /// Queue waits by class.
@@ -218,6 +234,10 @@ pub struct SimReport {
     pub fail_requeues: u64,
     /// Work lost to requeues, GPU-hours.
     pub lost_gpu_hours: f64,
+    /// lost_gpu_hours / delivered_gpu_hours, [0, ..).
+    pub lost_of_delivered: f64,
+    /// Preemptions per 1,000 delivered GPU-hours.
+    pub preemptions_per_1000_gpu_hours: f64,
     /// Mean hourly share error over the rolling metric window, [0, 1].
     pub share_error_mean: f64,
     /// 90th percentile of the hourly share error, [0, 1].

@@ -109,48 +109,7 @@ impl Hourly {
     }
 }
 
-/// Splits `capacity` among teams in proportion to `allocation`, no team
-/// above its `demand`; what capped teams leave is split again among the
-/// others (teams of allocation 0 share the final remainder by demand).
-pub fn waterfill(capacity: f64, allocation: &[f64], demand: &[f64]) -> Vec<f64> {
-    let n = allocation.len();
-    let mut out = vec![0.0; n];
-    let mut left = capacity;
-    let mut active: Vec<usize> = (0..n)
-        .filter(|&i| demand[i] > 0.0 && allocation[i] > 0.0)
-        .collect();
-    while left > 1e-9 && !active.is_empty() {
-        let weight: f64 = active.iter().map(|&i| allocation[i]).sum();
-        let mut capped = Vec::new();
-        for &i in &active {
-            if out[i] + left * allocation[i] / weight >= demand[i] {
-                capped.push(i);
-            }
-        }
-        if capped.is_empty() {
-            for &i in &active {
-                out[i] += left * allocation[i] / weight;
-            }
-            left = 0.0;
-        } else {
-            for &i in &capped {
-                left -= demand[i] - out[i];
-                out[i] = demand[i];
-            }
-            active.retain(|i| !capped.contains(i));
-        }
-    }
-    let zero: Vec<usize> = (0..n)
-        .filter(|&i| allocation[i] == 0.0 && demand[i] > 0.0)
-        .collect();
-    let zd: f64 = zero.iter().map(|&i| demand[i]).sum();
-    if left > 1e-9 && zd > 0.0 {
-        for &i in &zero {
-            out[i] = (left * demand[i] / zd).min(demand[i]);
-        }
-    }
-    out
-}
+pub use fairshare::entitlement::waterfill;
 
 /// Counters and hourly accumulators, fed by the event loop.
 pub(crate) struct Metrics {
@@ -324,6 +283,32 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
     }
     let cap_total: u64 = hourly.capacity.iter().sum();
     let got_total: u64 = got.iter().sum();
+    // Occupancy over the submissions' span (hours of the first to the last
+    // submission, both whole).
+    let first_h = i.w.jobs.iter().map(|j| j.submit).min().unwrap_or(0) / 3600;
+    let last_h = i.w.jobs.iter().map(|j| j.submit).max().unwrap_or(0) / 3600;
+    let span = |v: &Vec<u64>| -> u64 {
+        v.iter()
+            .enumerate()
+            .filter(|(h, _)| (first_h..=last_h).contains(&(*h as u64)))
+            .map(|(_, x)| x)
+            .sum()
+    };
+    let span_cap = span(&hourly.capacity);
+    let span_got: u64 = hourly.got.iter().map(span).sum();
+    // Owed and delivered per week.
+    let (mut owed_w, mut delivered_w) = (0.0f64, 0.0f64);
+    for w0 in (0..hourly.hours()).step_by(168) {
+        let w1 = (w0 + 168).min(hourly.hours());
+        let cap: u64 = hourly.capacity[w0..w1].iter().sum();
+        for t in 0..teams {
+            let dem: u64 = hourly.demand[t][w0..w1].iter().sum();
+            let g: u64 = hourly.got[t][w0..w1].iter().sum();
+            let o = (alloc[t] * cap as f64).min(dem as f64);
+            owed_w += o;
+            delivered_w += (g as f64).min(o);
+        }
+    }
     let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
     // Share error, hourly over the rolling metric window.
     let window = (i.config.sim.metric_window.div_ceil(3600)) as usize;
@@ -372,7 +357,7 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
             }
         })
         .collect();
-    let team_reports = (0..teams)
+    let team_reports: Vec<TeamReport> = (0..teams)
         .map(|t| TeamReport {
             name: i.w.teams[t].name.clone(),
             allocation: alloc[t],
@@ -391,6 +376,16 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
         .collect();
     let owed_sum: f64 = owed.iter().sum();
     let delivered_sum: f64 = delivered.iter().sum();
+    let teams_at_95 = team_reports
+        .iter()
+        .filter(|t: &&TeamReport| t.owed_delivered >= 0.95)
+        .count() as u64;
+    let worst_team = team_reports
+        .iter()
+        .filter(|t| t.owed_gpu_hours > 0.0)
+        .min_by(|a, b| a.owed_delivered.total_cmp(&b.owed_delivered))
+        .map(|t| (t.name.clone(), t.owed_delivered));
+    let lost_gpu_hours = i.m.lost_gpu_s as f64 / 3600.0;
     SimReport {
         policy: i.policy,
         jobs: i.w.jobs.len() as u64,
@@ -403,13 +398,22 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
         owed_gpu_hours: owed_sum / 3600.0,
         delivered_gpu_hours: delivered_sum / 3600.0,
         owed_delivered: ratio(delivered_sum, owed_sum),
-        occupancy: ratio(got_total as f64, cap_total as f64),
+        owed_delivered_weekly: ratio(delivered_w, owed_w),
+        teams_at_95,
+        worst_team,
+        occupancy: ratio(span_got as f64, span_cap as f64),
+        occupancy_to_end: ratio(got_total as f64, cap_total as f64),
         unallocated_share: ratio(i.m.free_tier_gpu_s as f64, got_total as f64),
         waits,
         preemptions: i.m.preemptions.len() as u64,
         drain_requeues: i.m.drain_requeues,
         fail_requeues: i.m.fail_requeues,
-        lost_gpu_hours: i.m.lost_gpu_s as f64 / 3600.0,
+        lost_gpu_hours,
+        lost_of_delivered: ratio(lost_gpu_hours, delivered_sum / 3600.0),
+        preemptions_per_1000_gpu_hours: ratio(
+            i.m.preemptions.len() as f64 * 1000.0,
+            delivered_sum / 3600.0,
+        ),
         share_error_mean: mean_err,
         share_error_p90: p90_err,
         ignored_node_events: i.m.ignored_node_events as u64,

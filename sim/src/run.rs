@@ -40,9 +40,10 @@ use fairshare::config::Config;
 use fairshare::contract::Tier;
 use fairshare::contract::{Contract, RunClock};
 use fairshare::engine::Engine;
+use fairshare::entitlement::Entitlements;
 use fairshare::fair_tree::FairTree;
 use fairshare::preempt::{NodeGpus, Preemptor, RunningJob};
-use fairshare::priority::{compose, PendingJob};
+use fairshare::priority::PendingJob;
 use fairshare::usage::{OpenCharge, UsageTracker};
 
 /// Event kinds, in the order they apply within one second.
@@ -122,6 +123,9 @@ pub(crate) struct Sim<'w> {
     /// Per team: running free-tier jobs.
     free_tier: Vec<BTreeSet<(u64, u32)>>,
     free_tier_gpus: Vec<u64>,
+    /// Per leaf: GPUs of allocated jobs running and pending (entitlement).
+    leaf_running: Vec<u64>,
+    leaf_pending: Vec<u64>,
     epoch: u64,
     failed_attempt: Option<(u32, u64)>,
     tick_at: u64,
@@ -139,8 +143,20 @@ pub(crate) struct Sim<'w> {
     m: Metrics,
 }
 
-fn queue_of(team: u32, min_runtime: u64) -> usize {
-    team as usize * 2 + usize::from(min_runtime > 0)
+/// Queues per team: free tier, allocated, short band. Inside one queue
+/// every job has the same priority but for its age, so the queue's order
+/// (eligible time, index) is its priority order.
+const QUEUES_PER_TEAM: usize = 3;
+
+fn queue_of(team: u32, min_runtime: u64, short: bool) -> usize {
+    let kind = if min_runtime == 0 {
+        0
+    } else if short {
+        2
+    } else {
+        1
+    };
+    team as usize * QUEUES_PER_TEAM + kind
 }
 
 impl<'w> Sim<'w> {
@@ -218,7 +234,7 @@ impl<'w> Sim<'w> {
                     unprotected: false,
                 })
                 .collect(),
-            queues: vec![BTreeSet::new(); teams * 2],
+            queues: vec![BTreeSet::new(); teams * QUEUES_PER_TEAM],
             pending: 0,
             running_by_end: BTreeSet::new(),
             events: heap,
@@ -235,6 +251,8 @@ impl<'w> Sim<'w> {
             unprot_gpus: vec![0; teams],
             free_tier: vec![BTreeSet::new(); teams],
             free_tier_gpus: vec![0; teams],
+            leaf_running: vec![0; config.tree.leaves().len()],
+            leaf_pending: vec![0; config.tree.leaves().len()],
             epoch: 0,
             failed_attempt: None,
             tick_at: u64::MAX,
@@ -248,7 +266,7 @@ impl<'w> Sim<'w> {
                 next: 0,
             },
             slices,
-            head_cache: vec![(u32::MAX, u32::MAX, 0); teams * 2],
+            head_cache: vec![(u32::MAX, u32::MAX, 0); teams * QUEUES_PER_TEAM],
             scratch: std::cell::RefCell::new(vec![0; cluster.nodes as usize]),
             m: Metrics::new(teams, capacity, ignored_events),
             config,
@@ -342,7 +360,12 @@ impl<'w> Sim<'w> {
             }
             EXPIRY => {
                 let j = &self.jobs[a as usize];
-                if j.state == State::Running && j.attempt == b && !j.unprotected {
+                // Short jobs are never preempted (fairshare::preempt).
+                if j.state == State::Running
+                    && j.attempt == b
+                    && !j.unprotected
+                    && !self.is_short(a)
+                {
                     let team = self.w.jobs[a as usize].team as usize;
                     let start = j.start;
                     self.jobs[a as usize].unprotected = true;
@@ -416,10 +439,15 @@ impl<'w> Sim<'w> {
 
     fn enqueue(&mut self, id: u32) {
         let sj = &self.w.jobs[id as usize];
+        let q = queue_of(sj.team, sj.min_runtime, self.is_short(id));
         let j = &mut self.jobs[id as usize];
         j.state = State::Pending;
-        self.queues[queue_of(sj.team, sj.min_runtime)].insert((j.eligible, id));
+        self.queues[q].insert((j.eligible, id));
         self.pending += 1;
+        if sj.min_runtime > 0 {
+            self.leaf_pending[self.w.teams[sj.team as usize].leaf.0 as usize] +=
+                u64::from(sj.gpus());
+        }
         self.m
             .change_team(sj.team as usize, self.now, 0, i64::from(sj.gpus()));
     }
@@ -429,7 +457,8 @@ impl<'w> Sim<'w> {
         let now = self.now;
         match self.policy {
             Policy::Allot if now >= self.next_refresh || self.engine.is_none() => {
-                let engine = Engine::from_tracker(self.config.clone(), &self.tracker);
+                let engine = Engine::from_tracker(self.config.clone(), &self.tracker)
+                    .with_load(self.entitlements());
                 for (t, team) in self.w.teams.iter().enumerate() {
                     self.team_rank[t] = engine.fair_tree().rank(team.leaf);
                 }
@@ -467,29 +496,8 @@ impl<'w> Sim<'w> {
         let j = &self.jobs[id as usize];
         match self.policy {
             Policy::Allot => {
-                // Engine::priority with the account -> rank lookup hoisted
-                // to the snapshot refresh (team_rank): the same compose()
-                // and score() the engine runs, checked in debug builds.
                 let engine = self.engine.as_ref().expect("refreshed");
-                let score = self
-                    .config
-                    .priority
-                    .score(0, engine.now().saturating_sub(j.eligible));
-                let p = compose(
-                    Tier::of(sj.min_runtime),
-                    self.team_rank[sj.team as usize],
-                    score,
-                );
-                debug_assert_eq!(
-                    p,
-                    engine.priority(&PendingJob {
-                        account: &self.w.accounts[sj.account as usize],
-                        min_runtime: sj.min_runtime,
-                        nice: 0,
-                        eligible_time: j.eligible,
-                    })
-                );
-                u64::from(p)
+                u64::from(engine.priority(&self.pending_job(id)))
             }
             Policy::Fifo | Policy::Static => 0,
             Policy::Classic | Policy::FairTree => {
@@ -501,6 +509,32 @@ impl<'w> Sim<'w> {
                 (p * 1e6) as u64
             }
         }
+    }
+
+    /// Job `id` as the engine's priority sees it. Its time limit is its
+    /// duration in the trace (the simulator's backfill knows exact runtimes
+    /// too; real time limits are longer).
+    fn pending_job(&self, id: u32) -> PendingJob<'_> {
+        let sj = &self.w.jobs[id as usize];
+        PendingJob {
+            account: &self.w.accounts[sj.account as usize],
+            min_runtime: sj.min_runtime,
+            nice: 0,
+            eligible_time: self.jobs[id as usize].eligible,
+            gpus: u64::from(sj.gpus()),
+            time_limit: Some(sj.duration),
+        }
+    }
+
+    /// The leaves' allocated GPUs running and pending now, and their
+    /// entitlements to the capacity now.
+    fn entitlements(&self) -> Entitlements {
+        Entitlements::compute(
+            &self.config.tree,
+            self.cluster.capacity,
+            &self.leaf_running,
+            &self.leaf_pending,
+        )
     }
 
     /// One scheduling pass. Returns true if a job was left blocked. Without
@@ -603,6 +637,11 @@ impl<'w> Sim<'w> {
                 failed_avoid = u32::MAX;
                 continue;
             }
+            if self.policy == Policy::Allot && self.is_short(id) {
+                // Short jobs run in their own partition (docs/simulator.md):
+                // one that cannot start holds up only that partition.
+                continue;
+            }
             blocked = true;
             if !backfill {
                 break;
@@ -653,7 +692,18 @@ impl<'w> Sim<'w> {
         })
     }
 
+    /// True for a job of the short band ([`fairshare::priority`]).
+    fn is_short(&self, id: u32) -> bool {
+        let sj = &self.w.jobs[id as usize];
+        self.config.priority.is_short(
+            Tier::of(sj.min_runtime),
+            u64::from(sj.gpus()),
+            Some(sj.duration),
+        )
+    }
+
     /// Under `allot`: asks the engine for victims so that `id` can start.
+    /// The rule and why it terminates: [`fairshare::preempt`].
     fn try_preempt(&mut self, id: u32) -> bool {
         let sj = &self.w.jobs[id as usize];
         if sj.min_runtime == 0 || self.failed_attempt == Some((id, self.epoch)) {
@@ -662,30 +712,54 @@ impl<'w> Sim<'w> {
         let team = sj.team as usize;
         let my_rank = self.team_rank[team];
         let (n, g) = (sj.nodes as usize, sj.gpus_per_node);
-        // Quick necessary condition: enough GPUs free or held by jobs the
-        // engine could allow as victims.
+        let load = self.entitlements();
+        let leaf = |t: usize| self.w.teams[t].leaf;
+        let short = self.is_short(id);
+        let below = short || load.below(leaf(team));
+        let slack = if short {
+            u64::from(self.config.priority.short_max_gpus)
+        } else {
+            0
+        };
+        // What each other team may lose: GPUs above its entitlement held by
+        // unprotected jobs (none if this team is not below its own).
+        let give = |t: usize| {
+            if leaf(t) == leaf(team) {
+                if short {
+                    self.unprot_gpus[t]
+                } else {
+                    0
+                }
+            } else if !below {
+                0
+            } else {
+                load.surplus_with(leaf(t), slack).min(self.unprot_gpus[t])
+            }
+        };
+        // Quick necessary condition: enough GPUs free, free-tier or above
+        // other teams' entitlements.
         let mut possible = self.cluster.free_total;
         for t in 0..self.w.teams.len() {
-            if t != team {
-                possible += self.free_tier_gpus[t];
-                if self.team_rank[t] < my_rank {
-                    possible += self.unprot_gpus[t];
-                }
-            }
+            possible += self.free_tier_gpus[t] + give(t);
         }
         if possible < (n as u64) * u64::from(g) {
+            if short && std::env::var_os("ALLOT_SIM_DEBUG").is_some() {
+                let running: u64 = self.leaf_running.iter().sum();
+                eprintln!("DBG t={} team={} free={} own_unprot={} all_unprot={:?} running_alloc={} cap={} surpl={:?}", self.now, team, self.cluster.free_total, self.unprot_gpus[team], self.unprot_gpus, running, self.cluster.capacity,
+                  (0..self.w.teams.len()).map(|t| (load.running(leaf(t)), (load.entitled(leaf(t))*10.0).round()/10.0)).collect::<Vec<_>>());
+            }
             self.failed_attempt = Some((id, self.epoch));
             return false;
         }
         // Candidates in the engine's preference order (free tier, then the
-        // lowest-ranked teams, most recent starts first), tallied per node
-        // until one node more than needed could fit. The engine then chooses
-        // among the jobs on those nodes only: its victim search is quadratic
-        // in the candidates, and jobs elsewhere cannot help this job fit.
-        let mut teams_by_rank: Vec<usize> = (0..self.w.teams.len())
-            .filter(|&t| t != team && self.team_rank[t] < my_rank && self.unprot_gpus[t] > 0)
-            .collect();
-        teams_by_rank.sort_by_key(|&t| (self.team_rank[t], t));
+        // teams furthest above their entitlement, youngest jobs first),
+        // tallied per node until one node more than needed could fit. The
+        // engine then chooses among the jobs on those nodes only: its victim
+        // search is quadratic in the candidates, and jobs elsewhere cannot
+        // help this job fit.
+        let mut teams_by_surplus: Vec<usize> =
+            (0..self.w.teams.len()).filter(|&t| give(t) > 0).collect();
+        teams_by_surplus.sort_by_key(|&t| (std::cmp::Reverse(load.surplus(leaf(t))), t));
         let mut pre = self.scratch.borrow_mut();
         let mut touched: Vec<u32> = Vec::new();
         let mut pairs: Vec<(u32, u32)> = Vec::new();
@@ -696,11 +770,15 @@ impl<'w> Sim<'w> {
             .map(|node| (0, node))
             .collect();
         let sources = (0..self.w.teams.len())
-            .filter(|&t| t != team)
-            .map(|t| &self.free_tier[t])
-            .chain(teams_by_rank.iter().map(|&t| &self.unprot[t]));
-        'outer: for set in sources {
+            .map(|t| (&self.free_tier[t], u64::MAX))
+            .chain(teams_by_surplus.iter().map(|&t| (&self.unprot[t], give(t))));
+        'outer: for (set, mut budget) in sources {
             for &(_, r) in set.iter().rev() {
+                let gpus = u64::from(self.w.jobs[r as usize].gpus());
+                if gpus > budget {
+                    continue;
+                }
+                budget -= gpus;
                 for a in &self.jobs[r as usize].alloc {
                     if !self.cluster.usable(a.node) {
                         continue;
@@ -762,6 +840,7 @@ impl<'w> Sim<'w> {
                     },
                     alloc: &j.alloc,
                     requeue: true,
+                    short: self.is_short(r),
                 }
             })
             .collect();
@@ -771,9 +850,10 @@ impl<'w> Sim<'w> {
             rate: self.rate_of(sj.gpus()),
             nodes: sj.nodes,
             gpus_per_node: g,
+            short,
         };
         let engine = self.engine.as_ref().expect("refreshed");
-        let Some(victims) = engine.choose_victims(&p, &running, &free, self.now) else {
+        let Some(victims) = engine.choose_victims(&p, &running, &free, &load, self.now) else {
             self.failed_attempt = Some((id, self.epoch));
             return false;
         };
@@ -792,6 +872,7 @@ impl<'w> Sim<'w> {
                 victim_rank: self.team_rank[vj.team as usize],
                 victim_min_runtime: vj.min_runtime,
                 victim_run_time: self.now - self.jobs[v as usize].start,
+                preemptor_short: short,
             });
             self.stop(v, StopReason::Preempted);
         }
@@ -815,12 +896,18 @@ impl<'w> Sim<'w> {
 
     fn start(&mut self, id: u32, alloc: Vec<NodeGpus>) {
         let now = self.now;
+        let short = self.is_short(id);
         let sj = &self.w.jobs[id as usize];
         let team = sj.team as usize;
         let gpus = sj.gpus();
         let j = &mut self.jobs[id as usize];
-        self.queues[queue_of(sj.team, sj.min_runtime)].remove(&(j.eligible, id));
+        self.queues[queue_of(sj.team, sj.min_runtime, short)].remove(&(j.eligible, id));
         self.pending -= 1;
+        if sj.min_runtime > 0 {
+            let l = self.w.teams[team].leaf.0 as usize;
+            self.leaf_pending[l] -= u64::from(gpus);
+            self.leaf_running[l] += u64::from(gpus);
+        }
         self.cluster.take(id, &alloc);
         j.state = State::Running;
         j.start = now;
@@ -862,6 +949,9 @@ impl<'w> Sim<'w> {
         let gpus = sj.gpus();
         let j = &mut self.jobs[id as usize];
         let run = now - j.start;
+        if sj.min_runtime > 0 {
+            self.leaf_running[self.w.teams[team].leaf.0 as usize] -= u64::from(gpus);
+        }
         self.cluster.release(id, &j.alloc);
         self.running_by_end.remove(&(j.end, id));
         if j.unprotected {

@@ -67,23 +67,23 @@ fn check_invariants(r: &SimReport, w: &Workload) {
     for p in &r.preemption_log {
         assert!(p.victim_run_time >= p.victim_min_runtime, "{p:?}");
     }
-    // Preemption goes strictly down the (tier, rank) order, so the
-    // preemption graph of one snapshot, on (tier, team) nodes, has no cycle
-    // (a team may preempt another's free-tier jobs while that team preempts
-    // its allocated ones: different nodes of the graph).
-    type Node = (bool, u32); // (allocated tier, team)
-    let mut edges: BTreeMap<u32, BTreeSet<(Node, Node)>> = BTreeMap::new();
+    // Preemption (fairshare::preempt): a team preempts its own jobs only if
+    // they are free tier or the preemptor is short; at one moment (no job
+    // arrived or ended in between) no two teams preempt each other's
+    // allocated jobs with jobs that are not short.
+    type Node = u32;
+    let mut edges: BTreeMap<u64, BTreeSet<(Node, Node)>> = BTreeMap::new();
     for p in &r.preemption_log {
-        assert_ne!(p.preemptor_team, p.victim_team, "{p:?}");
         let victim_allocated = p.victim_min_runtime > 0;
-        assert!(
-            (true, p.preemptor_rank) > (victim_allocated, p.victim_rank),
-            "{p:?}"
-        );
-        edges
-            .entry(p.snapshot)
-            .or_default()
-            .insert(((true, p.preemptor_team), (victim_allocated, p.victim_team)));
+        if p.preemptor_team == p.victim_team {
+            assert!(!victim_allocated || p.preemptor_short, "{p:?}");
+        }
+        if victim_allocated && !p.preemptor_short {
+            edges
+                .entry(p.time)
+                .or_default()
+                .insert((p.preemptor_team, p.victim_team));
+        }
     }
     for (snap, e) in &edges {
         for &(a, b) in e {
@@ -436,13 +436,22 @@ fn philly_slice_replays_under_every_policy() {
     let w = Workload::prepare(&t, &c, cluster);
     assert_eq!(w.jobs.len(), 3621);
     assert!(w.left_out.is_empty(), "{:?}", w.left_out);
-    let free: u64 = w
-        .rules
+    // The recommended short band is exactly the debug class (<= 2 GPUs,
+    // <= 1 hour), and every job is allocated.
+    let short = w
+        .jobs
         .iter()
-        .filter(|r| r.rule == "debug")
-        .map(|r| r.jobs)
-        .sum();
-    assert_eq!(free, 1534);
+        .filter(|j| {
+            c.priority.is_short(
+                fairshare::Tier::of(j.min_runtime),
+                u64::from(j.gpus()),
+                Some(j.duration),
+            )
+        })
+        .count();
+    let debug = w.jobs.iter().filter(|j| j.class == JobClass::Debug).count();
+    assert_eq!((short, debug), (1766, 1766));
+    assert!(w.jobs.iter().all(|j| j.min_runtime > 0));
     for p in Policy::ALL {
         let r = simulate(&w, c.clone(), cluster, p, &t.events, &mut |_| {});
         check_invariants(&r, &w);

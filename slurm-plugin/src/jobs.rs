@@ -3,7 +3,9 @@
 
 use allot_ffi::job::{JobRecord, JobState};
 use fairshare::record::recorded_min_runtime;
-use fairshare::{Contract, Engine, PendingJob, Preemptor, RunClock, RunningJob};
+use fairshare::{
+    Contract, Engine, Entitlements, PendingJob, Preemptor, RunClock, RunningJob, Tier,
+};
 
 /// The job's minimum runtime: [`fairshare::ContractPolicy::job_min_runtime`]
 /// of the one job_submit recorded in AdminComment and of its partition.
@@ -22,6 +24,27 @@ pub fn allocated_gpus(job: &JobRecord<'_>) -> u64 {
         .unwrap_or(0)
 }
 
+/// Requested GPUs, from the requested TRES (`tres_req_str`); 0 when none.
+pub fn requested_gpus(job: &JobRecord<'_>) -> u64 {
+    job.tres_req_str()
+        .and_then(|s| fairshare::tres::gpu_count(s).ok())
+        .unwrap_or(0)
+}
+
+/// The time limit in seconds, `None` when unlimited or unset.
+pub fn time_limit(job: &JobRecord<'_>) -> Option<u64> {
+    job.time_limit_minutes().map(|m| u64::from(m) * 60)
+}
+
+/// True for a job of the short band ([`fairshare::priority`]).
+pub fn is_short(engine: &Engine, job: &JobRecord<'_>) -> bool {
+    engine.config().priority.is_short(
+        Tier::of(min_runtime(engine, job)),
+        requested_gpus(job),
+        time_limit(job),
+    )
+}
+
 /// A pending job for priority: age counts from `max(submit, begin)`.
 pub fn pending<'a>(engine: &Engine, job: &JobRecord<'a>) -> PendingJob<'a> {
     let eligible = job.begin_time().max(job.submit_time()).max(0) as u64;
@@ -30,7 +53,66 @@ pub fn pending<'a>(engine: &Engine, job: &JobRecord<'a>) -> PendingJob<'a> {
         min_runtime: min_runtime(engine, job),
         nice: job.nice(),
         eligible_time: eligible,
+        gpus: requested_gpus(job),
+        time_limit: time_limit(job),
     }
+}
+
+/// Counts the leaves' allocated GPUs running and pending, job by job, for
+/// their entitlements ([`fairshare::entitlement`]).
+#[derive(Debug, Clone, Default)]
+pub struct LoadCounter {
+    running: Vec<u64>,
+    pending: Vec<u64>,
+    held: u64,
+}
+
+impl LoadCounter {
+    /// Adds one job (any state; finished ones count nothing).
+    pub fn add(&mut self, engine: &Engine, job: &JobRecord<'_>) {
+        let leaves = engine.tree().leaves().len();
+        if self.running.len() != leaves {
+            self.running.resize(leaves, 0);
+            self.pending.resize(leaves, 0);
+        }
+        let state = job.state();
+        let is_running = matches!(state, JobState::Running | JobState::Suspended);
+        if is_running {
+            self.held += allocated_gpus(job);
+        }
+        let Some(leaf) = job.account().and_then(|a| engine.leaf_of(a)) else {
+            return;
+        };
+        if min_runtime(engine, job) == 0 {
+            return;
+        }
+        if is_running {
+            self.running[leaf.0 as usize] += allocated_gpus(job);
+        } else if state == JobState::Pending {
+            self.pending[leaf.0 as usize] += requested_gpus(job);
+        }
+    }
+
+    /// The entitlements to `capacity_gpus` of the config, or to every GPU
+    /// running jobs hold when it is not set (the cluster is full whenever
+    /// a preemption is asked for).
+    pub fn finish(self, engine: &Engine) -> Entitlements {
+        let capacity = engine.config().capacity_gpus.unwrap_or(self.held);
+        Entitlements::compute(engine.tree(), capacity, &self.running, &self.pending)
+    }
+}
+
+/// The load now, from slurmctld's job list (taking the job read lock: only
+/// from the plugin's own thread). `None` outside slurmctld.
+pub fn load_now(engine: &Engine) -> Option<Entitlements> {
+    let mut c = LoadCounter::default();
+    allot_ffi::ctld::for_each_job(|j| c.add(engine, j)).then(|| c.finish(engine))
+}
+
+/// The same from a slurmctld callback that already holds the job lock.
+pub fn load_held(engine: &Engine) -> Option<Entitlements> {
+    let mut c = LoadCounter::default();
+    allot_ffi::ctld::for_each_job_held(|j| c.add(engine, j)).then(|| c.finish(engine))
 }
 
 /// The running-time clock of a job: `pre_sus_time` accumulated, plus the
@@ -58,6 +140,7 @@ pub fn preemptor<'a>(engine: &Engine, job: &JobRecord<'a>) -> Preemptor<'a> {
         rate,
         nodes: 1,
         gpus_per_node: 0,
+        short: is_short(engine, job),
     }
 }
 
@@ -73,6 +156,7 @@ pub fn running<'a>(engine: &Engine, job: &JobRecord<'a>) -> RunningJob<'a> {
         },
         alloc: &[],
         requeue: job.requeue(),
+        short: is_short(engine, job),
     }
 }
 

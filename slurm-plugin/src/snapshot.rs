@@ -105,7 +105,12 @@ impl EngineSnapshot {
                             }
                         }
                     }
-                    let engine = Arc::new(build(cfg, &usage, t));
+                    let mut engine = build(cfg, &usage, t);
+                    // The priority band reads the leaves' entitlements now.
+                    if let Some(load) = crate::jobs::load_now(&engine) {
+                        engine = engine.with_load(load);
+                    }
+                    let engine = Arc::new(engine);
                     s.engine.store(engine.clone());
                     after_swap(&engine);
                 }

@@ -125,7 +125,7 @@ pub enum ConfigError {
     #[error("tree: no nodes; add at least one, e.g. [tree.team] with share = 1")]
     EmptyTree,
     /// More leaves than priorities can rank.
-    #[error("tree: {count} leaves; at most {max} are supported (a priority holds the account rank in 15 bits)")]
+    #[error("tree: {count} leaves; at most {max} are supported (a priority holds the account rank in 14 bits)")]
     TooManyLeaves {
         /// Leaves found.
         count: usize,

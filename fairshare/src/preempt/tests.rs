@@ -5,19 +5,20 @@ use proptest::prelude::*;
 use super::*;
 use crate::config::Config;
 use crate::contract::RunClock;
-use crate::testutil::{example_tree, example_usage, tree_and_usage};
 use crate::tree::{NodeSpec, Tree};
 
 pub(super) const NOW: u64 = 1_700_000_000;
 const H: u64 = 3600;
 
-/// Worked example: ranks b1 4, b2 3, a2 2, a1 1.
-pub(super) fn engine() -> Engine {
-    Engine::new(
-        Arc::new(Config::with_tree(example_tree())),
-        example_usage(),
-        NOW,
-    )
+fn engine_of(tree: Tree) -> Engine {
+    let mut config = Config::with_tree(tree);
+    config.priority.short_max_gpus = 2;
+    Engine::new(Arc::new(config), Vec::new(), NOW)
+}
+
+/// a and b, equal shares.
+pub(super) fn pair() -> Engine {
+    engine_of(Tree::build(&[NodeSpec::leaf("a", 1), NodeSpec::leaf("b", 1)]).unwrap())
 }
 
 fn pending(account: &str, min_runtime: u64, gpus: u32) -> Preemptor<'_> {
@@ -27,6 +28,7 @@ fn pending(account: &str, min_runtime: u64, gpus: u32) -> Preemptor<'_> {
         rate: u64::from(gpus),
         nodes: 1,
         gpus_per_node: gpus,
+        short: false,
     }
 }
 
@@ -46,173 +48,257 @@ pub(super) fn running<'a>(
         },
         alloc,
         requeue: true,
+        short: false,
     }
+}
+
+/// Entitlements of `e`'s leaves on `capacity` GPUs, from (account,
+/// running, pending) allocated GPUs.
+fn load(e: &Engine, capacity: u64, per: &[(&str, u64, u64)]) -> Entitlements {
+    let n = e.tree().leaves().len();
+    let (mut run, mut pend) = (vec![0; n], vec![0; n]);
+    for (a, r, p) in per {
+        let l = e.leaf_of(a).unwrap().0 as usize;
+        run[l] += r;
+        pend[l] += p;
+    }
+    Entitlements::compute(e.tree(), capacity, &run, &pend)
 }
 
 const ONE: &[NodeGpus] = &[NodeGpus { node: 0, gpus: 1 }];
 
 #[test]
-fn higher_ranked_account_preempts_past_contract_only() {
-    let e = engine();
-    let p = pending("b1", H, 1);
-    assert!(e.may_preempt(&p, &running(1, "a1", H, 2 * H, ONE), NOW));
+fn below_entitlement_preempts_past_contract_only() {
+    let e = pair();
+    // a holds all 8 GPUs, b wants 4: b is entitled to 4.
+    let l = load(&e, 8, &[("a", 8, 0), ("b", 0, 4)]);
+    let p = pending("b", H, 1);
+    assert!(e.may_preempt(&p, &running(1, "a", H, 2 * H, ONE), &l, NOW));
     assert_eq!(
-        e.preempt_verdict(&p, &running(1, "a1", H, H - 1, ONE), NOW),
+        e.preempt_verdict(&p, &running(1, "a", H, H - 1, ONE), &l, NOW),
         Verdict::Protected {
             until: Some(NOW + 1)
         }
     );
     assert!(
-        e.may_preempt(&p, &running(1, "a1", H, H, ONE), NOW),
-        "run time == min runtime: preemptible"
+        e.may_preempt(&p, &running(1, "a", H, H, ONE), &l, NOW),
+        "equal to the minimum runtime = preemptible"
     );
-    // The other way round: a1 ranks below b1.
+    // a cannot preempt b back: a is above its entitlement.
+    let l2 = load(&e, 8, &[("a", 4, 4), ("b", 4, 0)]);
     assert_eq!(
-        e.preempt_verdict(&pending("a1", H, 1), &running(2, "b1", H, 9 * H, ONE), NOW),
-        Verdict::NotRankedBelow
+        e.preempt_verdict(
+            &pending("a", H, 1),
+            &running(2, "b", H, 9 * H, ONE),
+            &l2,
+            NOW
+        ),
+        Verdict::PreemptorServed {
+            running: 4,
+            entitled: 4.0
+        }
     );
+    // b at 4 of 4 cannot take a fifth GPU from a.
+    let l3 = load(&e, 8, &[("a", 4, 0), ("b", 4, 4)]);
+    assert!(!e.may_preempt(
+        &pending("b", H, 1),
+        &running(3, "a", H, 9 * H, ONE),
+        &l3,
+        NOW
+    ));
 }
 
 #[test]
-fn one_account_never_preempts_itself() {
-    let e = engine();
-    assert_eq!(
-        e.preempt_verdict(&pending("b1", H, 1), &running(1, "b1", 0, 0, ONE), NOW),
-        Verdict::SameAccount
+fn a_tie_preempts_neither_way() {
+    // Two share-0 teams beside an idle team: both at their entitlement.
+    let e = engine_of(
+        Tree::build(&[
+            NodeSpec::leaf("c", 1),
+            NodeSpec::leaf("x", 0),
+            NodeSpec::leaf("y", 0),
+        ])
+        .unwrap(),
     );
-    // Accounts of one leaf count as one account.
-    let t = Tree::build(&[
-        NodeSpec {
-            accounts: Some(vec!["x".into(), "x-dev".into()]),
-            ..NodeSpec::leaf("x", 1)
-        },
-        NodeSpec::leaf("y", 1),
-    ])
-    .unwrap();
-    let e = Engine::new(Arc::new(Config::with_tree(t)), vec![0.0, 100.0], NOW);
-    assert_eq!(
-        e.preempt_verdict(&pending("x", H, 1), &running(1, "x-dev", 0, 0, ONE), NOW),
-        Verdict::SameAccount
-    );
+    let l = load(&e, 8, &[("x", 4, 4), ("y", 4, 4)]);
+    let (x, y) = (e.leaf_of("x").unwrap(), e.leaf_of("y").unwrap());
+    assert_eq!((l.entitled(x), l.entitled(y)), (4.0, 4.0));
+    assert!(!e.may_preempt(
+        &pending("x", H, 1),
+        &running(1, "y", H, 9 * H, ONE),
+        &l,
+        NOW
+    ));
+    assert!(!e.may_preempt(
+        &pending("y", H, 1),
+        &running(2, "x", H, 9 * H, ONE),
+        &l,
+        NOW
+    ));
+    // Equal shares at equal use: the same.
+    let e = pair();
+    let l = load(&e, 8, &[("a", 4, 9), ("b", 4, 9)]);
+    assert!(!e.may_preempt(
+        &pending("a", H, 1),
+        &running(1, "b", H, 9 * H, ONE),
+        &l,
+        NOW
+    ));
+    assert!(!e.may_preempt(
+        &pending("b", H, 1),
+        &running(2, "a", H, 9 * H, ONE),
+        &l,
+        NOW
+    ));
 }
 
 #[test]
-fn unallocated_jobs_are_preemptible_at_once_by_any_allocated_job() {
-    let e = engine();
-    // a1 ranks last, yet preempts b1's free-tier job from its first second.
-    assert!(e.may_preempt(&pending("a1", H, 1), &running(1, "b1", 0, 0, ONE), NOW));
-    // Free-tier jobs never preempt.
+fn sixteen_held_past_contract_eight_asked_exactly_eight_youngest_then_none() {
+    let e = pair();
+    // Two nodes of 8; a holds 16 one-GPU jobs past their contracts, the
+    // job i having run (2 + i) hours; b asks for 8 one-GPU jobs, then more.
+    let allocs: Vec<[NodeGpus; 1]> = (0..16)
+        .map(|i| {
+            [NodeGpus {
+                node: i / 8,
+                gpus: 1,
+            }]
+        })
+        .collect();
+    let mut jobs: Vec<RunningJob<'_>> = (0..16u64)
+        .map(|i| running(i, "a", H, (2 + i) * H, &allocs[i as usize]))
+        .collect();
+    let mut preempted = Vec::new();
+    let (mut a_run, mut b_run, mut b_pend) = (16u64, 0u64, 12u64);
+    let mut free = vec![NodeGpus { node: 0, gpus: 0 }, NodeGpus { node: 1, gpus: 0 }];
+    while b_pend > 0 {
+        let l = load(&e, 16, &[("a", a_run, 0), ("b", b_run, b_pend)]);
+        let Some(v) = e.choose_victims(&pending("b", H, 1), &jobs, &free, &l, NOW) else {
+            break;
+        };
+        assert_eq!(v.len(), 1, "one GPU needs one victim");
+        let j = jobs.iter().position(|j| j.id == v[0]).unwrap();
+        let node = jobs[j].alloc[0].node;
+        preempted.push(jobs.remove(j).id);
+        // The victim's GPU goes straight to b's job.
+        free[node as usize].gpus = 0;
+        a_run -= 1;
+        b_run += 1;
+        b_pend -= 1;
+    }
     assert_eq!(
-        e.preempt_verdict(&pending("b1", 0, 1), &running(1, "a1", 0, 9 * H, ONE), NOW),
+        preempted,
+        (0..8).collect::<Vec<u64>>(),
+        "exactly 8, youngest first"
+    );
+    assert_eq!((a_run, b_run), (8, 8));
+}
+
+#[test]
+fn free_tier_is_preempted_by_any_allocated_job_its_own_included() {
+    let e = pair();
+    let l = load(&e, 8, &[("a", 8, 1), ("b", 0, 0)]);
+    let free_job = running(1, "a", 0, 0, ONE);
+    // a is far above its entitlement and still may take its own free job.
+    assert!(e.may_preempt(&pending("a", H, 1), &free_job, &l, NOW));
+    assert!(e.may_preempt(&pending("b", H, 1), &free_job, &l, NOW));
+    assert_eq!(
+        e.preempt_verdict(&pending("b", 0, 1), &free_job, &l, NOW),
         Verdict::PreemptorUnallocated
     );
     assert_eq!(
-        e.preempt_verdict(&pending("zz", H, 1), &running(1, "a1", 0, 0, ONE), NOW),
+        e.preempt_verdict(&pending("zz", H, 1), &free_job, &l, NOW),
         Verdict::UnknownAccount
     );
+    // Allocated work of the same account is never a victim of a job that is not short.
+    assert_eq!(
+        e.preempt_verdict(
+            &pending("a", H, 1),
+            &running(2, "a", H, 9 * H, ONE),
+            &l,
+            NOW
+        ),
+        Verdict::SameAccount
+    );
 }
 
 #[test]
-fn no_ping_pong() {
-    // x ranks above y by a little; starting x's 8-GPU, 8-hour job would
-    // push x below y, so x may not preempt y.
-    let t = Tree::build(&[NodeSpec::leaf("x", 1), NodeSpec::leaf("y", 1)]).unwrap();
-    let e = Engine::new(
-        Arc::new(Config::with_tree(t)),
-        vec![100.0 * H as f64, 110.0 * H as f64],
-        NOW,
+fn short_jobs_are_never_victims_and_trade_their_own_leafs_work() {
+    let e = pair();
+    let l = load(&e, 8, &[("a", 4, 4), ("b", 4, 0)]);
+    let mut sp = pending("a", H, 1);
+    sp.short = true;
+    // a is at its entitlement: a short job may take a's own unprotected work.
+    assert!(e.may_preempt(&sp, &running(1, "a", H, 2 * H, ONE), &l, NOW));
+    // b's too, while b ends at most short_max_gpus (2) below its entitlement.
+    assert!(e.may_preempt(&sp, &running(2, "b", H, 2 * H, ONE), &l, NOW));
+    let three = [NodeGpus { node: 0, gpus: 3 }];
+    assert!(!e.may_preempt(&sp, &running(2, "b", H, 2 * H, &three), &l, NOW));
+    let mut short_victim = running(3, "b", H, 9 * H, ONE);
+    short_victim.short = true;
+    let l2 = load(&e, 8, &[("a", 0, 8), ("b", 8, 0)]);
+    assert_eq!(
+        e.preempt_verdict(&pending("a", H, 1), &short_victim, &l2, NOW),
+        Verdict::Short
     );
-    let y_job = running(1, "y", H, 2 * H, ONE);
-    let big = Preemptor {
-        account: "x",
-        min_runtime: 8 * H,
-        rate: 8,
-        nodes: 1,
-        gpus_per_node: 8,
-    };
-    assert_eq!(e.preempt_verdict(&big, &y_job, NOW), Verdict::WouldInvert);
-    let small = Preemptor {
-        account: "x",
-        min_runtime: H,
-        rate: 1,
-        nodes: 1,
-        gpus_per_node: 1,
-    };
-    assert!(e.may_preempt(&small, &y_job, NOW));
 }
 
 #[test]
-fn victims_smallest_set_in_preference_order() {
-    let e = engine();
-    let (two, four) = (
-        [NodeGpus { node: 0, gpus: 2 }],
-        [NodeGpus { node: 0, gpus: 4 }],
-    );
+fn victims_of_one_leaf_never_take_it_below_its_entitlement() {
+    let e = pair();
+    // a holds 6 (entitled 4: surplus 2) in two 3-GPU jobs; b wants 2.
+    let n0 = [NodeGpus { node: 0, gpus: 3 }];
+    let n1 = [NodeGpus { node: 1, gpus: 3 }];
     let jobs = [
-        running(1, "a2", 0, 10, &two),     // unallocated: first in order
-        running(2, "a1", H, 2 * H, &four), // allocated, most over-served
-        running(3, "a2", H, 2 * H, &two),
+        running(1, "a", H, 2 * H, &n0),
+        running(2, "a", H, 3 * H, &n1),
     ];
-    let free = [NodeGpus { node: 0, gpus: 0 }];
-    // Needs 4: job 1 (2) is not enough with job 3; job 2 alone suffices,
-    // so job 1 is given back.
+    let free = [NodeGpus { node: 0, gpus: 1 }, NodeGpus { node: 1, gpus: 1 }];
+    let l = load(&e, 8, &[("a", 6, 0), ("b", 0, 4)]);
+    assert_eq!(e.surplus_of(&l, "a"), 2);
+    // A 3-GPU victim would leave a at 3 < 4: refused.
     assert_eq!(
-        e.choose_victims(&pending("b1", H, 4), &jobs, &free, NOW),
-        Some(vec![2])
-    );
-    // Needs 2: the unallocated job goes first.
-    assert_eq!(
-        e.choose_victims(&pending("b1", H, 2), &jobs, &free, NOW),
-        Some(vec![1])
-    );
-    // Needs 8: everything.
-    assert_eq!(
-        e.choose_victims(&pending("b1", H, 8), &jobs, &free, NOW),
-        Some(vec![1, 2, 3])
-    );
-    // Needs 9: impossible.
-    assert_eq!(
-        e.choose_victims(&pending("b1", H, 9), &jobs, &free, NOW),
+        e.choose_victims(&pending("b", H, 3), &jobs, &free, &l, NOW),
         None
     );
-    // Already fits elsewhere.
-    let free2 = [NodeGpus { node: 0, gpus: 0 }, NodeGpus { node: 1, gpus: 8 }];
-    assert_eq!(
-        e.choose_victims(&pending("b1", H, 4), &jobs, &free2, NOW),
-        Some(vec![])
-    );
+}
+
+impl Engine {
+    fn surplus_of(&self, l: &Entitlements, account: &str) -> u64 {
+        l.surplus(self.leaf_of(account).unwrap())
+    }
 }
 
 #[test]
 fn no_requeue_jobs_go_last_and_least_work_lost_first() {
-    let e = engine();
+    let e = pair();
     let a = [NodeGpus { node: 0, gpus: 2 }];
-    let mut keep = running(1, "a1", 0, 10, &a);
+    let mut keep = running(1, "a", 0, 10, &a);
     keep.requeue = false;
     let jobs = [
         keep,
-        running(2, "a1", H, 5 * H, &a),
-        running(3, "a1", H, 2 * H, &a),
+        running(2, "a", H, 5 * H, &a),
+        running(3, "a", H, 2 * H, &a),
     ];
     let free = [NodeGpus { node: 0, gpus: 0 }];
+    let l = load(&e, 8, &[("a", 8, 0), ("b", 0, 8)]);
     assert_eq!(
-        e.choose_victims(&pending("b1", H, 2), &jobs, &free, NOW),
+        e.choose_victims(&pending("b", H, 2), &jobs, &free, &l, NOW),
         Some(vec![3])
     );
     assert_eq!(
-        e.choose_victims(&pending("b1", H, 4), &jobs, &free, NOW),
+        e.choose_victims(&pending("b", H, 4), &jobs, &free, &l, NOW),
         Some(vec![3, 2])
     );
 }
 
 #[test]
 fn multi_node_preemptor_picks_the_cheapest_nodes() {
-    let e = engine();
+    let e = pair();
     let n0 = [NodeGpus { node: 0, gpus: 4 }];
     let n1 = [NodeGpus { node: 1, gpus: 2 }, NodeGpus { node: 2, gpus: 2 }];
     let jobs = [
-        running(1, "a1", H, 2 * H, &n0),
-        running(2, "a1", H, 2 * H, &n1),
+        running(1, "a", H, 2 * H, &n0),
+        running(2, "a", H, 2 * H, &n1),
     ];
     let free = [
         NodeGpus { node: 0, gpus: 0 },
@@ -220,100 +306,270 @@ fn multi_node_preemptor_picks_the_cheapest_nodes() {
         NodeGpus { node: 2, gpus: 2 },
     ];
     let p = Preemptor {
-        account: "b1",
-        min_runtime: H,
-        rate: 8,
         nodes: 2,
         gpus_per_node: 4,
+        rate: 8,
+        ..pending("b", H, 4)
     };
+    let l = load(&e, 16, &[("a", 16, 0), ("b", 0, 8)]);
     // Job 2 spans nodes 1 and 2: one victim frees both.
-    assert_eq!(e.choose_victims(&p, &jobs, &free, NOW), Some(vec![2]));
+    assert_eq!(e.choose_victims(&p, &jobs, &free, &l, NOW), Some(vec![2]));
 }
 
-/// Random jobs over the worked example and random trees.
-/// (leaf, min runtime, ran for, node, GPUs, requeue)
-type JobSpec = (usize, u64, u64, u32, u32, bool);
+/// A random cluster state: nodes of 8 GPUs, 2-10 teams with shares 0-5,
+/// running jobs (team, GPUs, minimum runtime, ran for, short, free tier) and
+/// pending jobs (team, GPUs, short).
+#[derive(Debug, Clone)]
+struct State {
+    shares: Vec<u32>,
+    nodes: u32,
+    running: Vec<(usize, u32, u64, u64, bool, bool)>,
+    pending: Vec<(usize, u32, bool)>,
+}
 
-fn scenario() -> impl Strategy<Value = (Tree, Vec<f64>, Vec<JobSpec>)> {
-    tree_and_usage().prop_flat_map(|(t, u)| {
-        let leaves = t.leaves().len();
-        let job = (
-            0..leaves,
-            prop_oneof![Just(0u64), Just(H), Just(4 * H)],
-            0u64..6 * H,
-            0u32..3,
-            1u32..5,
-            any::<bool>(),
+fn state() -> impl Strategy<Value = State> {
+    (2usize..=10, 1u32..=4).prop_flat_map(|(teams, nodes)| {
+        let shares = prop::collection::vec(0u32..=5, teams)
+            .prop_filter("a positive share", |s| s.iter().any(|&x| x > 0));
+        let run = prop::collection::vec(
+            (
+                0..teams,
+                prop_oneof![Just(1u32), Just(2), Just(4), Just(8)],
+                prop_oneof![Just(H), Just(4 * H)],
+                0u64..6 * H,
+                prop::bool::weighted(0.1),
+                prop::bool::weighted(0.1),
+            ),
+            0..24,
         );
-        (Just(t), Just(u), prop::collection::vec(job, 1..12))
+        let pend = prop::collection::vec(
+            (
+                0..teams,
+                prop_oneof![Just(1u32), Just(2), Just(4), Just(8)],
+                prop::bool::weighted(0.2),
+            ),
+            1..24,
+        );
+        (shares, Just(nodes), run, pend).prop_map(|(shares, nodes, running, pending)| State {
+            shares,
+            nodes,
+            running,
+            pending,
+        })
     })
 }
 
-fn account(t: &Tree, leaf: usize) -> &str {
-    &t.node(t.leaves()[leaf]).accounts[0]
+const NAMES: [&str; 10] = ["t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"];
+
+/// Replays one scheduling pass over `s` without time passing: pending jobs
+/// in order, each starting where it fits or preempting. Checks every
+/// decision and returns the (preemptor team, victim team, short preemptor)
+/// moves of allocated victims.
+fn replay(s: &State) -> Result<Vec<(usize, usize, bool)>, TestCaseError> {
+    let specs: Vec<NodeSpec> = s
+        .shares
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| NodeSpec::leaf(NAMES[i], x))
+        .collect();
+    let e = engine_of(Tree::build(&specs).unwrap());
+    let teams = s.shares.len();
+    let mut free = vec![8u32; s.nodes as usize];
+    // (id, team, alloc, min, ran, short, free tier)
+    let mut run: Vec<(u64, usize, Vec<NodeGpus>, u64, u64, bool, bool)> = Vec::new();
+    for (i, &(t, g, min, ran, short, free_tier)) in s.running.iter().enumerate() {
+        if let Some(n) = free.iter().position(|&f| f >= g) {
+            free[n] -= g;
+            let min = if free_tier { 0 } else { min };
+            run.push((
+                i as u64,
+                t,
+                vec![NodeGpus {
+                    node: n as u32,
+                    gpus: g,
+                }],
+                min,
+                ran,
+                short && !free_tier,
+                free_tier,
+            ));
+        }
+    }
+    // (team, GPUs, short, free tier)
+    let mut pend: Vec<(usize, u32, bool, bool)> = s
+        .pending
+        .iter()
+        .map(|&(t, g, sh)| (t, g, sh, false))
+        .collect();
+    let mut moves = Vec::new();
+    let mut next_id = 1000u64;
+    let mut potential: Option<(i64, f64, u64)> = None;
+    let mut steps = 0;
+    while let Some(k) = (0..pend.len()).next() {
+        steps += 1;
+        prop_assert!(steps < 10_000, "no end");
+        let (t, g, short, free_tier) = pend.remove(k);
+        let (mut r_run, mut r_pend) = (vec![0u64; teams], vec![0u64; teams]);
+        for j in &run {
+            if !j.6 {
+                r_run[j.1] += j.2.iter().map(|a| u64::from(a.gpus)).sum::<u64>();
+            }
+        }
+        for &(pt, pg, _, f) in pend.iter().chain([(t, g, short, free_tier)].iter()) {
+            if !f {
+                r_pend[pt] += u64::from(pg);
+            }
+        }
+        let load = Entitlements::compute(e.tree(), 8 * u64::from(s.nodes), &r_run, &r_pend);
+        let short_pending =
+            pend.iter().filter(|p| p.2 && !p.3).count() as i64 + i64::from(short && !free_tier);
+        let allocated: u64 = r_run.iter().sum();
+        let now_potential = (-short_pending, load.covered(), allocated);
+        if let Some(before) = potential {
+            prop_assert!(
+                now_potential >= before,
+                "potential went down without an arrival"
+            );
+        }
+        let jobs: Vec<RunningJob<'_>> = run
+            .iter()
+            .map(|j| RunningJob {
+                id: j.0,
+                account: NAMES[j.1],
+                contract: Contract {
+                    min_runtime: j.3,
+                    clock: RunClock::started(NOW - j.4),
+                },
+                alloc: &j.2,
+                requeue: true,
+                short: j.5,
+            })
+            .collect();
+        let frees: Vec<NodeGpus> = free
+            .iter()
+            .enumerate()
+            .map(|(n, &f)| NodeGpus {
+                node: n as u32,
+                gpus: f,
+            })
+            .collect();
+        let p = Preemptor {
+            short: short && !free_tier,
+            ..pending(NAMES[t], if free_tier { 0 } else { H }, g)
+        };
+        let Some(victims) = e.choose_victims(&p, &jobs, &frees, &load, NOW) else {
+            // No preemption without a fit: nothing is changed (the job
+            // leaves the queue: demand, hence entitlements, change).
+            potential = None;
+            continue;
+        };
+        // Every victim allowed alone, unprotected; the set fits and is minimal.
+        let mut nfree = free.clone();
+        for v in &victims {
+            let j = jobs.iter().find(|j| j.id == *v).unwrap();
+            prop_assert!(!crate::contract::protected(&j.contract, NOW));
+            prop_assert!(!j.short || j.contract.min_runtime == 0);
+            prop_assert_eq!(e.preempt_verdict(&p, j, &load, NOW), Verdict::Allowed);
+            for a in j.alloc {
+                nfree[a.node as usize] += a.gpus;
+            }
+        }
+        let node = nfree.iter().position(|&f| f >= g);
+        prop_assert!(node.is_some(), "victims make it fit");
+        for skip in 0..victims.len() {
+            let mut f2 = free.clone();
+            for (i, v) in victims.iter().enumerate() {
+                if i != skip {
+                    for a in jobs.iter().find(|j| j.id == *v).unwrap().alloc {
+                        f2[a.node as usize] += a.gpus;
+                    }
+                }
+            }
+            prop_assert!(
+                f2.iter().all(|&f| f < g),
+                "minimal: one victim fewer would fit"
+            );
+        }
+        // Apply: victims go back to the queue, the preemptor starts.
+        drop(jobs);
+        for v in &victims {
+            let i = run.iter().position(|j| j.0 == *v).unwrap();
+            let j = run.remove(i);
+            if !j.6 {
+                moves.push((t, j.1, short));
+            }
+            pend.push((j.1, j.2.iter().map(|a| a.gpus).sum(), j.5, j.6));
+        }
+        free = nfree;
+        let n = node.unwrap();
+        free[n] -= g;
+        // Newly started jobs are inside their contract: protected.
+        let min = if free_tier { 0 } else { H };
+        run.push((
+            next_id,
+            t,
+            vec![NodeGpus {
+                node: n as u32,
+                gpus: g,
+            }],
+            min,
+            0,
+            short && !free_tier,
+            free_tier,
+        ));
+        next_id += 1;
+        if !victims.is_empty() {
+            // Recompute the potential after the move (demand is unchanged).
+            let (mut a_run, mut a_pend) = (vec![0u64; teams], vec![0u64; teams]);
+            for j in &run {
+                if !j.6 {
+                    a_run[j.1] += j.2.iter().map(|a| u64::from(a.gpus)).sum::<u64>();
+                }
+            }
+            for &(pt, pg, _, f) in &pend {
+                if !f {
+                    a_pend[pt] += u64::from(pg);
+                }
+            }
+            let after = Entitlements::compute(e.tree(), 8 * u64::from(s.nodes), &a_run, &a_pend);
+            let after_potential = (
+                -(pend.iter().filter(|p| p.2 && !p.3).count() as i64),
+                after.covered(),
+                a_run.iter().sum::<u64>(),
+            );
+            prop_assert!(
+                after_potential > now_potential,
+                "a preemption must raise (-short, covered, allocated)"
+            );
+            potential = Some(after_potential);
+        } else {
+            potential = None;
+        }
+        if pend.len() > 200 {
+            break;
+        }
+    }
+    Ok(moves)
 }
 
 proptest! {
-    #[test]
-    fn victims_are_allowed_unprotected_sufficient_and_minimal(
-        (t, usage, jobs) in scenario(), who in 0usize..64, min in prop_oneof![Just(0u64), Just(H)], need in 1u32..6,
-    ) {
-        let e = Engine::new(Arc::new(Config::with_tree(t.clone())), usage, NOW);
-        let allocs: Vec<[NodeGpus; 1]> = jobs.iter().map(|j| [NodeGpus { node: j.3, gpus: j.4 }]).collect();
-        let run: Vec<RunningJob<'_>> = jobs.iter().enumerate().map(|(i, j)| RunningJob {
-            requeue: j.5,
-            ..running(i as u64, account(&t, j.0), j.1, j.2, &allocs[i])
-        }).collect();
-        let p = Preemptor { account: account(&t, who % t.leaves().len()), min_runtime: min, rate: u64::from(need), nodes: 1, gpus_per_node: need };
-        let free = [NodeGpus { node: 0, gpus: 0 }, NodeGpus { node: 1, gpus: 1 }, NodeGpus { node: 2, gpus: 0 }];
-        if let Some(v) = e.choose_victims(&p, &run, &free, NOW) {
-            let fits = |set: &[u64]| (0..3u32).any(|n| {
-                let freed: u32 = run.iter().filter(|r| set.contains(&r.id)).map(|r| r.gpus_on(n)).sum();
-                free[n as usize].gpus + freed >= need
-            });
-            prop_assert!(fits(&v));
-            for id in &v {
-                let r = &run[*id as usize];
-                prop_assert!(!protected(&r.contract, NOW), "no preemption inside a contract");
-                prop_assert!(e.may_preempt(&p, r, NOW));
-                let fewer: Vec<u64> = v.iter().copied().filter(|x| x != id).collect();
-                prop_assert!(!fits(&fewer), "victim {} is not needed", id);
-            }
-        }
-        for r in &run {
-            if protected(&r.contract, NOW) {
-                prop_assert!(!e.may_preempt(&p, r, NOW));
-            }
-        }
-    }
+    #![proptest_config(ProptestConfig::with_cases(300))]
 
+    /// Random 2-10 team clusters: every preemption is allowed, unprotected,
+    /// sufficient and minimal, raises the termination quantity, the pass
+    /// ends, and no team that preempted another is preempted back by it
+    /// unless a short job moved GPUs in between.
     #[test]
-    fn no_preemption_cycle_and_no_ping_pong((t, usage, jobs) in scenario(), rate in 1u64..16) {
-        let e = Engine::new(Arc::new(Config::with_tree(t.clone())), usage, NOW);
-        // Every job seen both as a preemptor and (past its contract) as a preemptee.
-        let preemptors: Vec<Preemptor<'_>> = jobs.iter().map(|j| Preemptor {
-            account: account(&t, j.0), min_runtime: j.1, rate, nodes: 1, gpus_per_node: 1,
-        }).collect();
-        let runnings: Vec<RunningJob<'_>> = jobs.iter().enumerate()
-            .map(|(i, j)| running(i as u64, account(&t, j.0), j.1, 9 * H, ONE)).collect();
-        let n = jobs.len();
-        let edge = |a: usize, b: usize| e.may_preempt(&preemptors[a], &runnings[b], NOW);
-        // Floyd-Warshall reachability: no job may reach itself.
-        let mut reach: Vec<Vec<bool>> = (0..n).map(|a| (0..n).map(|b| edge(a, b)).collect()).collect();
-        for k in 0..n { for a in 0..n { for b in 0..n {
-            if reach[a][k] && reach[k][b] { reach[a][b] = true; }
-        }}}
-        for (a, row) in reach.iter().enumerate() {
-            prop_assert!(!row[a], "preemption cycle through job {}", a);
-        }
-        // After any allowed move among allocated jobs, the preemptee's account does not rank above.
-        for p in &preemptors {
-            for r in &runnings {
-                if e.may_preempt(p, r, NOW) && r.contract.min_runtime > 0 {
-                    let pl = e.leaf_of(p.account).unwrap();
-                    let after = e.ranked_with_extra(pl, (rate * p.min_runtime) as f64);
-                    let rl = e.leaf_of(r.account).unwrap();
-                    prop_assert!(after.rank(rl) <= after.rank(pl));
+    fn preemption_terminates_and_never_reverses(s in state()) {
+        let moves = replay(&s)?;
+        for (i, &(a, b, short_i)) in moves.iter().enumerate() {
+            if a == b || short_i {
+                continue;
+            }
+            for (j, &(c, d, short_j)) in moves.iter().enumerate().skip(i + 1) {
+                let short_between = moves[i + 1..j].iter().any(|m| m.2);
+                if (c, d) == (b, a) && !short_j && !short_between {
+                    prop_assert!(false, "{a} preempted {b}, then {b} preempted {a}: {moves:?}");
                 }
             }
         }

@@ -19,12 +19,12 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::ffi::{c_int, c_void};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use allot_ffi::ctld;
 use allot_ffi::job::{job_of_queue_rec, JobRecord, JobState};
 use allot_ffi::{log, sys};
-use fairshare::{Engine, NodeGpus, RunningJob};
+use fairshare::{Engine, Entitlements, NodeGpus, RunningJob};
 use slurm_plugin::guard;
 use slurm_plugin::jobs;
 use slurm_plugin::snapshot::{now, EngineState};
@@ -105,11 +105,38 @@ fn may_preempt(state: &EngineState, preemptor: &JobRecord<'_>, preemptee: &JobRe
         return false;
     }
     let engine = state.engine.get();
-    engine.may_preempt(
+    let Some(load) = load_for(&engine, preemptor.job_id()) else {
+        return false;
+    };
+    let gpus = jobs::allocated_gpus(preemptee).max(1);
+    engine.preempt_verdict_with_gpus(
         &jobs::preemptor(&engine, preemptor),
         &jobs::running(&engine, preemptee),
+        gpus,
+        &load,
         now(),
-    )
+    ) == fairshare::Verdict::Allowed
+}
+
+/// (second, preemptor job id, load) of the last [`load_for`].
+static LOAD: Mutex<Option<(u64, u32, Arc<Entitlements>)>> = Mutex::new(None);
+
+/// The leaves' running GPUs and entitlements, counted from the job list
+/// once per preemptor and second: slurmctld asks about one preemptor
+/// against every running job in turn, and the moves of an accepted
+/// preemption (victims requeued, the preemptor running) are in the job
+/// list before it asks about the next preemptor.
+fn load_for(engine: &Engine, preemptor: u32) -> Option<Arc<Entitlements>> {
+    let t = now();
+    let mut memo = LOAD.lock().ok()?;
+    if let Some((s, id, load)) = memo.as_ref() {
+        if (*s, *id) == (t, preemptor) {
+            return Some(load.clone());
+        }
+    }
+    let load = Arc::new(jobs::load_held(engine)?);
+    *memo = Some((t, preemptor, load.clone()));
+    Some(load)
 }
 
 /// The queue-record form of [`preempt_p_preemptable`], used by the scheduler.

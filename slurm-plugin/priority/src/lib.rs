@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use allot_ffi::ctld::{self, Factors};
 use allot_ffi::job::{JobRecord, JobState};
 use allot_ffi::{assoc, log, long_double, sys};
-use fairshare::{Engine, Tier};
+use fairshare::Engine;
 use slurm_plugin::snapshot::EngineState;
 use slurm_plugin::{guard, jobs, shares};
 
@@ -170,11 +170,8 @@ pub extern "C" fn priority_p_get_priority_factors_list(
                     // score = site + age - nice (see the crate doc).
                     let nice = f.nice * i64::from(engine.config().priority.nice_weight);
                     Some(Factors {
-                        qos: if f.tier == Tier::Allocated {
-                            2_147_483_648.0
-                        } else {
-                            0.0
-                        },
+                        // The band: bits 31..30 (crate doc of fairshare::priority).
+                        qos: f64::from(f.band as u32) * 1_073_741_824.0,
                         fair_share: f64::from(f.rank) * 65_536.0,
                         age,
                         partition: 0.0,

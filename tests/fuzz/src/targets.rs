@@ -214,6 +214,8 @@ pub fn config_toml(data: &[u8]) {
             min_runtime,
             nice,
             eligible_time: now - 3600,
+            gpus: 1,
+            time_limit: None,
         };
         let low_alloc = engine.priority(&job(1, 1_000_000));
         let high_free = engine.priority(&job(0, -1_000_000));

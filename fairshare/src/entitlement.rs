@@ -1,0 +1,284 @@
+//! Entitlement: how many GPUs each leaf of the org tree is owed *now*.
+//!
+//! # Rule
+//! The GPUs usable now (`capacity`) are split down the org tree by
+//! water-filling against *demand* (a leaf's allocated GPUs running plus
+//! pending; free-tier jobs are not demand, they are owed nothing):
+//! - the root is entitled to `min(capacity, total demand)`;
+//! - a node's entitlement is divided among its children in proportion to
+//!   their shares, no child getting more than its subtree's demand; what a
+//!   capped child leaves is divided again among its siblings that still want
+//!   more, until the node's entitlement is used up (share-0 children get
+//!   only what every positive-share sibling leaves, in proportion to
+//!   demand);
+//! - so a team that asks for less than its allocation x capacity is
+//!   entitled to what it asks for, and the rest goes to its siblings first,
+//!   then up the tree (Fair Tree's "siblings first", applied to GPUs now
+//!   instead of usage over the window).
+//!
+//! A leaf whose demand is at least its allocation x capacity is entitled to
+//! at least that, so a scheduler that keeps every leaf at its entitlement
+//! delivers every GPU-hour that is *owed* (allocation x capacity, capped
+//! hour by hour at demand: the simulator's metric, docs/simulator.md).
+//!
+//! The sliding window ([`crate::fair_tree`]) decides who gets *idle* GPUs
+//! (the queue order); entitlement decides when a running job may be
+//! requeued for another team's ([`crate::preempt`]). A preemption never
+//! changes any leaf's demand (the preemptor goes from pending to running,
+//! each victim from running to pending), so it never changes entitlements:
+//! they move only with arrivals, completions and capacity.
+//!
+//! ```
+//! use fairshare::entitlement::waterfill;
+//! // 100 GPUs, equal weights: a wants 10, b wants 1000: a gets 10, b 90.
+//! assert_eq!(waterfill(100.0, &[1.0, 1.0], &[10.0, 1000.0]), vec![10.0, 90.0]);
+//! ```
+
+use serde::Serialize;
+
+use crate::tree::{LeafId, Tree};
+
+/// Tolerance for comparing a whole number of GPUs with an entitlement.
+const EPS: f64 = 1e-9;
+
+/// Splits `capacity` among claimants in proportion to `weight`, none above
+/// its `demand`; what capped claimants leave is split again among the
+/// others. Claimants of weight 0 share what every positive-weight claimant
+/// leaves, in proportion to demand. Units are the caller's (GPUs,
+/// GPU-seconds); the result has the input's length and sums to
+/// `min(capacity, total demand)` (up to rounding).
+pub fn waterfill(capacity: f64, weight: &[f64], demand: &[f64]) -> Vec<f64> {
+    let n = weight.len();
+    let mut out = vec![0.0; n];
+    let mut left = capacity;
+    let mut active: Vec<usize> = (0..n)
+        .filter(|&i| demand[i] > 0.0 && weight[i] > 0.0)
+        .collect();
+    while left > EPS && !active.is_empty() {
+        let total: f64 = active.iter().map(|&i| weight[i]).sum();
+        let capped: Vec<usize> = active
+            .iter()
+            .copied()
+            .filter(|&i| out[i] + left * weight[i] / total >= demand[i])
+            .collect();
+        if capped.is_empty() {
+            for &i in &active {
+                out[i] += left * weight[i] / total;
+            }
+            left = 0.0;
+        } else {
+            for &i in &capped {
+                left -= demand[i] - out[i];
+                out[i] = demand[i];
+            }
+            active.retain(|i| !capped.contains(i));
+        }
+    }
+    let zero: Vec<usize> = (0..n)
+        .filter(|&i| weight[i] == 0.0 && demand[i] > 0.0)
+        .collect();
+    let zero_demand: f64 = zero.iter().map(|&i| demand[i]).sum();
+    if left > EPS && zero_demand > 0.0 {
+        for &i in &zero {
+            out[i] = (left * demand[i] / zero_demand).min(demand[i]);
+        }
+    }
+    out
+}
+
+/// Per leaf: GPUs held by allocated jobs now, GPUs owed now, and demand.
+/// Built once per decision point (a scheduling pass, a snapshot); the
+/// preemption rule reads it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entitlements {
+    capacity: u64,
+    running: Vec<u64>,
+    demand: Vec<u64>,
+    entitled: Vec<f64>,
+}
+
+impl Entitlements {
+    /// Water-fills `capacity` GPUs over the tree (module doc). `running[l]`
+    /// and `pending[l]` are the GPUs of leaf `l`'s allocated jobs running and
+    /// pending (missing entries count as 0, extra ones are ignored).
+    pub fn compute(tree: &Tree, capacity: u64, running: &[u64], pending: &[u64]) -> Entitlements {
+        let leaves = tree.leaves().len();
+        let mut run = running.to_vec();
+        run.resize(leaves, 0);
+        let mut pend = pending.to_vec();
+        pend.resize(leaves, 0);
+        let demand: Vec<u64> = run
+            .iter()
+            .zip(&pend)
+            .map(|(r, p)| r.saturating_add(*p))
+            .collect();
+        let nodes = tree.nodes();
+        // Subtree demand, children after parents in `nodes`.
+        let mut sub = vec![0.0f64; nodes.len()];
+        for (l, &n) in tree.leaves().iter().enumerate() {
+            sub[n.0 as usize] = demand[l] as f64;
+        }
+        for i in (1..nodes.len()).rev() {
+            let p = nodes[i].parent.expect("non-root").0 as usize;
+            sub[p] += sub[i];
+        }
+        let mut ent = vec![0.0f64; nodes.len()];
+        ent[0] = (capacity as f64).min(sub[0]);
+        for i in 0..nodes.len() {
+            let kids = &nodes[i].children;
+            if kids.is_empty() || ent[i] <= 0.0 {
+                continue;
+            }
+            let w: Vec<f64> = kids
+                .iter()
+                .map(|k| f64::from(nodes[k.0 as usize].share))
+                .collect();
+            let d: Vec<f64> = kids.iter().map(|k| sub[k.0 as usize]).collect();
+            for (k, e) in kids.iter().zip(waterfill(ent[i], &w, &d)) {
+                ent[k.0 as usize] = e;
+            }
+        }
+        let entitled = tree.leaves().iter().map(|n| ent[n.0 as usize]).collect();
+        Entitlements {
+            capacity,
+            running: run,
+            demand,
+            entitled,
+        }
+    }
+
+    /// GPUs usable now.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// GPUs the leaf's allocated jobs hold.
+    pub fn running(&self, leaf: LeafId) -> u64 {
+        self.running.get(leaf.0 as usize).copied().unwrap_or(0)
+    }
+
+    /// GPUs the leaf's allocated jobs hold or wait for.
+    pub fn demand(&self, leaf: LeafId) -> u64 {
+        self.demand.get(leaf.0 as usize).copied().unwrap_or(0)
+    }
+
+    /// GPUs the leaf is entitled to now (real-valued).
+    pub fn entitled(&self, leaf: LeafId) -> f64 {
+        self.entitled.get(leaf.0 as usize).copied().unwrap_or(0.0)
+    }
+
+    /// True while the leaf holds fewer GPUs than it is entitled to.
+    pub fn below(&self, leaf: LeafId) -> bool {
+        (self.running(leaf) as f64) < self.entitled(leaf) - EPS
+    }
+
+    /// GPUs the leaf may lose and stay at or above its entitlement (0 when
+    /// it is at or below it).
+    pub fn surplus(&self, leaf: LeafId) -> u64 {
+        self.surplus_with(leaf, 0)
+    }
+
+    /// GPUs the leaf may lose and stay at least `slack` GPUs short of its
+    /// entitlement at worst.
+    pub fn surplus_with(&self, leaf: LeafId, slack: u64) -> u64 {
+        let s = self.running(leaf) as f64 - self.entitled(leaf) + slack as f64 + EPS;
+        if s <= 0.0 {
+            0
+        } else {
+            s.floor() as u64
+        }
+    }
+
+    /// The covered entitlement `sum over leaves of min(running, entitled)`,
+    /// GPUs: the quantity every preemption strictly increases
+    /// ([`crate::preempt`], termination).
+    pub fn covered(&self) -> f64 {
+        self.running
+            .iter()
+            .zip(&self.entitled)
+            .map(|(&r, &e)| (r as f64).min(e))
+            .sum()
+    }
+
+    /// Records that `gpus` GPUs of `leaf`'s allocated jobs started (positive)
+    /// or stopped (negative) without changing demand: a preemption's moves,
+    /// charged before the next decision.
+    pub fn shift(&mut self, leaf: LeafId, gpus: i64) {
+        if let Some(r) = self.running.get_mut(leaf.0 as usize) {
+            *r = r.saturating_add_signed(gpus);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::NodeSpec;
+
+    fn tree(spec: &[NodeSpec]) -> Tree {
+        Tree::build(spec).unwrap()
+    }
+
+    #[test]
+    fn waterfill_caps_at_demand_and_redistributes() {
+        assert_eq!(
+            waterfill(100.0, &[1.0, 1.0], &[10.0, 1000.0]),
+            vec![10.0, 90.0]
+        );
+        assert_eq!(
+            waterfill(100.0, &[1.0, 3.0], &[1000.0, 1000.0]),
+            vec![25.0, 75.0]
+        );
+        assert_eq!(
+            waterfill(100.0, &[1.0, 0.0], &[10.0, 50.0]),
+            vec![10.0, 50.0]
+        );
+        assert_eq!(waterfill(100.0, &[0.0, 0.0], &[0.0, 0.0]), vec![0.0, 0.0]);
+    }
+
+    #[test]
+    fn unused_share_goes_to_siblings_first() {
+        // p (50) = {x 1, y 1}, q (50). x idle: y gets p's whole half first.
+        let t = tree(&[
+            NodeSpec::group(
+                "p",
+                50,
+                vec![NodeSpec::leaf("x", 1), NodeSpec::leaf("y", 1)],
+            ),
+            NodeSpec::leaf("q", 50),
+        ]);
+        let (x, y, q) = (
+            t.leaf_of_account("x").unwrap(),
+            t.leaf_of_account("y").unwrap(),
+            t.leaf_of_account("q").unwrap(),
+        );
+        let e = Entitlements::compute(&t, 16, &[0, 0, 16], &[0, 100, 0]);
+        assert_eq!(e.entitled(x), 0.0);
+        assert_eq!(e.entitled(y), 8.0);
+        assert_eq!(e.entitled(q), 8.0);
+        assert!(e.below(y));
+        assert_eq!(e.surplus(q), 8);
+        assert_eq!(e.covered(), 8.0);
+        // q alone wants anything: it is entitled to all of it.
+        let e = Entitlements::compute(&t, 16, &[0, 0, 16], &[0, 0, 4]);
+        assert_eq!(e.entitled(q), 16.0);
+        assert_eq!(e.surplus(q), 0);
+    }
+
+    #[test]
+    fn shares_split_a_full_cluster_and_sum_to_capacity() {
+        let t = tree(&[NodeSpec::leaf("a", 3), NodeSpec::leaf("b", 1)]);
+        let e = Entitlements::compute(&t, 8, &[8, 0], &[0, 8]);
+        let (a, b) = (
+            t.leaf_of_account("a").unwrap(),
+            t.leaf_of_account("b").unwrap(),
+        );
+        assert_eq!((e.entitled(a), e.entitled(b)), (6.0, 2.0));
+        assert_eq!(e.surplus(a), 2);
+        let mut e = e;
+        e.shift(a, -2);
+        e.shift(b, 2);
+        assert_eq!(e.covered(), 8.0);
+        assert!(!e.below(b));
+    }
+}
