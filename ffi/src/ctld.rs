@@ -139,25 +139,6 @@ pub fn for_each_job(mut f: impl FnMut(&crate::job::JobRecord<'_>)) -> bool {
     })
 }
 
-/// Runs `f` on every job without taking any lock: only from a slurmctld
-/// callback that already holds the job lock (`preempt_p_preemptable`,
-/// `priority_p_set`). Returns `false` outside slurmctld.
-pub fn for_each_job_held(mut f: impl FnMut(&crate::job::JobRecord<'_>)) -> bool {
-    let Some(list_sym) = data_symbol(c"job_list") else {
-        return false;
-    };
-    // SAFETY: job_list is slurmctld's `List job_list`; the caller holds the
-    // job lock, so its records stay valid for the iteration.
-    unsafe {
-        for_each_in::<sys::job_record_t>(*(list_sym as *mut sys::List), |p| {
-            if let Some(j) = crate::job::JobRecord::from_ptr(p) {
-                f(&j)
-            }
-        });
-    }
-    true
-}
-
 /// Runs `f` on every job under the job *write* lock, so it may update them
 /// (the priority recalculation). Same calling rules as [`for_each_job`].
 pub fn for_each_job_mut(mut f: impl FnMut(&mut crate::job::JobRecordMut<'_>)) -> bool {

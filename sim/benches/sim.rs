@@ -11,6 +11,12 @@
 //! about 90% offered load, GPUs per job 1 (70%), 2, 4, 8, 16, 32; runtimes
 //! log-uniform from 1 minute to 1 day; 20% of the jobs are short 1-GPU
 //! free-tier jobs, the rest buy the default 1 h contract.
+//!
+//! `SIM_BENCH_WORKLOAD=overload`: the policy issue's overload trace
+//! instead: 20 teams (shares 1-5), GPUs per job 1/2/4/8/16/32 with weights
+//! 80/6/6/5/2/1, runtimes lognormal (mu 7.0, sigma 1.8, seconds, capped at
+//! 14 days, +1 s), one arrival every 0-6 s (uniform): about 2x the offered
+//! load of 256 x 8 GPUs; 7-day window, 1 h default contracts, 8 h cap.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -94,6 +100,12 @@ fn main() {
             }
         })
         .collect();
+    let overload = std::env::var("SIM_BENCH_WORKLOAD").as_deref() == Ok("overload");
+    let (config, jobs) = if overload {
+        overload_workload(n)
+    } else {
+        (config, jobs)
+    };
     let tr = trace::from_jobs(jobs, Vec::new());
     let w = Workload::prepare(&tr, &config, cluster);
     let started = Instant::now();
@@ -119,4 +131,48 @@ fn main() {
         r.span_s as f64 / 86_400.0 / secs
     );
     println!("BENCH sim_preemptions={} unit=count", r.preemptions);
+}
+
+/// The policy issue's overload trace (module doc) and its config.
+fn overload_workload(n: usize) -> (Arc<Config>, Vec<TraceJob>) {
+    let mut toml = String::from(
+        "window = \"7-0\"\n[contract]\ndefault_min_runtime = \"1:00:00\"\nmax_min_runtime = \"8:00:00\"\n",
+    );
+    for t in 0..20 {
+        toml += &format!("[tree.t{t}]\nshare = {}\n", 1 + t % 5);
+    }
+    let config = Arc::new(Config::from_toml_str(&toml).expect("valid overload config"));
+    let mut rng = Lcg(7);
+    let weights = [(80u32, 1u32), (6, 2), (6, 4), (5, 8), (2, 16), (1, 32)];
+    let mut t = 0u64;
+    let jobs = (0..n)
+        .map(|i| {
+            t += (rng.next() * 7.0) as u64; // 0..=6 s
+            let mut w = (rng.next() * 100.0) as u32;
+            let gpus = weights
+                .iter()
+                .find(|(p, _)| {
+                    let hit = w < *p;
+                    w = w.saturating_sub(*p);
+                    hit
+                })
+                .map_or(1, |x| x.1);
+            // Box-Muller: one standard normal.
+            let (u1, u2) = (1.0 - rng.next(), rng.next());
+            let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+            let duration = ((7.0 + 1.8 * z).exp().min(14.0 * 86_400.0)) as u64 + 1;
+            TraceJob {
+                id: i as u64,
+                team: format!("t{}", i % 20),
+                partition: None,
+                submit: t,
+                duration,
+                gpus,
+                min_runtime: None,
+                resumable: None,
+                line: i as u32,
+            }
+        })
+        .collect();
+    (config, jobs)
 }

@@ -109,12 +109,6 @@ pub fn load_now(engine: &Engine) -> Option<Entitlements> {
     allot_ffi::ctld::for_each_job(|j| c.add(engine, j)).then(|| c.finish(engine))
 }
 
-/// The same from a slurmctld callback that already holds the job lock.
-pub fn load_held(engine: &Engine) -> Option<Entitlements> {
-    let mut c = LoadCounter::default();
-    allot_ffi::ctld::for_each_job_held(|j| c.add(engine, j)).then(|| c.finish(engine))
-}
-
 /// The running-time clock of a job: `pre_sus_time` accumulated, plus the
 /// current stretch since `max(start_time, suspend_time)` while it runs.
 pub fn run_clock(job: &JobRecord<'_>) -> RunClock {

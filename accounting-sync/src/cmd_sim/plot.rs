@@ -3,7 +3,9 @@
 //!   trailing metric window, day by day (dashed: its fair share of it);
 //! - `wait-cdf-<class>.svg`: the distribution of queue waits per job class,
 //!   one line per run (log time axis);
-//! - `share-error.svg`: the hourly share error of every run.
+//! - `share-error.svg`: the hourly share error of every run;
+//! - `occupancy.svg` and `pending.svg`: GPUs held and GPUs waited for, day
+//!   by day, one line per run.
 
 use std::path::{Path, PathBuf};
 
@@ -51,6 +53,7 @@ pub fn write_all(
     let path = dir.join("share-error.svg");
     error_plot(&path, runs, allocation, window_h)?;
     files.push(path);
+    files.extend(load_plots(dir, runs)?);
     Ok(files)
 }
 
@@ -188,50 +191,140 @@ fn error_plot(
     allocation: &[f64],
     window_h: usize,
 ) -> anyhow::Result<()> {
-    let hours = runs
+    let series = runs
         .iter()
-        .map(|(_, r)| r.hourly.hours())
-        .max()
-        .unwrap_or(1)
-        .max(1);
+        .map(|(label, r)| {
+            let pts = r
+                .hourly
+                .rolling_shares(allocation, window_h, 6)
+                .into_iter()
+                .filter(|(_, s, f)| s.iter().sum::<f64>() > 0.0 && f.iter().sum::<f64>() > 0.0)
+                .map(|(h, s, f)| {
+                    (
+                        (h + 1) as f64 / 24.0,
+                        0.5 * s.iter().zip(&f).map(|(a, b)| (a - b).abs()).sum::<f64>(),
+                    )
+                })
+                .collect();
+            (label.clone(), pts)
+        })
+        .collect();
+    time_series(
+        path,
+        &format!(
+            "share error over time (trailing {window_h} h; 0 = every team got its fair share)"
+        ),
+        "share error",
+        series,
+    )
+}
+
+/// Per run, day by day: the mean GPUs jobs held (`busy`) or waited for
+/// (`pending`: demand minus held, all teams).
+fn daily_gpus(r: &SimReport, pending: bool) -> Vec<(f64, f64)> {
+    let h = &r.hourly;
+    (0..h.hours())
+        .step_by(24)
+        .map(|d0| {
+            let d1 = (d0 + 24).min(h.hours());
+            let sum: u64 = (d0..d1)
+                .map(|i| {
+                    let got: u64 = h.got.iter().map(|t| t[i]).sum();
+                    let dem: u64 = h.demand.iter().map(|t| t[i]).sum();
+                    if pending {
+                        dem.saturating_sub(got)
+                    } else {
+                        got
+                    }
+                })
+                .sum();
+            (d0 as f64 / 24.0, sum as f64 / 3600.0 / (d1 - d0) as f64)
+        })
+        .collect()
+}
+
+/// `occupancy.svg` and `pending.svg`: GPUs held and GPUs waited for, day by
+/// day, one line per run (with the capacity on the first): where one policy
+/// leaves GPUs idle while work waits, its busy line dips while its pending
+/// line stays up.
+fn load_plots(dir: &Path, runs: &[(String, &SimReport)]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for (name, pending, caption) in [
+        (
+            "occupancy.svg",
+            false,
+            "GPUs held, daily mean (dashed: capacity)",
+        ),
+        (
+            "pending.svg",
+            true,
+            "GPUs waited for (demand - held), daily mean",
+        ),
+    ] {
+        let path = dir.join(name);
+        let mut series: Vec<(String, Vec<(f64, f64)>)> = runs
+            .iter()
+            .map(|(label, r)| (label.clone(), daily_gpus(r, pending)))
+            .collect();
+        if let (false, Some((_, r))) = (pending, runs.first()) {
+            let cap = (0..r.hourly.hours())
+                .step_by(24)
+                .map(|d0| {
+                    let d1 = (d0 + 24).min(r.hourly.hours());
+                    let c: u64 = r.hourly.capacity[d0..d1].iter().sum();
+                    (d0 as f64 / 24.0, c as f64 / 3600.0 / (d1 - d0) as f64)
+                })
+                .collect();
+            series.push(("capacity".to_string(), cap));
+        }
+        time_series(&path, caption, "GPUs", series)?;
+        files.push(path);
+    }
+    Ok(files)
+}
+
+/// One line chart over days since the first submission; the y axis from 0
+/// to the largest value (at least 1).
+fn time_series(
+    path: &Path,
+    caption: &str,
+    y_desc: &str,
+    series: Vec<(String, Vec<(f64, f64)>)>,
+) -> anyhow::Result<()> {
+    let days = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|q| q.0))
+        .fold(1.0f64, f64::max);
+    let top = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|q| q.1))
+        .fold(0.0f64, f64::max)
+        .max(1.0);
     let root = SVGBackend::new(path, (1100, 550)).into_drawing_area();
     root.fill(&WHITE).map_err(err(path))?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!(
-                "share error over time (trailing {window_h} h; 0 = every team got its fair share)"
-            ),
-            ("sans-serif", 18),
-        )
+        .caption(caption, ("sans-serif", 18))
         .margin(10)
         .x_label_area_size(35)
-        .y_label_area_size(45)
-        .build_cartesian_2d(0f64..hours as f64 / 24.0, 0f64..1f64)
+        .y_label_area_size(55)
+        .build_cartesian_2d(0f64..days, 0f64..top * 1.05)
         .map_err(err(path))?;
     chart
         .configure_mesh()
         .x_desc("days since first submission")
-        .y_desc("share error")
+        .y_desc(y_desc)
         .draw()
         .map_err(err(path))?;
-    for (i, (label, r)) in runs.iter().enumerate() {
-        let pts: Vec<(f64, f64)> = r
-            .hourly
-            .rolling_shares(allocation, window_h, 6)
-            .into_iter()
-            .filter(|(_, s, f)| s.iter().sum::<f64>() > 0.0 && f.iter().sum::<f64>() > 0.0)
-            .map(|(h, s, f)| {
-                (
-                    (h + 1) as f64 / 24.0,
-                    0.5 * s.iter().zip(&f).map(|(a, b)| (a - b).abs()).sum::<f64>(),
-                )
-            })
-            .collect();
-        let color = Palette99::pick(i).to_rgba();
+    for (i, (label, pts)) in series.into_iter().enumerate() {
+        let color = if label == "capacity" {
+            BLACK.to_rgba()
+        } else {
+            Palette99::pick(i).to_rgba()
+        };
         chart
             .draw_series(LineSeries::new(pts, color.stroke_width(1)))
             .map_err(err(path))?
-            .label(label.as_str())
+            .label(label)
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
             });

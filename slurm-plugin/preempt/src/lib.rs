@@ -18,8 +18,10 @@
 // `unsafe` allot_ffi constructor whose safety contract slurmctld meets.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use allot_ffi::ctld;
 use allot_ffi::job::{job_of_queue_rec, JobRecord, JobState};
@@ -53,6 +55,10 @@ pub extern "C" fn init() -> c_int {
         match EngineState::start(info, error, nothing) {
             Ok(state) => {
                 let _ = STATE.set(state);
+                if let Err(e) = start_load_thread() {
+                    error(&e);
+                    return sys::SLURM_ERROR;
+                }
                 sys::SLURM_SUCCESS as c_int
             }
             Err(e) => {
@@ -67,6 +73,7 @@ pub extern "C" fn init() -> c_int {
 #[no_mangle]
 pub extern "C" fn fini() -> c_int {
     guard(P, "fini", sys::SLURM_SUCCESS as c_int, || {
+        LIVE_STOP.store(true, Ordering::Relaxed);
         if let Some(s) = STATE.get() {
             s.stop();
         }
@@ -105,38 +112,77 @@ fn may_preempt(state: &EngineState, preemptor: &JobRecord<'_>, preemptee: &JobRe
         return false;
     }
     let engine = state.engine.get();
-    let Some(load) = load_for(&engine, preemptor.job_id()) else {
+    let Ok(mut live) = live().lock() else {
         return false;
     };
-    let gpus = jobs::allocated_gpus(preemptee).max(1);
-    engine.preempt_verdict_with_gpus(
-        &jobs::preemptor(&engine, preemptor),
-        &jobs::running(&engine, preemptee),
-        gpus,
-        &load,
-        now(),
-    ) == fairshare::Verdict::Allowed
+    if live.load.is_none() {
+        return false;
+    }
+    let p = jobs::preemptor(&engine, preemptor);
+    let r = jobs::running(&engine, preemptee);
+    let r_gpus = jobs::allocated_gpus(preemptee).max(1);
+    let id = preemptor.job_id();
+    let leaf = engine.leaf_of(p.account);
+    // A preemptor already counted is judged without its own move.
+    let counted = live.counted.get(&id).copied();
+    let load = live.load.as_mut().expect("checked");
+    if let (Some(l), Some(g)) = (leaf, counted) {
+        load.shift(l, -(g as i64));
+    }
+    let verdict = engine.preempt_verdict_with_gpus(&p, &r, r_gpus, load, now());
+    let allowed = verdict == fairshare::Verdict::Allowed;
+    match (leaf, counted) {
+        (Some(l), Some(g)) => load.shift(l, g as i64),
+        (Some(l), None) if allowed => {
+            // Charge the move before the next preemptor is judged: its
+            // victims are still completing and it is not running yet.
+            let g = jobs::requested_gpus(preemptor);
+            load.shift(l, g as i64);
+            live.counted.insert(id, g);
+        }
+        _ => {}
+    }
+    allowed
 }
 
-/// (second, preemptor job id, load) of the last [`load_for`].
-static LOAD: Mutex<Option<(u64, u32, Arc<Entitlements>)>> = Mutex::new(None);
+/// The leaves' running and pending GPUs, counted from the job list by the
+/// load thread every second, plus the preemptors allowed since (their
+/// GPUs already counted as running on their leaf).
+#[derive(Default)]
+struct Live {
+    load: Option<Entitlements>,
+    counted: HashMap<u32, u64>,
+}
 
-/// The leaves' running GPUs and entitlements, counted from the job list
-/// once per preemptor and second: slurmctld asks about one preemptor
-/// against every running job in turn, and the moves of an accepted
-/// preemption (victims requeued, the preemptor running) are in the job
-/// list before it asks about the next preemptor.
-fn load_for(engine: &Engine, preemptor: u32) -> Option<Arc<Entitlements>> {
-    let t = now();
-    let mut memo = LOAD.lock().ok()?;
-    if let Some((s, id, load)) = memo.as_ref() {
-        if (*s, *id) == (t, preemptor) {
-            return Some(load.clone());
-        }
-    }
-    let load = Arc::new(jobs::load_held(engine)?);
-    *memo = Some((t, preemptor, load.clone()));
-    Some(load)
+static LIVE_CELL: OnceLock<Mutex<Live>> = OnceLock::new();
+static LIVE_STOP: AtomicBool = AtomicBool::new(false);
+
+fn live() -> &'static Mutex<Live> {
+    LIVE_CELL.get_or_init(Mutex::default)
+}
+
+/// Recounts the load every second on its own thread (taking the job read
+/// lock, which slurmctld's callbacks cannot: they run inside its own
+/// iterations of the job list).
+fn start_load_thread() -> Result<(), String> {
+    std::thread::Builder::new()
+        .name("allot-load".into())
+        .spawn(|| {
+            while !LIVE_STOP.load(Ordering::Relaxed) {
+                if let Some(state) = STATE.get() {
+                    let engine = state.engine.get();
+                    if let Some(load) = jobs::load_now(&engine) {
+                        if let Ok(mut l) = live().lock() {
+                            l.load = Some(load);
+                            l.counted.clear();
+                        }
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| format!("cannot start the load thread: {e}"))
 }
 
 /// The queue-record form of [`preempt_p_preemptable`], used by the scheduler.
