@@ -600,20 +600,23 @@ fn slurmctld_sigkill_keeps_contracts_priorities_and_preemption_rules() {
     for j in protected.iter().chain([&free]) {
         tb.wait_state(*j, "RUNNING", Duration::from_secs(30));
     }
+    // 4 GPUs: more than the free-tier job frees (any allocated job, b1's
+    // own too, may take that one), so it waits.
     let pending = tb.sbatch(&[
         "-A",
         "b1",
-        "--gres=gpu:2",
+        "--gres=gpu:4",
         "--min-runtime=1:00",
         "--wrap",
         "true",
     ]);
+    // Band 2 once a refresh counts it (b1 holds 6 of its 8).
     let before = wait_until(
         Duration::from_secs(20),
         "a priority for the pending job",
         || {
             let p = priority(&tb, pending);
-            if p > 1 {
+            if p >> 30 == 2 {
                 Ok(p)
             } else {
                 Err(p.to_string())

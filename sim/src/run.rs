@@ -43,7 +43,7 @@ use fairshare::engine::Engine;
 use fairshare::entitlement::Entitlements;
 use fairshare::fair_tree::FairTree;
 use fairshare::preempt::{NodeGpus, Preemptor, RunningJob};
-use fairshare::priority::PendingJob;
+use fairshare::priority::{compose, PendingJob};
 use fairshare::usage::{OpenCharge, UsageTracker};
 
 /// Event kinds, in the order they apply within one second.
@@ -116,6 +116,8 @@ pub(crate) struct Sim<'w> {
     next_refresh: u64,
     snapshot: u32,
     team_rank: Vec<u32>,
+    /// Per team: below its entitlement at the snapshot (the priority band).
+    team_below: Vec<bool>,
     rate: Vec<u64>,
     /// Per team: running allocated jobs past their contract, by (start, id).
     unprot: Vec<BTreeSet<(u64, u32)>>,
@@ -246,6 +248,7 @@ impl<'w> Sim<'w> {
             next_refresh: 0,
             snapshot: 0,
             team_rank: vec![0; teams],
+            team_below: vec![false; teams],
             rate,
             unprot: vec![BTreeSet::new(); teams],
             unprot_gpus: vec![0; teams],
@@ -461,6 +464,7 @@ impl<'w> Sim<'w> {
                     .with_load(self.entitlements());
                 for (t, team) in self.w.teams.iter().enumerate() {
                     self.team_rank[t] = engine.fair_tree().rank(team.leaf);
+                    self.team_below[t] = engine.load().is_some_and(|l| l.below(team.leaf));
                 }
                 self.engine = Some(engine);
                 let iv = self.config.sync_interval.max(1);
@@ -496,8 +500,25 @@ impl<'w> Sim<'w> {
         let j = &self.jobs[id as usize];
         match self.policy {
             Policy::Allot => {
+                // Engine::priority with the account -> leaf lookups hoisted
+                // to the snapshot refresh (team_rank, team_below): the same
+                // band(), score() and compose() the engine runs, checked in
+                // debug builds.
                 let engine = self.engine.as_ref().expect("refreshed");
-                u64::from(engine.priority(&self.pending_job(id)))
+                let team = sj.team as usize;
+                let band = self.config.priority.band(
+                    Tier::of(sj.min_runtime),
+                    u64::from(sj.gpus()),
+                    Some(sj.duration),
+                    self.team_below[team],
+                );
+                let score = self
+                    .config
+                    .priority
+                    .score(0, engine.now().saturating_sub(j.eligible));
+                let p = compose(band, self.team_rank[team], score);
+                debug_assert_eq!(p, engine.priority(&self.pending_job(id)));
+                u64::from(p)
             }
             Policy::Fifo | Policy::Static => 0,
             Policy::Classic | Policy::FairTree => {
