@@ -81,26 +81,22 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.9);
     let rate = load * 2048.0 / (2.34 * 11_900.0);
-    let jobs: Vec<TraceJob> = (0..n)
+    let overload = std::env::var("SIM_BENCH_WORKLOAD").as_deref() == Ok("overload");
+    let jobs: Vec<TraceJob> = (0..if overload { 0 } else { n })
         .map(|i| {
             t += -(1.0 - rng.next()).ln() / rate;
             let u = rng.next();
             let gpus = sizes.iter().find(|(p, _)| u <= *p).map_or(1, |s| s.1);
             let duration = (60.0 * 1440f64.powf(rng.next())) as u64;
-            TraceJob {
-                id: i as u64,
-                team: format!("t{}{}", i % 4, (i / 4) % 8),
-                partition: None,
-                submit: t as u64,
+            trace_job(
+                i,
+                format!("t{}{}", i % 4, (i / 4) % 8),
+                t as u64,
                 duration,
                 gpus,
-                min_runtime: None,
-                resumable: None,
-                line: i as u32,
-            }
+            )
         })
         .collect();
-    let overload = std::env::var("SIM_BENCH_WORKLOAD").as_deref() == Ok("overload");
     let (config, jobs) = if overload {
         overload_workload(n)
     } else {
@@ -161,18 +157,23 @@ fn overload_workload(n: usize) -> (Arc<Config>, Vec<TraceJob>) {
             let (u1, u2) = (1.0 - rng.next(), rng.next());
             let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
             let duration = ((7.0 + 1.8 * z).exp().min(14.0 * 86_400.0)) as u64 + 1;
-            TraceJob {
-                id: i as u64,
-                team: format!("t{}", i % 20),
-                partition: None,
-                submit: t,
-                duration,
-                gpus,
-                min_runtime: None,
-                resumable: None,
-                line: i as u32,
-            }
+            trace_job(i, format!("t{}", i % 20), t, duration, gpus)
         })
         .collect();
     (config, jobs)
+}
+
+/// Job `i` of a synthetic trace: no contract or resumability of its own.
+fn trace_job(i: usize, team: String, submit: u64, duration: u64, gpus: u32) -> TraceJob {
+    TraceJob {
+        id: i as u64,
+        team,
+        partition: None,
+        submit,
+        duration,
+        gpus,
+        min_runtime: None,
+        resumable: None,
+        line: i as u32,
+    }
 }
