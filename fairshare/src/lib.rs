@@ -39,6 +39,7 @@
 pub mod charge;
 pub mod config;
 pub mod contract;
+pub mod drain;
 pub mod duration;
 pub mod engine;
 pub mod entitlement;

@@ -38,7 +38,8 @@ use super::workload::Workload;
 use super::{ClusterSpec, Policy, PreemptionRecord, SimReport};
 use fairshare::config::Config;
 use fairshare::contract::Tier;
-use fairshare::contract::{Contract, RunClock};
+use fairshare::contract::{protected_until, Contract, RunClock};
+use fairshare::drain::{self, NodeJob};
 use fairshare::engine::Engine;
 use fairshare::entitlement::Entitlements;
 use fairshare::fair_tree::FairTree;
@@ -399,17 +400,31 @@ impl<'w> Sim<'w> {
                     NodeEventKind::Drain => {
                         self.cluster.change(e.node, 1, 0);
                         if self.policy == Policy::Allot {
-                            for id in self.cluster.jobs_on[e.node as usize].clone() {
+                            // The sidecar's rule (fairshare::drain): requeue
+                            // what its contract no longer protects, look
+                            // again when the next contract ends.
+                            let on_node: Vec<NodeJob> = self.cluster.jobs_on[e.node as usize]
+                                .iter()
+                                .map(|&id| NodeJob {
+                                    job_id: u64::from(id),
+                                    contract: Contract {
+                                        min_runtime: self.w.jobs[id as usize].min_runtime,
+                                        clock: RunClock::started(self.jobs[id as usize].start),
+                                    },
+                                    requeueable: true,
+                                })
+                                .collect();
+                            let plan = drain::plan(&on_node, now);
+                            for id in plan.requeue {
+                                self.stop(id as u32, StopReason::Drain);
+                            }
+                            for (id, until) in plan.wait {
                                 let j = &self.jobs[id as usize];
-                                let sj = &self.w.jobs[id as usize];
-                                let until = j.start + sj.min_runtime;
-                                if sj.min_runtime == 0 || until <= now {
-                                    self.stop(id, StopReason::Drain);
-                                } else if until < j.end {
+                                if let Some(until) = until.filter(|&u| u < j.end) {
                                     self.events.push(Reverse((
                                         until,
                                         DRAIN_REQUEUE,
-                                        id,
+                                        id as u32,
                                         j.attempt,
                                     )));
                                 }
@@ -947,9 +962,13 @@ impl<'w> Sim<'w> {
                     self.rate[(gpus as usize - 1).min(self.rate.len() - 1)],
                     now,
                 ));
-                if sj.min_runtime < j.remaining {
-                    self.events
-                        .push(Reverse((now + sj.min_runtime, EXPIRY, id, j.attempt)));
+                // Protection ends when the contract says (fairshare::contract).
+                let contract = Contract {
+                    min_runtime: sj.min_runtime,
+                    clock: RunClock::started(now),
+                };
+                if let Some(until) = protected_until(&contract, now).filter(|&u| u < j.end) {
+                    self.events.push(Reverse((until, EXPIRY, id, j.attempt)));
                 }
             } else {
                 j.unprotected = true;
