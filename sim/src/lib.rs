@@ -38,6 +38,7 @@
 //! assert_eq!(r.waits[1].p90_s, 3540); // b waited for a's contract
 //! ```
 
+mod baselines;
 mod cluster;
 pub mod metrics;
 mod run;

@@ -301,10 +301,10 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
     for w0 in (0..hourly.hours()).step_by(168) {
         let w1 = (w0 + 168).min(hourly.hours());
         let cap: u64 = hourly.capacity[w0..w1].iter().sum();
-        for t in 0..teams {
+        for (t, a) in alloc.iter().enumerate() {
             let dem: u64 = hourly.demand[t][w0..w1].iter().sum();
             let g: u64 = hourly.got[t][w0..w1].iter().sum();
-            let o = (alloc[t] * cap as f64).min(dem as f64);
+            let o = (a * cap as f64).min(dem as f64);
             owed_w += o;
             delivered_w += (g as f64).min(o);
         }

@@ -244,10 +244,10 @@ fn classic_factor_formula() {
     let example = "[tree.a]\nshare = 60\n[tree.a.a1]\nshare = 35\n[tree.a.a2]\nshare = 25\n\
                    [tree.b]\nshare = 40\n[tree.b.b1]\nshare = 20\n[tree.b.b2]\nshare = 20\n";
     let tree = config(example).tree.clone();
-    let f = run::classic_factors(&tree, &[0.0; 4]);
+    let f = baselines::classic_factors(&tree, &[0.0; 4]);
     assert_eq!(f, vec![1.0; 4]);
     // a1 with all the usage: UE(a) = 1, UE(a1) = 1 + (1 - 1) * .. = 1; F = 2^(-1/0.35).
-    let f = run::classic_factors(&tree, &[1.0, 0.0, 0.0, 0.0]);
+    let f = baselines::classic_factors(&tree, &[1.0, 0.0, 0.0, 0.0]);
     assert!((f[0] - 2f64.powf(-1.0 / 0.35)).abs() < 1e-12, "{f:?}");
     // b1 has no usage: UE = 0 + (0 - 0) ... = 0 -> F = 1.
     assert_eq!(f[2], 1.0);

@@ -359,6 +359,10 @@ fn state() -> impl Strategy<Value = State> {
     })
 }
 
+/// A running job of the replay: (id, team, alloc, minimum runtime, ran for,
+/// short, free tier).
+type Held = (u64, usize, Vec<NodeGpus>, u64, u64, bool, bool);
+
 const NAMES: [&str; 10] = ["t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"];
 
 /// Replays one scheduling pass over `s` without time passing: pending jobs
@@ -375,8 +379,7 @@ fn replay(s: &State) -> Result<Vec<(usize, usize, bool)>, TestCaseError> {
     let e = engine_of(Tree::build(&specs).unwrap());
     let teams = s.shares.len();
     let mut free = vec![8u32; s.nodes as usize];
-    // (id, team, alloc, min, ran, short, free tier)
-    let mut run: Vec<(u64, usize, Vec<NodeGpus>, u64, u64, bool, bool)> = Vec::new();
+    let mut run: Vec<Held> = Vec::new();
     for (i, &(t, g, min, ran, short, free_tier)) in s.running.iter().enumerate() {
         if let Some(n) = free.iter().position(|&f| f >= g) {
             free[n] -= g;

@@ -1,0 +1,209 @@
+//! Preemption in the replay: which queued job may take whose GPUs, by the
+//! engine's rule ([`fairshare::preempt`]: entitlement now, short band,
+//! free tier) on the live load of the simulated cluster.
+
+use super::*;
+
+impl Sim<'_> {
+    /// True for a job of the short band ([`fairshare::priority`]).
+    pub(super) fn is_short(&self, id: u32) -> bool {
+        let sj = &self.w.jobs[id as usize];
+        self.config.priority.is_short(
+            Tier::of(sj.min_runtime),
+            u64::from(sj.gpus()),
+            Some(sj.duration),
+        )
+    }
+
+    /// Under `allot`: asks the engine for victims so that `id` can start.
+    /// The rule and why it terminates: [`fairshare::preempt`].
+    pub(super) fn try_preempt(&mut self, id: u32) -> bool {
+        let sj = &self.w.jobs[id as usize];
+        if sj.min_runtime == 0 || self.failed_attempt == Some((id, self.epoch)) {
+            return false;
+        }
+        let team = sj.team as usize;
+        let my_rank = self.team_rank[team];
+        let (n, g) = (sj.nodes as usize, sj.gpus_per_node);
+        let load = self.entitlements();
+        let leaf = |t: usize| self.w.teams[t].leaf;
+        let short = self.is_short(id);
+        let below = short || load.below(leaf(team));
+        let slack = if short {
+            u64::from(self.config.priority.short_max_gpus)
+        } else {
+            0
+        };
+        // What each other team may lose: GPUs above its entitlement held by
+        // unprotected jobs (none if this team is not below its own).
+        let give = |t: usize| {
+            if leaf(t) == leaf(team) {
+                if short {
+                    self.unprot_gpus[t]
+                } else {
+                    0
+                }
+            } else if !below {
+                0
+            } else {
+                load.surplus_with(leaf(t), slack).min(self.unprot_gpus[t])
+            }
+        };
+        // Quick necessary condition: enough GPUs free, free-tier or above
+        // other teams' entitlements.
+        let mut possible = self.cluster.free_total;
+        for t in 0..self.w.teams.len() {
+            possible += self.free_tier_gpus[t] + give(t);
+        }
+        if possible < (n as u64) * u64::from(g) {
+            if short && std::env::var_os("ALLOT_SIM_DEBUG").is_some() {
+                let running: u64 = self.leaf_running.iter().sum();
+                eprintln!("DBG t={} team={} free={} own_unprot={} all_unprot={:?} running_alloc={} cap={} surpl={:?}", self.now, team, self.cluster.free_total, self.unprot_gpus[team], self.unprot_gpus, running, self.cluster.capacity,
+                  (0..self.w.teams.len()).map(|t| (load.running(leaf(t)), (load.entitled(leaf(t))*10.0).round()/10.0)).collect::<Vec<_>>());
+            }
+            self.failed_attempt = Some((id, self.epoch));
+            return false;
+        }
+        // Candidates in the engine's preference order (free tier, then the
+        // teams furthest above their entitlement, youngest jobs first),
+        // tallied per node until one node more than needed could fit. The
+        // engine then chooses among the jobs on those nodes only: its victim
+        // search is quadratic in the candidates, and jobs elsewhere cannot
+        // help this job fit.
+        let mut teams_by_surplus: Vec<usize> =
+            (0..self.w.teams.len()).filter(|&t| give(t) > 0).collect();
+        teams_by_surplus.sort_by_key(|&t| (std::cmp::Reverse(load.surplus(leaf(t))), t));
+        let mut pre = self.scratch.borrow_mut();
+        let mut touched: Vec<u32> = Vec::new();
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        let mut fitting: Vec<(u32, u32)> = self
+            .cluster
+            .fitting(g)
+            .take(n)
+            .map(|node| (0, node))
+            .collect();
+        let sources = (0..self.w.teams.len())
+            .map(|t| (&self.free_tier[t], u64::MAX))
+            .chain(teams_by_surplus.iter().map(|&t| (&self.unprot[t], give(t))));
+        'outer: for (set, mut budget) in sources {
+            for &(_, r) in set.iter().rev() {
+                let gpus = u64::from(self.w.jobs[r as usize].gpus());
+                if gpus > budget {
+                    continue;
+                }
+                budget -= gpus;
+                for a in &self.jobs[r as usize].alloc {
+                    if !self.cluster.usable(a.node) {
+                        continue;
+                    }
+                    let free = self.cluster.free[a.node as usize];
+                    let e = &mut pre[a.node as usize];
+                    if *e == 0 {
+                        touched.push(a.node);
+                    }
+                    let before = free + *e;
+                    *e += a.gpus;
+                    pairs.push((a.node, r));
+                    if before < g && before + a.gpus >= g {
+                        fitting.push((g - free, a.node));
+                    }
+                }
+                if fitting.len() > n {
+                    break 'outer;
+                }
+            }
+        }
+        for t in touched {
+            pre[t as usize] = 0;
+        }
+        drop(pre);
+        if fitting.len() < n {
+            self.failed_attempt = Some((id, self.epoch));
+            return false;
+        }
+        fitting.sort_unstable();
+        fitting.truncate(n + 1);
+        let mut chosen: Vec<u32> = fitting.iter().map(|f| f.1).collect();
+        chosen.sort_unstable();
+        let mut cands: Vec<u32> = pairs
+            .iter()
+            .filter(|(node, _)| chosen.binary_search(node).is_ok())
+            .map(|p| p.1)
+            .collect();
+        cands.sort_unstable();
+        cands.dedup();
+        let free: Vec<NodeGpus> = fitting
+            .iter()
+            .map(|&(_, node)| NodeGpus {
+                node,
+                gpus: self.cluster.free[node as usize],
+            })
+            .collect();
+        let running: Vec<RunningJob<'_>> = cands
+            .iter()
+            .map(|&r| {
+                let j = &self.jobs[r as usize];
+                let s = &self.w.jobs[r as usize];
+                RunningJob {
+                    id: u64::from(r),
+                    account: &self.w.accounts[s.account as usize],
+                    contract: Contract {
+                        min_runtime: s.min_runtime,
+                        clock: RunClock::started(j.start),
+                    },
+                    alloc: &j.alloc,
+                    requeue: true,
+                    short: self.is_short(r),
+                }
+            })
+            .collect();
+        let p = Preemptor {
+            account: &self.w.accounts[sj.account as usize],
+            min_runtime: sj.min_runtime,
+            rate: self.rate_of(sj.gpus()),
+            nodes: sj.nodes,
+            gpus_per_node: g,
+            short,
+        };
+        let engine = self.engine.as_ref().expect("refreshed");
+        let Some(victims) = engine.choose_victims(&p, &running, &free, &load, self.now) else {
+            self.failed_attempt = Some((id, self.epoch));
+            return false;
+        };
+        drop(running);
+        for &v in &victims {
+            let v = v as u32;
+            let vj = &self.w.jobs[v as usize];
+            self.m.preemptions.push(PreemptionRecord {
+                time: self.now,
+                snapshot: self.snapshot,
+                preemptor: self.w.jobs[id as usize].id,
+                preemptor_team: team as u32,
+                preemptor_rank: my_rank,
+                victim: vj.id,
+                victim_team: vj.team,
+                victim_rank: self.team_rank[vj.team as usize],
+                victim_min_runtime: vj.min_runtime,
+                victim_run_time: self.now - self.jobs[v as usize].start,
+                preemptor_short: short,
+            });
+            self.stop(v, StopReason::Preempted);
+        }
+        let sj = &self.w.jobs[id as usize];
+        match self
+            .cluster
+            .place(sj.nodes, sj.gpus_per_node, &[], u64::from(id))
+        {
+            Some(alloc) => {
+                self.start(id, alloc);
+                true
+            }
+            None => {
+                // The engine saw free GPUs on nodes it was shown; placement
+                // agrees by construction, but never loop on a mismatch.
+                self.failed_attempt = Some((id, self.epoch));
+                false
+            }
+        }
+    }
+}
