@@ -1,0 +1,379 @@
+//! The read-only view the plugins and reports use.
+
+use super::*;
+
+/// A read-only view of a ledger, for the plugins and reports. Never blocks
+/// the writer; sees the last committed sync.
+pub struct LedgerReader {
+    pub(crate) conn: Connection,
+    pub(crate) path: PathBuf,
+}
+
+impl std::fmt::Debug for LedgerReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LedgerReader")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl LedgerReader {
+    /// Opens the ledger at `path` read-only.
+    ///
+    /// # Errors
+    /// [`LedgerError::Missing`] when there is no initialised ledger there,
+    /// [`LedgerError::NewerSchema`], SQLite errors.
+    pub fn open(path: &Path) -> Result<LedgerReader> {
+        let sql = |source| LedgerError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        };
+        if !path.exists() {
+            return Err(LedgerError::Missing {
+                path: path.to_path_buf(),
+                found: 0,
+            });
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_URI,
+        )
+        .map_err(sql)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(sql)?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(sql)?;
+        if version == 0 {
+            return Err(LedgerError::Missing {
+                path: path.to_path_buf(),
+                found: 0,
+            });
+        }
+        if version > SCHEMA_VERSION {
+            return Err(LedgerError::NewerSchema {
+                path: path.to_path_buf(),
+                found: version,
+                known: SCHEMA_VERSION,
+            });
+        }
+        Ok(LedgerReader {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub(crate) fn sql(&self) -> impl Fn(rusqlite::Error) -> LedgerError + '_ {
+        move |source| LedgerError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// The sync watermark (seconds since the epoch), `None` before the
+    /// first sync.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn watermark(&self) -> Result<Option<i64>> {
+        meta_i64(&self.conn, "watermark").map_err(self.sql())
+    }
+
+    /// Charged unit-seconds (GPU-seconds with default weights) per account
+    /// inside `[start, end)` (seconds since the epoch). Running attempts
+    /// count up to `end`: pass `end <= now`.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn charged_by_account(&self, start: i64, end: i64) -> Result<BTreeMap<String, u64>> {
+        let mut out = BTreeMap::new();
+        for ((account, _), u) in self.usage(start, end)? {
+            *out.entry(account).or_insert(0) += u.charged;
+        }
+        Ok(out)
+    }
+
+    /// [`Usage`] per (account, user) inside `[start, end)` (seconds since
+    /// the epoch), exact to the second. Running attempts count up to `end`
+    /// (pass `end <= now`); a charged interval that reaches past `end` (a
+    /// minimum runtime not yet served) counts only up to `end`. Pairs with
+    /// no usage at all are left out.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn usage(&self, start: i64, end: i64) -> Result<BTreeMap<(String, String), Usage>> {
+        let mut acc: HashMap<(String, String), [i128; 3]> = HashMap::new();
+        if end > start {
+            let hs = start.div_euclid(BUCKET_SECS);
+            let he = end.div_euclid(BUCKET_SECS);
+            {
+                let mut st = self
+                    .conn
+                    .prepare_cached(
+                        "SELECT account, user, sum(charged), sum(gpu), sum(unalloc) FROM buckets \
+                         WHERE hour >= ?1 AND hour < ?2 GROUP BY account, user",
+                    )
+                    .map_err(self.sql())?;
+                let mut rows = st.query(params![hs, he]).map_err(self.sql())?;
+                while let Some(r) = rows.next().map_err(self.sql())? {
+                    let e = acc
+                        .entry((r.get(0).map_err(self.sql())?, r.get(1).map_err(self.sql())?))
+                        .or_default();
+                    for (f, v) in e.iter_mut().enumerate() {
+                        *v += i128::from(r.get::<_, i64>(2 + f).map_err(self.sql())?);
+                    }
+                }
+            }
+            self.partial(hs, start, -1, &mut acc)?;
+            self.partial(he, end, 1, &mut acc)?;
+            // Running attempts.
+            let mut st = self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM attempts WHERE \"end\" IS NULL AND start IS NOT NULL AND start < ?1"
+                ))
+                .map_err(self.sql())?;
+            let rows = st
+                .query_map([end], |r| record_from_row(r, 0))
+                .map_err(self.sql())?;
+            for rec in rows {
+                let rec = rec.map_err(self.sql())?;
+                let e = acc
+                    .entry((rec.account.clone(), rec.user.clone()))
+                    .or_default();
+                for (f, s) in segments(&rec).into_iter().enumerate() {
+                    if let Some(s) = s {
+                        e[f] += i128::from(s.rate) * i128::from(len(s.start.max(start), end));
+                    }
+                }
+            }
+        }
+        let clamp = |v: i128| u64::try_from(v.max(0)).unwrap_or(u64::MAX);
+        Ok(acc
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k,
+                    Usage {
+                        charged: clamp(v[0]),
+                        gpu_seconds: clamp(v[1]),
+                        unallocated: clamp(v[2]),
+                    },
+                )
+            })
+            .filter(|(_, u)| *u != Usage::default())
+            .collect())
+    }
+
+    /// Adds `sign x` the closed-segment usage inside `[hour start, t)`.
+    fn partial(
+        &self,
+        hour: i64,
+        t: i64,
+        sign: i128,
+        acc: &mut HashMap<(String, String), [i128; 3]>,
+    ) -> Result<()> {
+        let h0 = hour * BUCKET_SECS;
+        if t <= h0 {
+            return Ok(());
+        }
+        {
+            let mut st = self
+                .conn
+                .prepare_cached(
+                    "SELECT account, user, charged_active, gpu_active, unalloc_active FROM buckets WHERE hour = ?1",
+                )
+                .map_err(self.sql())?;
+            let mut rows = st.query([hour]).map_err(self.sql())?;
+            while let Some(r) = rows.next().map_err(self.sql())? {
+                let e = acc
+                    .entry((r.get(0).map_err(self.sql())?, r.get(1).map_err(self.sql())?))
+                    .or_default();
+                for (f, v) in e.iter_mut().enumerate() {
+                    *v += sign
+                        * i128::from(r.get::<_, i64>(2 + f).map_err(self.sql())?)
+                        * i128::from(t - h0);
+                }
+            }
+        }
+        // Segments starting inside (h0, t): + rate x overlap.
+        // Segments active at h0 ending inside (h0, t): - rate x (t - end).
+        let queries = [
+            format!("SELECT {COLUMNS} FROM attempts WHERE start > ?1 AND start < ?2 AND \"end\" IS NOT NULL"),
+            format!("SELECT {COLUMNS} FROM attempts WHERE \"end\" > ?1 AND \"end\" < ?2 AND start <= ?1"),
+            format!("SELECT {COLUMNS} FROM attempts WHERE charge_end > ?1 AND charge_end < ?2 AND start <= ?1"),
+        ];
+        for (q, text) in queries.iter().enumerate() {
+            let mut st = self.conn.prepare_cached(text).map_err(self.sql())?;
+            let rows = st
+                .query_map(params![h0, t], |r| record_from_row(r, 0))
+                .map_err(self.sql())?;
+            for rec in rows {
+                let rec = rec.map_err(self.sql())?;
+                let segs = segments(&rec);
+                let e = acc
+                    .entry((rec.account.clone(), rec.user.clone()))
+                    .or_default();
+                for (f, s) in segs.into_iter().enumerate() {
+                    let Some(Segment {
+                        start: s0,
+                        end: Some(e0),
+                        rate,
+                    }) = s
+                    else {
+                        continue;
+                    };
+                    if e0 <= s0 {
+                        continue;
+                    }
+                    let rate = i128::from(rate);
+                    match q {
+                        0 => e[f] += sign * rate * i128::from(len(s0, e0.min(t))),
+                        // Query 1 covers the gpu and unallocated segments (end = job end),
+                        // query 2 the charged one (end = charge_end).
+                        1 if f != 0 && e0 > h0 && e0 < t => {
+                            e[f] -= sign * rate * i128::from(t - e0)
+                        }
+                        2 if f == 0 && e0 > h0 && e0 < t => {
+                            e[f] -= sign * rate * i128::from(t - e0)
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Attempts with any segment (charged or held) overlapping
+    /// `[start, end)` (seconds since the epoch), running ones included,
+    /// ordered by start. For building an engine's usage tracker.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn attempts_overlapping(&self, start: i64, end: i64) -> Result<Vec<StoredAttempt>> {
+        let max_seg = meta_i64(&self.conn, "max_segment")
+            .map_err(self.sql())?
+            .unwrap_or(0);
+        let mut st = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT attempt, {COLUMNS} FROM attempts WHERE start >= ?1 AND start < ?2 \
+                 AND (\"end\" IS NULL OR \"end\" > ?3 OR charge_end > ?3) \
+                 UNION SELECT attempt, {COLUMNS} FROM attempts WHERE \"end\" IS NULL AND start IS NOT NULL AND start < ?2 \
+                 ORDER BY start, job_id, submit"
+            ))
+            .map_err(self.sql())?;
+        let rows = st
+            .query_map(params![start.saturating_sub(max_seg), end, start], |r| {
+                Ok(StoredAttempt {
+                    attempt: r.get::<_, i64>(0)? as u32,
+                    record: record_from_row(r, 1)?,
+                })
+            })
+            .map_err(self.sql())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.sql())
+    }
+
+    /// Running and pending attempts per account, as of the last sync.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn open_counts(&self) -> Result<BTreeMap<String, OpenCounts>> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT account, sum(start IS NOT NULL), sum(start IS NULL) FROM attempts \
+                 WHERE \"end\" IS NULL GROUP BY account",
+            )
+            .map_err(self.sql())?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    OpenCounts {
+                        running: r.get::<_, i64>(1)? as u64,
+                        pending: r.get::<_, i64>(2)? as u64,
+                    },
+                ))
+            })
+            .map_err(self.sql())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.sql())
+    }
+
+    /// The attempts of one job (all array tasks / het components with that
+    /// raw job id), oldest first. For `allot explain`.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn attempts_of_job(&self, job_id: u64) -> Result<Vec<StoredAttempt>> {
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT attempt, {COLUMNS} FROM attempts WHERE job_id = ?1 ORDER BY submit"
+            ))
+            .map_err(self.sql())?;
+        let rows = st
+            .query_map([job_id as i64], |r| {
+                Ok(StoredAttempt {
+                    attempt: r.get::<_, i64>(0)? as u32,
+                    record: record_from_row(r, 1)?,
+                })
+            })
+            .map_err(self.sql())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.sql())
+    }
+
+    /// Every attempt, by job id then attempt index: for dumps and tests.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn all_attempts(&self) -> Result<Vec<StoredAttempt>> {
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT attempt, {COLUMNS} FROM attempts ORDER BY job_id, submit"
+            ))
+            .map_err(self.sql())?;
+        let rows = st
+            .query_map([], |r| {
+                Ok(StoredAttempt {
+                    attempt: r.get::<_, i64>(0)? as u32,
+                    record: record_from_row(r, 1)?,
+                })
+            })
+            .map_err(self.sql())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.sql())
+    }
+
+    /// A deterministic text dump of attempts and non-empty buckets (not the
+    /// watermark): two ledgers holding the same data dump identically.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn dump(&self) -> Result<String> {
+        let mut out = String::new();
+        for a in self.all_attempts()? {
+            out.push_str(&serde_json::to_string(&a).expect("serialisable"));
+            out.push('\n');
+        }
+        let mut st = self
+            .conn
+            .prepare("SELECT * FROM buckets WHERE charged != 0 OR charged_active != 0 OR gpu != 0 OR gpu_active != 0 OR unalloc != 0 OR unalloc_active != 0 ORDER BY hour, account, user")
+            .map_err(self.sql())?;
+        let mut rows = st.query([]).map_err(self.sql())?;
+        while let Some(r) = rows.next().map_err(self.sql())? {
+            let h: i64 = r.get(0).map_err(self.sql())?;
+            let a: String = r.get(1).map_err(self.sql())?;
+            let u: String = r.get(2).map_err(self.sql())?;
+            let v: Vec<i64> = (3..9)
+                .map(|i| r.get(i))
+                .collect::<rusqlite::Result<_>>()
+                .map_err(self.sql())?;
+            out.push_str(&format!("bucket {h} {a} {u} {v:?}\n"));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,450 @@
+//! The writer: creating the file (0640, SlurmUser's), the lock that keeps
+//! one sync at a time, schema migrations and the batch writer.
+
+use super::*;
+
+fn create_private(path: &Path) -> Result<()> {
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o640)
+        .open(path)
+    {
+        // 0640 whatever the umask (077 would leave SlurmUser's group out).
+        Ok(_) => {
+            std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o640))
+                .map_err(|source| LedgerError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(source) => Err(LedgerError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Gives the ledger's files (the database, its `-wal`, `-shm` and `.lock`)
+/// to `uid:gid`, mode 0640: `allot sync` run as root hands them to Slurm's
+/// `SlurmUser` so that slurmctld's plugins can read them and other users
+/// cannot. Missing files are skipped; files already owned so are left alone.
+///
+/// # Errors
+/// chown or chmod failing.
+pub fn set_owner(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    for suffix in ["", "-wal", "-shm", ".lock"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        let p = PathBuf::from(p);
+        let meta = match std::fs::metadata(&p) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        if (meta.uid(), meta.gid()) != (uid, gid) {
+            std::os::unix::fs::chown(&p, Some(uid), Some(gid))?;
+        }
+        if meta.mode() & 0o777 != 0o640 {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640))?;
+        }
+    }
+    Ok(())
+}
+
+/// The lock file beside a ledger: `<ledger>.lock`.
+pub fn lock_path(ledger: &Path) -> PathBuf {
+    let mut s = ledger.as_os_str().to_owned();
+    s.push(".lock");
+    PathBuf::from(s)
+}
+
+/// The single writer of a ledger. Holds the writer lock until dropped.
+pub struct Ledger {
+    pub(crate) conn: Connection,
+    pub(crate) path: PathBuf,
+    pub(crate) _lock: File,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger").field("path", &self.path).finish()
+    }
+}
+
+impl Ledger {
+    /// Opens (creating it, mode 0640, if needed) the ledger at `path` for
+    /// writing: takes the writer lock, switches to WAL, applies missing
+    /// migrations.
+    ///
+    /// # Errors
+    /// [`LedgerError::Locked`] when another writer runs; I/O, SQLite and
+    /// [`LedgerError::NewerSchema`] errors.
+    pub fn open(path: &Path) -> Result<Ledger> {
+        let lock = lock_path(path);
+        let io = |p: &Path| {
+            let p = p.to_path_buf();
+            move |source| LedgerError::Io { path: p, source }
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(io(dir))?;
+        }
+        let mut lock_file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o640)
+            .open(&lock)
+            .map_err(io(&lock))?;
+        // SAFETY: flock on a file descriptor we own; no memory is shared.
+        let rc = unsafe { libc::flock(lock_file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            let holder = std::fs::read_to_string(&lock)
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            let holder = if holder.is_empty() {
+                "unknown pid".to_string()
+            } else {
+                holder
+            };
+            return Err(LedgerError::Locked {
+                path: path.to_path_buf(),
+                lock,
+                holder,
+            });
+        }
+        lock_file.set_len(0).map_err(io(&lock))?;
+        writeln!(lock_file, "pid {}", std::process::id()).map_err(io(&lock))?;
+
+        create_private(path)?;
+        let sql = |source| LedgerError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(sql)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sql)?;
+        // Keep `-wal` and `-shm` when the writer closes: a reader without
+        // write access to the directory (slurmctld's user) can open a WAL
+        // database read-only only while both files exist.
+        let mut persist: libc::c_int = 1;
+        // SAFETY: a valid open connection handle, the "main" schema name as
+        // a NUL-terminated string, and a pointer to an int, as
+        // SQLITE_FCNTL_PERSIST_WAL requires.
+        let rc = unsafe {
+            rusqlite::ffi::sqlite3_file_control(
+                conn.handle(),
+                c"main".as_ptr(),
+                rusqlite::ffi::SQLITE_FCNTL_PERSIST_WAL,
+                (&mut persist as *mut libc::c_int).cast(),
+            )
+        };
+        if rc != rusqlite::ffi::SQLITE_OK {
+            tracing::warn!(path = %path.display(), rc, "cannot keep the WAL files; read-only readers fail while no writer runs");
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(sql)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(sql)?;
+        let mut ledger = Ledger {
+            conn,
+            path: path.to_path_buf(),
+            _lock: lock_file,
+        };
+        ledger.migrate()?;
+        Ok(ledger)
+    }
+
+    pub(crate) fn sql(&self) -> impl Fn(rusqlite::Error) -> LedgerError + '_ {
+        move |source| LedgerError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        let sql = move |source| LedgerError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let version: i64 = self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(&sql)?;
+        if version > SCHEMA_VERSION {
+            return Err(LedgerError::NewerSchema {
+                path: self.path.clone(),
+                found: version,
+                known: SCHEMA_VERSION,
+            });
+        }
+        for (i, m) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let tx = self.conn.transaction().map_err(&sql)?;
+            tx.execute_batch(m).map_err(&sql)?;
+            tx.pragma_update(None, "user_version", i as i64 + 1)
+                .map_err(&sql)?;
+            tx.commit().map_err(&sql)?;
+            tracing::info!(path = %self.path.display(), version = i + 1, "ledger schema migrated");
+        }
+        Ok(())
+    }
+
+    /// The ledger file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The sync watermark: seconds since the epoch up to which sacct has
+    /// been read, `None` before the first sync.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn watermark(&self) -> Result<Option<i64>> {
+        meta_i64(&self.conn, "watermark").map_err(self.sql())
+    }
+
+    /// Job ids (`JobIDRaw`) with an attempt still open (running or pending).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn open_job_ids(&self) -> Result<Vec<u64>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT DISTINCT job_id FROM attempts WHERE \"end\" IS NULL ORDER BY job_id")
+            .map_err(self.sql())?;
+        let ids = st
+            .query_map([], |r| r.get::<_, i64>(0))
+            .map_err(self.sql())?;
+        ids.map(|r| r.map(|v| v as u64))
+            .collect::<rusqlite::Result<_>>()
+            .map_err(self.sql())
+    }
+
+    /// Writes `records` in one transaction: new attempts are inserted,
+    /// changed ones updated, identical ones left alone, and the buckets
+    /// follow. With `watermark`, the watermark is moved in the same
+    /// transaction (never backwards), so a crash loses nothing: the next run
+    /// starts from the last committed watermark.
+    ///
+    /// # Errors
+    /// SQLite errors (the transaction is rolled back).
+    pub fn write_batch(
+        &mut self,
+        records: &[AttemptRecord],
+        watermark: Option<i64>,
+    ) -> Result<BatchStats> {
+        let path = self.path.clone();
+        let sql = move |source| LedgerError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(&sql)?;
+        let mut stats = BatchStats::default();
+        let mut deltas = Deltas::new();
+        let mut max_seg = meta_i64(&tx, "max_segment").map_err(&sql)?.unwrap_or(0);
+        {
+            // Every attempt of the job in one index seek: the one with this
+            // submit time (if any), how many came before (this attempt's
+            // number) and whether any came after (their numbers shift).
+            let mut same_job = tx
+                .prepare_cached(&format!(
+                    "SELECT id, {COLUMNS} FROM attempts WHERE job_id = ?1"
+                ))
+                .map_err(&sql)?;
+            let mut insert = tx
+                .prepare_cached(&format!(
+                    "INSERT INTO attempts (attempt, {COLUMNS}) VALUES \
+                     (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+                ))
+                .map_err(&sql)?;
+            let mut update = tx
+                .prepare_cached(
+                    "UPDATE attempts SET label=?2, array_job=?3, array_task=?4, het_job=?5, het_offset=?6, \
+                     account=?7, user=?8, partition=?9, gpus=?10, rate=?11, start=?12, \"end\"=?13, elapsed=?14, \
+                     state=?15, min_runtime=?16, min_runtime_recorded=?17, charge_end=?18, charged=?19 WHERE id=?1",
+                )
+                .map_err(&sql)?;
+            let mut shift = tx
+                .prepare_cached(
+                    "UPDATE attempts SET attempt = attempt + 1 WHERE job_id = ?1 AND submit > ?2",
+                )
+                .map_err(&sql)?;
+            for rec in records {
+                let (mut old, mut attempt, mut later) = (None, 0i64, false);
+                let mut overlapping = None;
+                let mut rows = same_job.query(params![rec.job_id as i64]).map_err(&sql)?;
+                while let Some(r) = rows.next().map_err(&sql)? {
+                    let submit: i64 = r.get(2).map_err(&sql)?;
+                    if submit != rec.submit && overlapping.is_none() {
+                        // Columns 13 and 14: start and end (see COLUMNS).
+                        let span = (r.get::<_, Option<i64>>(13), r.get::<_, Option<i64>>(14));
+                        if let (Ok(Some(s)), Ok(Some(e))) = span {
+                            if rec
+                                .start
+                                .is_some_and(|rs| rs < e && rec.end.is_none_or(|re| re > s))
+                            {
+                                overlapping = Some(submit);
+                            }
+                        }
+                    }
+                    match submit.cmp(&rec.submit) {
+                        std::cmp::Ordering::Less => attempt += 1,
+                        std::cmp::Ordering::Greater => later = true,
+                        std::cmp::Ordering::Equal => {
+                            old = Some((
+                                r.get::<_, i64>(0).map_err(&sql)?,
+                                record_from_row(r, 1).map_err(&sql)?,
+                            ))
+                        }
+                    }
+                }
+                drop(rows);
+                if let (None, Some(other)) = (&old, overlapping) {
+                    // Attempts of one job follow each other; two that overlap
+                    // are one attempt read twice with shifted clocks (a dump
+                    // imported again with another --timezone), charged twice.
+                    tracing::warn!(
+                        job = rec.job_id,
+                        submit = rec.submit,
+                        other_submit = other,
+                        "this attempt overlaps another attempt of the same job in time; \
+                         was the same history imported with another --timezone? Both are kept"
+                    );
+                }
+                match &old {
+                    Some((_, o)) if o == rec => {
+                        stats.unchanged += 1;
+                        continue;
+                    }
+                    Some((id, o)) => {
+                        for (f, s) in segments(o).into_iter().enumerate() {
+                            if let Some(s) = s {
+                                bucket_deltas(&mut deltas, &o.account, &o.user, f, s, -1);
+                            }
+                        }
+                        update
+                            .execute(params![
+                                id,
+                                rec.label,
+                                rec.array_job.map(|v| v as i64),
+                                rec.array_task,
+                                rec.het_job.map(|v| v as i64),
+                                rec.het_offset,
+                                rec.account,
+                                rec.user,
+                                rec.partition,
+                                rec.gpus as i64,
+                                rec.rate as i64,
+                                rec.start,
+                                rec.end,
+                                rec.elapsed.map(|v| v as i64),
+                                rec.state,
+                                rec.min_runtime as i64,
+                                rec.min_runtime_recorded as i64,
+                                rec.charge_end,
+                                rec.charged as i64,
+                            ])
+                            .map_err(&sql)?;
+                        stats.updated += 1;
+                    }
+                    None => {
+                        if later {
+                            shift
+                                .execute(params![rec.job_id as i64, rec.submit])
+                                .map_err(&sql)?;
+                        }
+                        insert
+                            .execute(params![
+                                attempt,
+                                rec.job_id as i64,
+                                rec.submit,
+                                rec.label,
+                                rec.array_job.map(|v| v as i64),
+                                rec.array_task,
+                                rec.het_job.map(|v| v as i64),
+                                rec.het_offset,
+                                rec.account,
+                                rec.user,
+                                rec.partition,
+                                rec.gpus as i64,
+                                rec.rate as i64,
+                                rec.start,
+                                rec.end,
+                                rec.elapsed.map(|v| v as i64),
+                                rec.state,
+                                rec.min_runtime as i64,
+                                rec.min_runtime_recorded as i64,
+                                rec.charge_end,
+                                rec.charged as i64,
+                            ])
+                            .map_err(&sql)?;
+                        stats.inserted += 1;
+                    }
+                }
+                for (f, s) in segments(rec).into_iter().enumerate() {
+                    if let Some(s) = s {
+                        if let Some(e) = s.end {
+                            max_seg = max_seg.max(e - s.start);
+                        }
+                        bucket_deltas(&mut deltas, &rec.account, &rec.user, f, s, 1);
+                    }
+                }
+            }
+            let mut bump = tx
+                .prepare_cached(
+                    "INSERT INTO buckets VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+                     ON CONFLICT (hour, account, user) DO UPDATE SET \
+                     charged = charged + excluded.charged, charged_active = charged_active + excluded.charged_active, \
+                     gpu = gpu + excluded.gpu, gpu_active = gpu_active + excluded.gpu_active, \
+                     unalloc = unalloc + excluded.unalloc, unalloc_active = unalloc_active + excluded.unalloc_active",
+                )
+                .map_err(&sql)?;
+            let mut drop_empty = tx
+                .prepare_cached(
+                    "DELETE FROM buckets WHERE hour = ?1 AND account = ?2 AND user = ?3 AND charged = 0 \
+                     AND charged_active = 0 AND gpu = 0 AND gpu_active = 0 AND unalloc = 0 AND unalloc_active = 0",
+                )
+                .map_err(&sql)?;
+            let buckets = deltas.iter().flat_map(|(a, users)| {
+                users
+                    .iter()
+                    .flat_map(move |(u, hours)| hours.iter().map(move |(h, d)| (h, a, u, d)))
+            });
+            for (h, a, u, d) in buckets {
+                if d.iter().all(|v| *v == 0) {
+                    continue;
+                }
+                bump.execute(params![h, a, u, d[0], d[1], d[2], d[3], d[4], d[5]])
+                    .map_err(&sql)?;
+                if d.iter().any(|v| *v < 0) {
+                    drop_empty.execute(params![h, a, u]).map_err(&sql)?;
+                }
+            }
+        }
+        set_meta(&tx, "max_segment", max_seg).map_err(&sql)?;
+        if let Some(w) = watermark {
+            let old = meta_i64(&tx, "watermark")
+                .map_err(&sql)?
+                .unwrap_or(i64::MIN);
+            set_meta(&tx, "watermark", w.max(old)).map_err(&sql)?;
+        }
+        tx.commit().map_err(&sql)?;
+        Ok(stats)
+    }
+
+    /// A reader on the same file (for a report right after a sync).
+    ///
+    /// # Errors
+    /// As [`LedgerReader::open`].
+    pub fn reader(&self) -> Result<LedgerReader> {
+        LedgerReader::open(&self.path)
+    }
+}
