@@ -19,8 +19,18 @@ fn fail(msg: &str) -> ! {
     std::process::exit(1);
 }
 
+/// The Slurm releases (major, minor) allot is built and tested against. Each
+/// has its own slurmctld structs and plugin entry points; the code that
+/// differs is in `src/release.rs`, one item per difference.
+const SUPPORTED: [(u32, u32); 3] = [(22, 5), (24, 11), (26, 5)];
+
+/// Releases that introduced a difference allot follows. Each becomes a
+/// `slurm_since = "YY.MM"` cfg when the installed Slurm is that release or
+/// later (src/release.rs).
+const SINCE: [(u32, u32); 2] = [(24, 11), (26, 5)];
+
 /// "22.05.8" from SLURM_VERSION_NUMBER (0x160508) in /usr/include/slurm/slurm_version.h.
-fn installed_version(include: &Path) -> String {
+fn installed_version(include: &Path) -> (u32, String) {
     let h = include.join("slurm/slurm_version.h");
     let text = fs::read_to_string(&h).unwrap_or_else(|_| {
         fail(&format!(
@@ -33,7 +43,18 @@ fn installed_version(include: &Path) -> String {
         .find_map(|l| l.strip_prefix("#define SLURM_VERSION_NUMBER"))
         .and_then(|v| u32::from_str_radix(v.trim().trim_start_matches("0x"), 16).ok())
         .unwrap_or_else(|| fail(&format!("{}: no SLURM_VERSION_NUMBER", h.display())));
-    format!("{}.{:02}.{}", n >> 16 & 0xff, n >> 8 & 0xff, n & 0xff)
+    (
+        n,
+        format!("{}.{:02}.{}", n >> 16 & 0xff, n >> 8 & 0xff, n & 0xff),
+    )
+}
+
+fn release_list() -> String {
+    let v: Vec<String> = SUPPORTED
+        .iter()
+        .map(|(a, b)| format!("{a}.{b:02}"))
+        .collect();
+    v.join(", ")
 }
 
 fn main() {
@@ -49,7 +70,27 @@ fn main() {
         include.join("slurm/slurm_version.h").display()
     );
 
-    let version = installed_version(&include);
+    let (number, version) = installed_version(&include);
+    let release = (number >> 16 & 0xff, number >> 8 & 0xff);
+    if !SUPPORTED.contains(&release) {
+        fail(&format!(
+            "Slurm {version} is not supported: allot builds only against Slurm {} (the releases whose slurmctld structs and plugin entry points it follows and is tested on)",
+            release_list()
+        ));
+    }
+    let since: Vec<String> = SINCE
+        .iter()
+        .map(|(a, b)| format!("\"{a}.{b:02}\""))
+        .collect();
+    println!(
+        "cargo::rustc-check-cfg=cfg(slurm_since, values({}))",
+        since.join(", ")
+    );
+    for (a, b) in SINCE {
+        if release >= (a, b) {
+            println!("cargo::rustc-cfg=slurm_since=\"{a}.{b:02}\"");
+        }
+    }
     let src = match env::var("SLURM_SRC") {
         Ok(s) => PathBuf::from(s),
         Err(_) => root.join(format!(".cache/slurm-src/slurm-wlm-{version}")),
@@ -83,7 +124,7 @@ fn main() {
         // slurm_version.h is generated at configure time: take the installed one.
         .clang_arg(format!("-I{}", include.join("slurm").display()))
         .clang_arg(format!("-I{}", include.display()))
-        .allowlist_type("assoc_mgr_lock_t|slurmdb_assoc_rec_t|slurmdb_assoc_usage_t|slurm_preempt_data_type_t|job_queue_rec_t|slurmctld_lock_t|lock_level_t|priority_factors_request_msg_t|List|ListIterator|slurmdb_user_rec_t|job_states|job_record_t|job_record|job_details_t|job_details|job_desc_msg_t|part_record_t|part_record|priority_factors_object_t|priority_factors_t|slurm_conf_t|spank_t|spank_option|spank_item_t")
+        .allowlist_type("xlist|assoc_mgr_lock_t|slurmdb_assoc_rec_t|slurmdb_assoc_usage_t|slurm_preempt_data_type_t|job_queue_rec_t|slurmctld_lock_t|lock_level_t|priority_factors_request_msg_t|List|ListIterator|slurmdb_user_rec_t|job_states|job_record_t|job_record|job_details_t|job_details|job_desc_msg_t|part_record_t|part_record|priority_factors_object_t|priority_factors_t|slurm_conf_t|spank_t|spank_option|spank_item_t")
         .allowlist_var("SLURM_VERSION_.*|JOB_.*|NICE_OFFSET|INFINITE|NO_VAL|NO_VAL16|NO_VAL64|SLURM_SUCCESS|SLURM_ERROR|ESPANK_.*|ESLURM_.*|PREEMPT_.*|PRIORITY_.*|slurm_conf|S_CTX_.*|NO_VAL16")
         .allowlist_function("assoc_mgr_lock|assoc_mgr_unlock|lock_slurmctld|unlock_slurmctld|slurm_destroy_priority_factors_object|assoc_mgr_fill_in_user|slurm_info|slurm_error|slurm_verbose|slurm_debug|xstrdup|slurm_xfree|slurm_xcalloc|list_create|list_append|list_iterator_create|list_iterator_destroy|list_next|list_count|list_destroy|uid_to_string_cached|find_job_record|spank_option_register|spank_option_getopt|spank_getenv|spank_setenv|spank_job_control_setenv|spank_job_control_getenv|spank_context|spank_remote")
         .derive_default(true)

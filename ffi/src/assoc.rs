@@ -101,7 +101,7 @@ pub fn for_each_assoc_mut(mut f: impl FnMut(&mut AssocMut<'_>)) -> bool {
     // write lock, taken for the whole iteration.
     unsafe {
         sys::assoc_mgr_lock(&mut locks);
-        let list = *(sym as *mut sys::List);
+        let list = *(sym as *mut crate::List);
         if !list.is_null() {
             let it = sys::list_iterator_create(list);
             loop {

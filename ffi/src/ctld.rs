@@ -91,7 +91,7 @@ fn lock_levels(job_write: bool) -> sys::slurmctld_lock_t {
 /// # Safety
 /// `list` is NULL or a valid Slurm List whose elements are `T` and stay
 /// valid (the caller holds the lock that protects them).
-unsafe fn for_each_in<T>(list: sys::List, mut f: impl FnMut(*mut T)) {
+pub(crate) unsafe fn for_each_in<T>(list: crate::List, mut f: impl FnMut(*mut T)) {
     if list.is_null() {
         return;
     }
@@ -118,7 +118,7 @@ fn lock_and_iterate(job_write: bool, f: impl FnMut(*mut sys::job_record_t)) -> b
     // while the job lock is held, which we take for the whole iteration.
     unsafe {
         sys::lock_slurmctld(levels);
-        for_each_in::<sys::job_record_t>(*(list_sym as *mut sys::List), f);
+        for_each_in::<sys::job_record_t>(*(list_sym as *mut crate::List), f);
         sys::unlock_slurmctld(levels);
     }
     true
@@ -152,8 +152,8 @@ pub fn for_each_job_mut(mut f: impl FnMut(&mut crate::job::JobRecordMut<'_>)) ->
 
 /// The factors of one job as sprio shows them. sprio's PRIORITY column is
 /// `age + assoc + fs + js + part + qos + (site - NICE_OFFSET) - (nice -
-/// NICE_OFFSET)` (22.05 `get_priority_from_factors`), so a plugin that
-/// fills these so that they add up shows its real priority there.
+/// NICE_OFFSET)` (`get_priority_from_factors` in 22.05 and 24.11), so a
+/// plugin that fills these so that they add up shows its real priority there.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Factors {
     /// AGE column.
@@ -170,93 +170,78 @@ pub struct Factors {
     pub nice: i64,
 }
 
-/// Builds the List answered to `sprio` (`priority_p_get_priority_factors_list`):
-/// one object per pending, non-held job that passes the request's job-id,
-/// user and partition filters, with the factors `factors` computes.
-/// Operators' direct priorities are shown as such. Takes the job read lock.
-///
-/// # Safety
-/// `req` is NULL or the request slurmctld passed (valid for the call).
-pub unsafe fn priority_factors_list(
-    req: *const sys::priority_factors_request_msg_t,
-    factors: impl Fn(&crate::job::JobRecord<'_>) -> Option<Factors>,
-) -> sys::List {
-    let req = req.as_ref();
-    let mut want_jobs: Option<Vec<u32>> = None;
-    let mut want_uids: Option<Vec<u32>> = None;
-    let mut want_parts: Option<Vec<String>> = None;
-    if let Some(r) = req {
-        if !r.job_id_list.is_null() {
-            let mut v = Vec::new();
-            for_each_in::<u32>(r.job_id_list, |p| v.push(*p));
-            want_jobs = Some(v);
-        }
-        if !r.uid_list.is_null() {
-            let mut v = Vec::new();
-            for_each_in::<u32>(r.uid_list, |p| v.push(*p));
-            want_uids = Some(v);
-        }
-        if !r.partitions.is_null() {
-            let s = CStr::from_ptr(r.partitions).to_string_lossy();
-            want_parts = Some(s.split(',').map(str::to_string).collect());
-        }
+impl Factors {
+    /// `priority_site` as Slurm stores it (NICE_OFFSET added, clamped to u32).
+    pub(crate) fn site_raw(&self) -> u32 {
+        (i64::from(sys::NICE_OFFSET) + self.site).clamp(0, i64::from(u32::MAX)) as u32
     }
-    let ret = sys::list_create(Some(sys::slurm_destroy_priority_factors_object));
+    /// `nice` as Slurm stores it (NICE_OFFSET added, clamped to u32).
+    pub(crate) fn nice_raw(&self) -> u32 {
+        (i64::from(sys::NICE_OFFSET) + self.nice).clamp(0, i64::from(u32::MAX)) as u32
+    }
+}
+
+/// Builds the List answered to `sprio` (`priority_p_get_priority_factors_list`,
+/// exported with [`export_priority_factors_list!`](crate::export_priority_factors_list)):
+/// one object per pending, non-held job that passes the request's job-id,
+/// user and partition filters (22.05; 24.11's sprio filters itself), with
+/// the factors `factors` computes. Operators' direct priorities are shown as
+/// such. Takes the job read lock unless slurmctld holds it for the call
+/// (24.11). Returns NULL when no job qualifies.
+pub fn priority_factors_list(
+    req: crate::release::FactorsRequest,
+    factors: impl Fn(&crate::job::JobRecord<'_>) -> Option<Factors>,
+) -> crate::List {
+    // SAFETY: list_create with Slurm's own destructor for these objects.
+    let ret = unsafe { sys::list_create(Some(sys::slurm_destroy_priority_factors_object)) };
     let mut count = 0;
-    for_each_job(|job| {
+    let mut each = |job: &crate::job::JobRecord<'_>| {
         if job.state() != crate::job::JobState::Pending || job.priority() == 0 {
             return;
         }
-        if want_jobs
+        if req
+            .job_ids
             .as_ref()
             .is_some_and(|w| !w.contains(&job.job_id()))
-            || want_uids
-                .as_ref()
-                .is_some_and(|w| !w.contains(&job.user_id()))
+            || req.uids.as_ref().is_some_and(|w| !w.contains(&job.user_id()))
         {
             return;
         }
         let part = job.partition().unwrap_or("");
-        if want_parts
+        if req
+            .partitions
             .as_ref()
             .is_some_and(|w| !part.split(',').any(|p| w.iter().any(|x| x == p)))
         {
             return;
         }
-        let obj = sys::slurm_xcalloc(
-            1,
-            std::mem::size_of::<sys::priority_factors_object_t>(),
-            true,
-            false,
-            c"allot".as_ptr(),
-            0,
-            c"priority_factors_list".as_ptr(),
-        ) as *mut sys::priority_factors_object_t;
-        let o = &mut *obj;
-        o.job_id = job.job_id();
-        o.user_id = job.user_id();
-        // Not freed by the destructor: points at the job's string, which
-        // outlives the packing of the reply (as multifactor does with the
-        // partition's name).
-        o.partition = job.partition_ptr();
-        o.nice = sys::NICE_OFFSET;
-        o.priority_site = sys::NICE_OFFSET;
-        if job.direct_set_prio() {
-            o.direct_prio = f64::from(job.priority());
-        } else if let Some(f) = factors(job) {
-            o.priority_age = f.age;
-            o.priority_fs = f.fair_share;
-            o.priority_qos = f.qos;
-            o.priority_part = f.partition;
-            o.priority_site =
-                (i64::from(sys::NICE_OFFSET) + f.site).clamp(0, i64::from(u32::MAX)) as u32;
-            o.nice = (i64::from(sys::NICE_OFFSET) + f.nice).clamp(0, i64::from(u32::MAX)) as u32;
-        }
-        sys::list_append(ret, obj as *mut c_void);
+        let f = if job.direct_set_prio() { None } else { factors(job) };
+        // SAFETY: inside slurmctld under the job read lock (ours or the
+        // caller's); the object is Slurm-allocated and owned by `ret`.
+        unsafe { sys::list_append(ret, crate::release::new_factors_object(job, f.as_ref())) };
         count += 1;
-    });
+    };
+    if req.job_lock_held {
+        let Some(list_sym) = data_symbol(c"job_list") else {
+            // SAFETY: `ret` is ours and empty.
+            unsafe { sys::list_destroy(ret) };
+            return std::ptr::null_mut();
+        };
+        // SAFETY: slurmctld holds the job read lock for this call (24.11
+        // proc_req.c), so job_list and its records are stable.
+        unsafe {
+            for_each_in::<sys::job_record_t>(*(list_sym as *mut crate::List), |p| {
+                if let Some(j) = crate::job::JobRecord::from_ptr(p) {
+                    each(&j)
+                }
+            })
+        };
+    } else {
+        for_each_job(|j| each(j));
+    }
     if count == 0 {
-        sys::list_destroy(ret);
+        // SAFETY: `ret` is ours.
+        unsafe { sys::list_destroy(ret) };
         return std::ptr::null_mut();
     }
     ret

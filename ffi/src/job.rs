@@ -77,7 +77,7 @@ impl<'a> JobRecord<'a> {
         ptr.as_ref().map(|raw| JobRecord { raw })
     }
 
-    fn details(&self) -> Option<&'a sys::job_details> {
+    fn details(&self) -> Option<&'a crate::release::JobDetails> {
         // SAFETY: details is NULL or valid while the record is (slurmctld invariant).
         unsafe { self.raw.details.as_ref() }
     }
@@ -415,7 +415,7 @@ mod tests {
     fn accessors_read_a_record() {
         let account = c"a1".as_ptr() as *mut c_char;
         let tres = c"cpu=2,mem=1G,node=1,gres/gpu:a100=2,gres/gpu=2".as_ptr() as *mut c_char;
-        let mut details = sys::job_details {
+        let mut details = crate::release::JobDetails {
             submit_time: 1_700_000_000,
             nice: sys::NICE_OFFSET - 3,
             requeue: 1,

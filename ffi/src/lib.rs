@@ -9,16 +9,19 @@
 //!   `plugin_version` symbols slurmctld checks at dlopen;
 //! - [`log`] writes into slurmctld's log (`slurm_info`, `error`);
 //! - [`xstr`] makes strings that Slurm will `xfree`;
-//! - [`job`] reads `job_record_t` and `job_desc_msg_t`.
+//! - [`job`] reads `job_record_t` and `job_desc_msg_t`;
+//! - [`release`] holds what differs between the supported Slurm releases.
 //!
 //! Symbols such as `slurm_info` or `xstrdup` are resolved when slurmctld
 //! dlopens a plugin (they live in libslurmfull, which a plugin must not link),
 //! so the functions that call them only work inside a Slurm process.
 //!
 //! ```
-//! // The version this crate was built against, as slurmctld checks it.
-//! assert_eq!(allot_ffi::SLURM_VERSION_NUMBER >> 16, 22);
-//! assert!(allot_ffi::SLURM_VERSION.starts_with("22.05."));
+//! // The version this crate was built against, as slurmctld checks it
+//! // (one of the supported releases: 22.05, 24.11, 26.05).
+//! let n = allot_ffi::SLURM_VERSION_NUMBER;
+//! let release = format!("{}.{:02}.", n >> 16, n >> 8 & 0xff);
+//! assert!(allot_ffi::SLURM_VERSION.starts_with(&release));
 //! ```
 #![deny(missing_docs)]
 
@@ -43,8 +46,13 @@ pub mod job;
 pub mod log;
 pub mod long_double;
 pub mod plugin;
+pub mod release;
 pub mod spank;
 pub mod xstr;
+
+/// A Slurm list (`List` in 22.05, `list_t *` in 24.11): a pointer to
+/// `struct xlist` in every release.
+pub type List = *mut sys::xlist;
 
 /// `SLURM_VERSION_NUMBER` of the Slurm this crate was built against
 /// (`0x160508` for 22.05.8). slurmctld refuses a plugin whose

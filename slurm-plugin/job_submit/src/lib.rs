@@ -114,13 +114,28 @@ pub extern "C" fn job_submit(
     })
 }
 
+allot_ffi::export_job_modify!(job_modify_impl);
+
+/// Hands a refusal's text to slurmctld when the release lets job_modify
+/// say why (24.11's `err_msg`; 22.05 only logs it).
+fn tell(err_msg: Option<*mut *mut c_char>, msg: &str) {
+    if let Some(p) = err_msg.filter(|p| !p.is_null()) {
+        // SAFETY: err_msg is slurmctld's out-parameter; it xfrees what we put there.
+        unsafe {
+            if (*p).is_null() {
+                *p = allot_ffi::xstr::xstrdup(msg);
+            }
+        }
+    }
+}
+
 /// The minimum runtime may change only while pending; operators' AdminComment
 /// edits keep the recorded contract.
-#[no_mangle]
-pub extern "C" fn job_modify(
+fn job_modify_impl(
     job_desc: *mut sys::job_desc_msg_t,
     job_ptr: *mut sys::job_record_t,
     _submit_uid: u32,
+    err_msg: Option<*mut *mut c_char>,
 ) -> c_int {
     guard(P, "job_modify", sys::SLURM_ERROR, || {
         let Some(config) = CONFIG.get().map(|w| w.get()) else {
@@ -159,10 +174,12 @@ pub extern "C" fn job_modify(
             }
             ModifyDecision::NotPending(msg) => {
                 info(&format!("JobId={job_id}: {msg}"));
+                tell(err_msg, &msg);
                 sys::slurm_err_t_ESLURM_JOB_NOT_PENDING as c_int
             }
             ModifyDecision::Invalid(msg) => {
                 info(&format!("JobId={job_id}: {msg}"));
+                tell(err_msg, &msg);
                 sys::slurm_err_t_ESLURM_INVALID_TIME_LIMIT as c_int
             }
         }

@@ -147,42 +147,55 @@ pub extern "C" fn priority_p_set_assoc_usage(assoc_ptr: *mut c_void) {
 #[no_mangle]
 pub extern "C" fn priority_p_job_end(_job_ptr: *mut sys::job_record_t) {}
 
-/// `sprio`: the factors of pending jobs, adding up to their priority.
-#[no_mangle]
-pub extern "C" fn priority_p_get_priority_factors_list(
-    req_msg: *mut sys::priority_factors_request_msg_t,
-    _uid: u32,
-) -> sys::List {
+allot_ffi::export_priority_factors_list!(sprio_factors);
+
+/// `sprio`: the factors of pending jobs, adding up to their priority
+/// (`priority_p_get_priority_factors_list`, whose signature differs by
+/// release: allot_ffi::release).
+fn sprio_factors(req: allot_ffi::release::FactorsRequest) -> allot_ffi::List {
     guard(
         P,
         "priority_p_get_priority_factors_list",
         std::ptr::null_mut(),
-        || {
+        move || {
             let Some(state) = STATE.get() else {
                 return std::ptr::null_mut();
             };
             let engine = state.engine.get();
-            // SAFETY: slurmctld passes the request for this call; the call holds no job lock.
-            unsafe {
-                ctld::priority_factors_list(req_msg, |job| {
-                    let f = engine.priority_factors(&jobs::pending(&engine, job));
-                    let age = f64::from(f.age_points);
-                    // score = site + age - nice (see the crate doc).
-                    let nice = f.nice * i64::from(engine.config().priority.nice_weight);
-                    Some(Factors {
-                        // The band: bits 31..30 (crate doc of fairshare::priority).
-                        qos: f64::from(f.band as u32) * 1_073_741_824.0,
-                        fair_share: f64::from(f.rank) * 65_536.0,
-                        age,
-                        partition: 0.0,
-                        site: i64::from(f.score) - i64::from(f.age_points) + nice,
-                        nice,
-                    })
+            ctld::priority_factors_list(req, |job| {
+                let f = engine.priority_factors(&jobs::pending(&engine, job));
+                let age = f64::from(f.age_points);
+                // score = site + age - nice (see the crate doc).
+                let nice = f.nice * i64::from(engine.config().priority.nice_weight);
+                Some(Factors {
+                    // The band: bits 31..30 (crate doc of fairshare::priority).
+                    qos: f64::from(f.band as u32) * 1_073_741_824.0,
+                    fair_share: f64::from(f.rank) * 65_536.0,
+                    age,
+                    partition: 0.0,
+                    site: i64::from(f.score) - i64::from(f.age_points) + nice,
+                    nice,
                 })
-            }
+            })
         },
     )
 }
+
+/// 24.11 asks every priority plugin, after recovering job state, how much to
+/// raise all priorities (`priority_p_recover(prio_boost)`; priority/basic
+/// raises them so they never reach zero). allot computes every priority
+/// from the engine, so nothing is raised. 22.05 never calls it.
+#[no_mangle]
+pub extern "C" fn priority_p_recover(_prio_boost: u32) -> u32 {
+    0
+}
+
+/// 24.11 calls `priority_p_thread_start()` once the configuration is read
+/// (multifactor starts its decay thread there). allot's engine thread starts
+/// in `init`, which 24.11 calls after slurmctld daemonised, so nothing is
+/// left to do. 22.05 never calls it.
+#[no_mangle]
+pub extern "C" fn priority_p_thread_start() {}
 
 /// `priority_p_calc_fs_factor(long double usage_efctv, long double shares_norm)`:
 /// only sshare calls it, and only with `PriorityFlags=NO_FAIR_TREE`. Rust
