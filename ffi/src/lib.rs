@@ -18,7 +18,7 @@
 //!
 //! ```
 //! // The version this crate was built against, as slurmctld checks it
-//! // (one of the supported releases: 22.05, 24.11, 26.05).
+//! // (one of the supported releases: 22.05, 24.11).
 //! let n = allot_ffi::SLURM_VERSION_NUMBER;
 //! let release = format!("{}.{:02}.", n >> 16, n >> 8 & 0xff);
 //! assert!(allot_ffi::SLURM_VERSION.starts_with(&release));
