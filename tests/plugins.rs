@@ -369,7 +369,10 @@ fn malformed_config_on_reconfigure_keeps_the_old_tree() {
         // 24.11 reconfigures by starting a new slurmctld: its plugins refuse
         // the file, the reconfigure fails and the running one goes on.
         let out = tb.run("scontrol", &["reconfigure"]);
-        assert!(!out.status.success(), "reconfigure with a malformed allot.toml succeeded");
+        assert!(
+            !out.status.success(),
+            "reconfigure with a malformed allot.toml succeeded"
+        );
     } else {
         tb.ok("scontrol", &["reconfigure"]);
     }
@@ -382,8 +385,7 @@ fn malformed_config_on_reconfigure_keeps_the_old_tree() {
             match new.lines().find(|l| {
                 l.contains("tree.perception.b2: share must be > 0")
                     && l.contains("keeping the last good configuration")
-            })
-            {
+            }) {
                 Some(l) => Ok(l.to_string()),
                 None => Err(new.lines().rev().take(3).collect::<Vec<_>>().join(" / ")),
             }

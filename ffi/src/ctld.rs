@@ -203,7 +203,10 @@ pub fn priority_factors_list(
             .job_ids
             .as_ref()
             .is_some_and(|w| !w.contains(&job.job_id()))
-            || req.uids.as_ref().is_some_and(|w| !w.contains(&job.user_id()))
+            || req
+                .uids
+                .as_ref()
+                .is_some_and(|w| !w.contains(&job.user_id()))
         {
             return;
         }
@@ -215,7 +218,11 @@ pub fn priority_factors_list(
         {
             return;
         }
-        let f = if job.direct_set_prio() { None } else { factors(job) };
+        let f = if job.direct_set_prio() {
+            None
+        } else {
+            factors(job)
+        };
         // SAFETY: inside slurmctld under the job read lock (ours or the
         // caller's); the object is Slurm-allocated and owned by `ret`.
         unsafe { sys::list_append(ret, crate::release::new_factors_object(job, f.as_ref())) };
