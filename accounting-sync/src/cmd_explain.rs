@@ -86,15 +86,28 @@ fn live_job(id: u64) -> anyhow::Result<Option<LiveJob>> {
     else {
         return Ok(None);
     };
-    let s = |k: &str| j[k].as_str().unwrap_or("").to_string();
-    let n = |k: &str| j[k].as_u64().unwrap_or(0);
+    // Slurm 22.05 (data_parser v0.0.38) prints plain values; 24.11 (v0.0.42)
+    // prints the state as a list ("RUNNING" first, then flags) and numbers as
+    // {"set", "infinite", "number"}. Both are read.
+    let s = |k: &str| match &j[k] {
+        serde_json::Value::Array(a) => a.first().and_then(|x| x.as_str()).unwrap_or("").to_string(),
+        v => v.as_str().unwrap_or("").to_string(),
+    };
+    let n = |k: &str| {
+        j[k].as_u64()
+            .or_else(|| j[k]["number"].as_u64())
+            .unwrap_or(0)
+    };
     Ok(Some(LiveJob {
         state: s("job_state"),
         account: s("account"),
         user: s("user_name"),
         partition: s("partition"),
         priority: n("priority"),
-        nice: j["nice"].as_i64().unwrap_or(0),
+        nice: j["nice"]
+            .as_i64()
+            .or_else(|| j["nice"]["number"].as_i64())
+            .unwrap_or(0),
         submit: n("submit_time"),
         eligible: n("eligible_time"),
         start: n("start_time"),
