@@ -86,7 +86,7 @@ fn live_job(id: u64) -> anyhow::Result<Option<LiveJob>> {
     else {
         return Ok(None);
     };
-    // Slurm 22.05 (data_parser v0.0.38) prints plain values; 24.11 (v0.0.42)
+    // Slurm 22.05 (openapi/v0.0.38) prints plain values; 24.11 (data_parser/v0.0.42)
     // prints the state as a list ("RUNNING" first, then flags) and numbers as
     // {"set", "infinite", "number"}. Both are read.
     let s = |k: &str| match &j[k] {
