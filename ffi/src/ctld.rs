@@ -139,6 +139,28 @@ pub fn for_each_job(mut f: impl FnMut(&crate::job::JobRecord<'_>)) -> bool {
     })
 }
 
+/// Runs `f` on every job without taking slurmctld's job lock: only from a
+/// callback that already holds it and is *not* made from inside an
+/// iteration of job_list itself (24.11's sprio call is such a callback;
+/// `preempt_p_preemptable` is not: the list's own lock is held then, and
+/// taking it again is fatal, list.c "Resource deadlock avoided").
+/// Returns `false` outside slurmctld.
+fn for_each_job_held(mut f: impl FnMut(&crate::job::JobRecord<'_>)) -> bool {
+    let Some(list_sym) = data_symbol(c"job_list") else {
+        return false;
+    };
+    // SAFETY: job_list is slurmctld's `List job_list`; the caller holds the
+    // job lock, so its records stay valid for the iteration.
+    unsafe {
+        for_each_in::<sys::job_record_t>(*(list_sym as *mut crate::List), |p| {
+            if let Some(j) = crate::job::JobRecord::from_ptr(p) {
+                f(&j)
+            }
+        });
+    }
+    true
+}
+
 /// Runs `f` on every job under the job *write* lock, so it may update them
 /// (the priority recalculation). Same calling rules as [`for_each_job`].
 pub fn for_each_job_mut(mut f: impl FnMut(&mut crate::job::JobRecordMut<'_>)) -> bool {
@@ -229,20 +251,12 @@ pub fn priority_factors_list(
         count += 1;
     };
     if req.job_lock_held {
-        let Some(list_sym) = data_symbol(c"job_list") else {
+        // slurmctld holds the job read lock for this call (24.11 proc_req.c).
+        if !for_each_job_held(|j| each(j)) {
             // SAFETY: `ret` is ours and empty.
             unsafe { sys::list_destroy(ret) };
             return std::ptr::null_mut();
-        };
-        // SAFETY: slurmctld holds the job read lock for this call (24.11
-        // proc_req.c), so job_list and its records are stable.
-        unsafe {
-            for_each_in::<sys::job_record_t>(*(list_sym as *mut crate::List), |p| {
-                if let Some(j) = crate::job::JobRecord::from_ptr(p) {
-                    each(&j)
-                }
-            })
-        };
+        }
     } else {
         for_each_job(|j| each(j));
     }
