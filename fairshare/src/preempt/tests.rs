@@ -404,6 +404,9 @@ fn replay(s: &State) -> Result<Vec<(usize, usize, bool)>, TestCaseError> {
         .iter()
         .map(|&(t, g, sh)| (t, g, sh, false))
         .collect();
+    // Jobs tried that could neither start nor preempt: still waiting, so
+    // still demand (a job leaving the queue would change entitlements).
+    let mut waiting: Vec<(usize, u32, bool, bool)> = Vec::new();
     let mut moves = Vec::new();
     let mut next_id = 1000u64;
     let mut potential: Option<(i64, f64, u64)> = None;
@@ -418,14 +421,18 @@ fn replay(s: &State) -> Result<Vec<(usize, usize, bool)>, TestCaseError> {
                 r_run[j.1] += j.2.iter().map(|a| u64::from(a.gpus)).sum::<u64>();
             }
         }
-        for &(pt, pg, _, f) in pend.iter().chain([(t, g, short, free_tier)].iter()) {
+        for &(pt, pg, _, f) in pend
+            .iter()
+            .chain(&waiting)
+            .chain([(t, g, short, free_tier)].iter())
+        {
             if !f {
                 r_pend[pt] += u64::from(pg);
             }
         }
         let load = Entitlements::compute(e.tree(), 8 * u64::from(s.nodes), &r_run, &r_pend);
-        let short_pending =
-            pend.iter().filter(|p| p.2 && !p.3).count() as i64 + i64::from(short && !free_tier);
+        let short_pending = pend.iter().chain(&waiting).filter(|p| p.2 && !p.3).count() as i64
+            + i64::from(short && !free_tier);
         let allocated: u64 = r_run.iter().sum();
         let now_potential = (-short_pending, load.covered(), allocated);
         if let Some(before) = potential {
@@ -461,9 +468,8 @@ fn replay(s: &State) -> Result<Vec<(usize, usize, bool)>, TestCaseError> {
             ..pending(NAMES[t], if free_tier { 0 } else { H }, g)
         };
         let Some(victims) = e.choose_victims(&p, &jobs, &frees, &load, NOW) else {
-            // No preemption without a fit: nothing is changed (the job
-            // leaves the queue: demand, hence entitlements, change).
-            potential = None;
+            // No preemption without a fit: nothing is changed.
+            waiting.push((t, g, short, free_tier));
             continue;
         };
         // Every victim allowed alone, unprotected; the set fits and is minimal.
@@ -529,14 +535,14 @@ fn replay(s: &State) -> Result<Vec<(usize, usize, bool)>, TestCaseError> {
                     a_run[j.1] += j.2.iter().map(|a| u64::from(a.gpus)).sum::<u64>();
                 }
             }
-            for &(pt, pg, _, f) in &pend {
+            for &(pt, pg, _, f) in pend.iter().chain(&waiting) {
                 if !f {
                     a_pend[pt] += u64::from(pg);
                 }
             }
             let after = Entitlements::compute(e.tree(), 8 * u64::from(s.nodes), &a_run, &a_pend);
             let after_potential = (
-                -(pend.iter().filter(|p| p.2 && !p.3).count() as i64),
+                -(pend.iter().chain(&waiting).filter(|p| p.2 && !p.3).count() as i64),
                 after.covered(),
                 a_run.iter().sum::<u64>(),
             );
