@@ -164,6 +164,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|v| Workload::prepare(&trace, &v.config, v.cluster))
         .collect();
+    // A replay of the few jobs whose accounts the tree knows would be a
+    // table of zeros (or of a sliver) presented as a result: refuse it.
+    if let Some(u) = workloads
+        .iter()
+        .find_map(|w| w.unmatched(trace.classes_only))
+    {
+        bail!("{}: {u}", args.trace.display());
+    }
     let total: u64 = runs
         .iter()
         .map(|&(v, _)| workloads[v].jobs.len() as u64)
@@ -451,7 +459,7 @@ fn attempts_to_trace(attempts: impl IntoIterator<Item = AttemptLite>) -> Trace {
         let run = a.elapsed.unwrap_or_else(|| (end - start).max(0) as u64);
         let e = by_job.entry(a.job_id).or_insert_with(|| TraceJob {
             id: a.job_id,
-            team: a.account.clone(),
+            team: a.account.to_ascii_lowercase(),
             partition: a.partition.clone(),
             submit: a.submit.max(0) as u64,
             duration: 0,
@@ -585,6 +593,9 @@ fn print_text(
         seen.len(),
         w.teams.len()
     );
+    for (name, account, jobs) in &w.mapped {
+        println!("  {name} -> {account}: {jobs} jobs ([sim.accounts] or the one team)");
+    }
     for l in &w.left_out {
         println!(
             "  left out: {} jobs ({:.0} GPU-h): {}",
@@ -795,5 +806,105 @@ mod tests {
             (2, 3600, Some(600))
         );
         assert_eq!(t.skipped, vec![("never started".to_string(), 1)]);
+    }
+
+    fn sim_args(dir: &Path, config: &str, trace: &str) -> Args {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("allot.toml"), config).unwrap();
+        std::fs::write(dir.join("trace.csv"), trace).unwrap();
+        Args {
+            config: ConfigArg {
+                config: Some(dir.join("allot.toml")),
+            },
+            trace: dir.join("trace.csv"),
+            format: None,
+            cluster: Some("1x8".into()),
+            policies: vec!["allot".into()],
+            sweeps: vec![],
+            json: true,
+            plot: None,
+            skip_bad_rows: false,
+            threads: Some(1),
+        }
+    }
+
+    #[test]
+    fn mixed_case_trace_accounts_match_and_unmatched_traces_fail() {
+        let dir = std::env::temp_dir().join(format!("allot-sim-case-{}", std::process::id()));
+        let helios = "job_id,user,vc,gpu_num,submit_time,duration\n\
+                      1,u,vcAB,2,0,3600\n2,u,vcCd,2,60,3600\n3,u,vcEF,1,120,3600\n";
+        // vcAB and vcCd are the accounts vcab and vccd; vcEF (1 of 5 GPU-h) is left out.
+        let args = sim_args(
+            &dir,
+            "capacity_gpus = 8\n[tree.vcab]\nshare = 1\n[tree.vccd]\nshare = 1\n",
+            helios,
+        );
+        assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
+        let (trace, _) = load_trace(&args.trace, None).unwrap();
+        let cfg = config_path::load(&args.config.path()).unwrap();
+        let w = Workload::prepare(&trace, &cfg, ClusterSpec::parse("1x8").unwrap());
+        assert_eq!(w.jobs.len(), 2);
+        assert_eq!(w.accounts, ["vcab", "vccd"]);
+        assert_eq!(
+            w.unmatched(false),
+            None,
+            "1 GPU-h of 5 left out is not most"
+        );
+        // A tree that knows none of them: refused with one line, no table.
+        let args = sim_args(&dir, "capacity_gpus = 8\n[tree.other]\nshare = 1\n", helios);
+        let e = run(&args).unwrap_err().to_string();
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(
+            e.contains("100% of the trace's GPU-hours (5 of 5) are in accounts the tree does not know: vcab, vccd, vcef"),
+            "{e}"
+        );
+        assert!(e.contains("[sim.accounts] vcab = \"<account>\""), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn alibaba_pods_map_onto_one_team_or_by_class() {
+        let dir = std::env::temp_dir().join(format!("allot-sim-ali-{}", std::process::id()));
+        let pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n\
+                    openb-pod-0001,6000,12288,1,1000,,LS,Running,0,3600,0\n\
+                    openb-pod-0002,6000,12288,2,1000,,BE,Running,10,3610,10\n\
+                    openb-pod-0003,6000,12288,1,500,,Burstable,Running,20,3620,20\n";
+        // A one-team tree: every pod is that team's.
+        let args = sim_args(&dir, "capacity_gpus = 8\n[tree.team]\nshare = 1\n", pods);
+        assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
+        let cfg = config_path::load(&args.config.path()).unwrap();
+        let (trace, _) = load_trace(&args.trace, None).unwrap();
+        let w = Workload::prepare(&trace, &cfg, ClusterSpec::parse("1x8").unwrap());
+        assert_eq!(w.jobs.len(), 3);
+        assert_eq!(w.accounts, ["team"]);
+        assert_eq!(
+            w.mapped,
+            [
+                ("be".to_string(), "team".to_string(), 1),
+                ("burstable".to_string(), "team".to_string(), 1),
+                ("ls".to_string(), "team".to_string(), 1)
+            ]
+        );
+        // Two teams and no mapping: refused, naming the classes.
+        let two = "capacity_gpus = 8\n[tree.prod]\nshare = 1\n[tree.research]\nshare = 1\n";
+        let args = sim_args(&dir, two, pods);
+        let e = run(&args).unwrap_err().to_string();
+        assert!(
+            e.contains("100% of the trace's GPU-hours (4 of 4) are in QoS classes (the trace has no tenants) the tree does not know: be, burstable, ls"),
+            "{e}"
+        );
+        // Mapped by class, with `*` for the rest.
+        let args = sim_args(
+            &dir,
+            &format!("{two}[sim.accounts]\nLS = \"prod\"\n\"*\" = \"research\"\n"),
+            pods,
+        );
+        assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
+        let cfg = config_path::load(&args.config.path()).unwrap();
+        let w = Workload::prepare(&trace, &cfg, ClusterSpec::parse("1x8").unwrap());
+        let per_account: Vec<(u64, u32)> = w.jobs.iter().map(|j| (j.id, j.account)).collect();
+        assert_eq!(w.accounts, ["prod", "research"]);
+        assert_eq!(per_account, [(1, 0), (2, 1), (3, 1)]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

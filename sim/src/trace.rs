@@ -13,9 +13,15 @@
 //! - **Helios/Acme** (`job_id,user,vc,gpu_num,...,submit_time,...,duration`):
 //!   `vc` is the team.
 //! - **Alibaba 2023 pod list** (`name,...,num_gpu,gpu_milli,...,qos,...,
-//!   creation_time,deletion_time,scheduled_time`): there is no team column,
-//!   so `qos` (lower-cased) is the team; runtime = deletion - scheduled; pods
-//!   never scheduled are skipped; a fractional GPU counts as one GPU.
+//!   creation_time,deletion_time,scheduled_time`): there is no tenant
+//!   column, so the QoS class (`ls`, `be`, ...) stands in the team's place
+//!   and [`Trace::classes_only`] says so (the workload maps classes onto
+//!   the tree: `[sim.accounts]`, or the one leaf of a one-team tree);
+//!   runtime = deletion - scheduled; pods never scheduled are skipped; a
+//!   fractional GPU counts as one GPU.
+//!
+//! Team names are lower-cased in every format, as Slurm stores account
+//! names (`vcAB` in a Helios trace is the account `vcab`).
 //!
 //! Times: a time field is either a number of seconds (epoch seconds, or
 //! seconds from an arbitrary origin) or a date-time `YYYY-MM-DD HH:MM:SS`
@@ -201,6 +207,9 @@ pub struct Trace {
     pub errors: Vec<RowError>,
     /// Rows skipped on purpose, with why (e.g. no GPUs, never scheduled).
     pub skipped: Vec<(String, u64)>,
+    /// True when the trace has no tenant column and its jobs' `team` is a
+    /// class of service instead (the Alibaba pod list's `qos`).
+    pub classes_only: bool,
 }
 
 /// Which clock a time value uses.
@@ -353,7 +362,10 @@ pub fn parse(text: &str, format: Option<TraceFormat>) -> Result<Trace, TraceErro
     };
     let cols = Columns { names };
     let reader = RowReader::new(format, &cols)?;
-    let mut trace = Trace::default();
+    let mut trace = Trace {
+        classes_only: format == TraceFormat::Alibaba,
+        ..Trace::default()
+    };
     let mut raws = Vec::new();
     let mut first_clock: Option<(Clock, u32)> = None;
     for (line, text) in lines {
@@ -627,11 +639,9 @@ impl RowReader {
                 "empty team; every job needs the account it is charged to".into(),
             ));
         }
-        let team = if self.format == TraceFormat::Alibaba {
-            team.to_ascii_lowercase()
-        } else {
-            team.to_string()
-        };
+        // Slurm lower-cases account names (`sacctmgr add account vcAB`
+        // makes `vcab`): match a trace's tenants as Slurm would store them.
+        let team = team.to_ascii_lowercase();
         let id = match opt(self.id) {
             None => u64::from(line),
             Some(s) => s
@@ -696,6 +706,7 @@ pub fn from_jobs(mut jobs: Vec<TraceJob>, events: Vec<NodeEvent>) -> Trace {
         origin: origin as i64,
         errors: Vec::new(),
         skipped: Vec::new(),
+        classes_only: false,
     }
 }
 
@@ -841,7 +852,46 @@ mod tests {
         .unwrap();
         assert_eq!(
             (t.jobs[0].team.as_str(), t.jobs[0].gpus, t.jobs[0].id),
-            ("vcA", 4, 1)
+            ("vca", 4, 1)
+        );
+        assert!(!t.classes_only);
+    }
+
+    #[test]
+    fn team_names_are_lower_cased_in_every_format() {
+        // Slurm stores account names lower-cased; public traces use mixed case.
+        let teams = |text: &str| -> Vec<String> {
+            parse(text, None)
+                .unwrap()
+                .jobs
+                .into_iter()
+                .map(|j| j.team)
+                .collect()
+        };
+        assert_eq!(
+            teams("submit,duration,gpus,team\n0,10,1,NLP\n1,10,1,Vision-A\n"),
+            ["nlp", "vision-a"]
+        );
+        assert_eq!(
+            teams("timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 06:13:03,60,1,60,6214E9\n"),
+            ["6214e9"]
+        );
+        assert_eq!(
+            teams(
+                "job_id,user,vc,gpu_num,submit_time,duration\n1,u,vcAB,1,0,60\n2,u,vcCd,1,5,60\n"
+            ),
+            ["vcab", "vccd"]
+        );
+        let t = parse(
+            "name,num_gpu,gpu_milli,qos,creation_time,deletion_time,scheduled_time\n\
+             p-1,1,1000,Burstable,0,100,0\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.jobs[0].team, "burstable");
+        assert!(
+            t.classes_only,
+            "the Alibaba pod list has classes, not tenants"
         );
     }
 

@@ -2,9 +2,13 @@
 //! tree, contracts assigned by the `[sim]` rules, job classes.
 //!
 //! - A team is a Slurm account; the leaf holding it is the simulated team.
-//!   Accounts the tree does not know are **reported** (jobs, GPU-hours) and
-//!   left out, as Slurm with `AccountingStorageEnforce=associations` would
-//!   refuse their jobs.
+//!   A trace's name (already lower-cased by the reader) is first looked up
+//!   in `[sim.accounts]` (then its `*` key); a trace without tenants (the
+//!   Alibaba pod list: QoS classes only) replayed on a tree of one leaf
+//!   puts every job on that leaf. Accounts the tree does not know are
+//!   **reported** (jobs, GPU-hours) and left out, as Slurm with
+//!   `AccountingStorageEnforce=associations` would refuse their jobs;
+//!   [`Workload::unmatched`] says when they are most of the trace.
 //! - Jobs larger than the cluster can never run: reported and left out.
 //! - Contract: the trace's recorded minimum runtime if any (capped at
 //!   `max_min_runtime`), else the first matching `[[sim.rule]]`, else the
@@ -122,6 +126,9 @@ pub struct RuleUse {
 pub struct LeftOut {
     /// Why, e.g. `unknown account 23dbec` or `larger than the cluster`.
     pub reason: String,
+    /// The trace's name for an unknown account (as read, lower-cased).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
     /// Jobs.
     pub jobs: u64,
     /// Their GPU-hours of work.
@@ -141,6 +148,82 @@ pub struct Workload {
     pub rules: Vec<RuleUse>,
     /// Jobs left out and why.
     pub left_out: Vec<LeftOut>,
+    /// GPU-hours of every job of the trace (mapped or left out).
+    pub trace_gpu_hours: f64,
+    /// How trace names were mapped onto accounts, when they were: (trace
+    /// name, account, jobs).
+    pub mapped: Vec<(String, String, u64)>,
+}
+
+/// Most of a trace's GPU-hours belong to accounts the tree does not know.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unmatched {
+    /// The trace's unknown names, by GPU-hours (largest first).
+    pub accounts: Vec<String>,
+    /// Their GPU-hours.
+    pub gpu_hours: f64,
+    /// Every job's GPU-hours.
+    pub trace_gpu_hours: f64,
+    /// True when the trace names classes of service, not tenants.
+    pub classes_only: bool,
+}
+
+impl std::fmt::Display for Unmatched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown: Vec<&str> = self.accounts.iter().take(8).map(String::as_str).collect();
+        let more = self.accounts.len().saturating_sub(shown.len());
+        let first = self.accounts.first().map_or("name", String::as_str);
+        write!(
+            f,
+            "{:.0}% of the trace's GPU-hours ({:.0} of {:.0}) are in {} the tree does not know: {}{}; \
+             map them onto the tree's accounts in allot.toml, e.g. [sim.accounts] {} = \"<account>\" \
+             (or \"*\" = \"<account>\" for every name not listed), or add them as leaves",
+            100.0 * self.gpu_hours / self.trace_gpu_hours.max(f64::MIN_POSITIVE),
+            self.gpu_hours,
+            self.trace_gpu_hours,
+            if self.classes_only { "QoS classes (the trace has no tenants)" } else { "accounts" },
+            shown.join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() },
+            toml_key(first),
+        )
+    }
+}
+
+/// `name` as a TOML key: bare when it can be.
+fn toml_key(name: &str) -> String {
+    if !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        name.to_string()
+    } else {
+        format!("{name:?}")
+    }
+}
+
+impl Workload {
+    /// The unknown accounts, when they hold more than half of the trace's
+    /// GPU-hours: a replay of what is left would compare policies on a
+    /// sliver of the workload (or on nothing), so `allot sim` refuses it.
+    pub fn unmatched(&self, classes_only: bool) -> Option<Unmatched> {
+        let mut unknown: Vec<(&str, f64)> = self
+            .left_out
+            .iter()
+            .filter_map(|l| l.account.as_deref().map(|a| (a, l.gpu_hours)))
+            .collect();
+        let gpu_hours: f64 = unknown.iter().map(|u| u.1).sum();
+        if unknown.is_empty() || gpu_hours * 2.0 <= self.trace_gpu_hours {
+            return None;
+        }
+        unknown.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        Some(Unmatched {
+            accounts: unknown.into_iter().map(|u| u.0.to_string()).collect(),
+            gpu_hours,
+            trace_gpu_hours: self.trace_gpu_hours,
+            classes_only,
+        })
+    }
 }
 
 fn hours(gpus: u32, secs: u64) -> f64 {
@@ -177,13 +260,38 @@ impl Workload {
         let cap = config.contract.max_min_runtime;
         let mut accounts: Vec<String> = Vec::new();
         let mut account_ids: std::collections::HashMap<String, u32> = Default::default();
-        let mut left: std::collections::BTreeMap<String, (u64, f64)> = Default::default();
+        let mut left: std::collections::BTreeMap<(String, Option<String>), (u64, f64)> =
+            Default::default();
         let mut uses: Vec<(u64, f64)> = vec![(0, 0.0); sim.rules.len() + 2];
         let mut jobs = Vec::with_capacity(trace.jobs.len());
+        let mut trace_gpu_hours = 0.0;
+        let mut mapped: std::collections::BTreeMap<(String, String), u64> = Default::default();
+        // A trace without tenants on a one-team tree: every job is that team's.
+        let sole_account: Option<String> = match tree.leaves() {
+            [only] if trace.classes_only => tree.node(*only).accounts.first().cloned(),
+            _ => None,
+        };
         for j in &trace.jobs {
-            let Some(leaf) = tree.leaf_of_account(&j.team) else {
+            trace_gpu_hours += hours(j.gpus, j.duration);
+            let account = sim
+                .accounts
+                .get(&j.team)
+                .or_else(|| sim.accounts.get("*"))
+                .or(sole_account.as_ref());
+            if let Some(a) = account {
+                *mapped.entry((j.team.clone(), a.clone())).or_default() += 1;
+            }
+            let account: &str = account.map_or(&j.team, String::as_str);
+            let Some(leaf) = tree.leaf_of_account(account) else {
                 let e = left
-                    .entry(format!("unknown account {}", j.team))
+                    .entry((
+                        if account == j.team {
+                            format!("unknown account {}", j.team)
+                        } else {
+                            format!("unknown account {account} (mapped from {})", j.team)
+                        },
+                        Some(j.team.clone()),
+                    ))
                     .or_default();
                 e.0 += 1;
                 e.1 += hours(j.gpus, j.duration);
@@ -192,20 +300,22 @@ impl Workload {
             let (nodes, per) = shape(j.gpus, cluster);
             if nodes > cluster.nodes {
                 let e = left
-                    .entry(format!("larger than the cluster ({cluster})"))
+                    .entry((format!("larger than the cluster ({cluster})"), None))
                     .or_default();
                 e.0 += 1;
                 e.1 += hours(j.gpus, j.duration);
                 continue;
             }
-            let account = *account_ids.entry(j.team.clone()).or_insert_with(|| {
-                accounts.push(j.team.clone());
+            let team = account;
+            let account = *account_ids.entry(team.to_string()).or_insert_with(|| {
+                accounts.push(team.to_string());
                 accounts.len() as u32 - 1
             });
             let part = j.partition.as_deref();
-            let rule = sim.rules.iter().position(|r| {
-                r.min_runtime.is_some() && r.matches(&j.team, part, j.gpus, j.duration)
-            });
+            let rule = sim
+                .rules
+                .iter()
+                .position(|r| r.min_runtime.is_some() && r.matches(team, part, j.gpus, j.duration));
             // A recorded contract, else a rule, else the job's default, the
             // record and the default read as every reader reads them.
             let (min_runtime, decided) = match (j.min_runtime, rule) {
@@ -231,7 +341,7 @@ impl Workload {
             let resumable = j.resumable.unwrap_or_else(|| {
                 sim.rules
                     .iter()
-                    .find(|r| r.resumable.is_some() && r.matches(&j.team, part, j.gpus, j.duration))
+                    .find(|r| r.resumable.is_some() && r.matches(team, part, j.gpus, j.duration))
                     .and_then(|r| r.resumable)
                     .unwrap_or(sim.resumable)
             });
@@ -288,7 +398,8 @@ impl Workload {
         );
         let mut left_out: Vec<LeftOut> = left
             .into_iter()
-            .map(|(reason, (jobs, gpu_hours))| LeftOut {
+            .map(|((reason, account), (jobs, gpu_hours))| LeftOut {
+                account,
                 reason,
                 jobs,
                 gpu_hours,
@@ -296,6 +407,7 @@ impl Workload {
             .collect();
         for (why, n) in &trace.skipped {
             left_out.push(LeftOut {
+                account: None,
                 reason: format!("trace: {why}"),
                 jobs: *n,
                 gpu_hours: 0.0,
@@ -307,6 +419,8 @@ impl Workload {
             accounts,
             rules,
             left_out,
+            trace_gpu_hours,
+            mapped: mapped.into_iter().map(|((n, a), c)| (n, a, c)).collect(),
         }
     }
 }

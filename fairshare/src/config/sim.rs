@@ -161,6 +161,10 @@ pub struct SimSettings {
     pub metric_window: u64,
     /// Contract rules, first match wins.
     pub rules: Vec<ContractRule>,
+    /// `[sim.accounts]`: a trace's tenant (or class) name, lower-cased, to
+    /// the Slurm account its jobs are charged to; the key `*` takes every
+    /// name not listed. Empty: a trace's names are its accounts.
+    pub accounts: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for SimSettings {
@@ -176,6 +180,7 @@ impl Default for SimSettings {
             checkpoint_interval: 1800,
             metric_window: 86_400,
             rules: Vec::new(),
+            accounts: Default::default(),
         }
     }
 }
@@ -194,6 +199,8 @@ struct RawSim {
     metric_window: Option<toml::Value>,
     #[serde(default)]
     rule: Vec<RawRule>,
+    #[serde(default)]
+    accounts: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -307,6 +314,20 @@ pub(crate) fn parse(
     s.seed = raw.seed.unwrap_or(0);
     s.backfill_depth = raw.backfill_depth.unwrap_or(s.backfill_depth);
     s.resumable = raw.resumable.unwrap_or(true);
+    for (name, account) in raw.accounts {
+        // Slurm stores account names lower-cased, and trace names are
+        // matched lower-cased: an upper-case account would match nothing.
+        if account.is_empty() || account != account.to_ascii_lowercase() {
+            errors.push(ConfigError::Invalid {
+                path: format!("sim.accounts.{name}"),
+                message: format!(
+                    "{account:?} is not a Slurm account name; write it in lower case, as slurmdbd stores it"
+                ),
+            });
+            continue;
+        }
+        s.accounts.insert(name.to_ascii_lowercase(), account);
+    }
     for (i, r) in raw.rule.into_iter().enumerate() {
         let path = format!("sim.rule[{i}]");
         let mut d = |key: &str, v: &Option<toml::Value>| {

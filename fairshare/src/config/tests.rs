@@ -200,3 +200,21 @@ fn other_ranges() {
     assert!(message("[charge]\n\"gres/gpus\" = 1\n[tree.x]\nshare = 1").contains("GPUs are"));
     assert!(message("[tree.x\nshare = 1").contains("TOML parse error"));
 }
+
+#[test]
+fn sim_accounts_map_trace_names_lower_cased() {
+    let c = Config::from_toml_str(
+        "[tree.prod]\nshare = 1\n[sim.accounts]\nLS = \"prod\"\n\"*\" = \"prod\"\n",
+    )
+    .unwrap();
+    let pairs: Vec<(&str, &str)> = c
+        .sim
+        .accounts
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(pairs, [("*", "prod"), ("ls", "prod")]);
+    let e = message("[tree.prod]\nshare = 1\n[sim.accounts]\nls = \"Prod\"\n");
+    assert!(e.contains("sim.accounts.ls"), "{e}");
+    assert!(e.contains("lower case"), "{e}");
+}
