@@ -501,6 +501,7 @@ fn sacct_trace(text: &str) -> anyhow::Result<Trace> {
         allot_ledger::sacct::Parser::from_header_line(header, jiff::tz::TimeZone::system())?;
     let mut errors = Vec::new();
     let mut attempts = Vec::new();
+    let mut steps = 0u64;
     for (i, line) in lines {
         if line.trim().is_empty() {
             continue;
@@ -519,6 +520,7 @@ fn sacct_trace(text: &str) -> anyhow::Result<Trace> {
                 min_runtime: a.min_runtime,
             }),
             Ok(allot_ledger::sacct::RowOutcome::Skipped) => {}
+            Ok(allot_ledger::sacct::RowOutcome::Step) => steps += 1,
             Err(e) => errors.push(trace::RowError {
                 line: i as u32 + 1,
                 column: Some(e.field.to_string()),
@@ -528,6 +530,10 @@ fn sacct_trace(text: &str) -> anyhow::Result<Trace> {
     }
     let mut t = attempts_to_trace(attempts);
     t.errors = errors;
+    if steps > 0 {
+        t.skipped
+            .push(("job steps (their jobs' rows are read)".into(), steps));
+    }
     Ok(t)
 }
 
@@ -806,6 +812,23 @@ mod tests {
             (2, 3600, Some(600))
         );
         assert_eq!(t.skipped, vec![("never started".to_string(), 1)]);
+    }
+
+    #[test]
+    fn sacct_dumps_with_steps_replay_their_jobs() {
+        let text = "JobIDRaw|JobID|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
+                    5101|5101|a1|u|gpu|gres/gpu=2|1700000000|1700000100|1700003700|01:00:00|COMPLETED|\n\
+                    5101.batch|5101.batch|a1|u||gres/gpu=2|1700000100|1700000100|1700003700|01:00:00|COMPLETED|\n\
+                    5104.0|5104.0|a1|u||gres/gpu=2|1700000100|1700000100|1700003700|01:00:00|COMPLETED|\n\
+                    5104.extern|5104.extern|a1|u||gres/gpu=2|1700000100|1700000100|1700003700|01:00:00|COMPLETED|\n\
+                    7104.batch|7100_3.batch|a1|u||gres/gpu=1|1700000100|1700000100|1700003700|01:00:00|COMPLETED|\n";
+        let t = sacct_trace(text).unwrap();
+        assert!(t.errors.is_empty(), "{:?}", t.errors);
+        assert_eq!(t.jobs.len(), 1);
+        assert_eq!(
+            t.skipped,
+            vec![("job steps (their jobs' rows are read)".to_string(), 4)]
+        );
     }
 
     fn sim_args(dir: &Path, config: &str, trace: &str) -> Args {

@@ -119,8 +119,21 @@ pub fn init_logging() {
 
 fn summary(s: &ImportStats) -> String {
     format!(
-        "{} rows: {} new attempts, {} updated, {} unchanged, {} not jobs, {} unreadable (logged)",
-        s.rows, s.written.inserted, s.written.updated, s.written.unchanged, s.skipped, s.bad
+        "{} rows: {} new attempts, {} updated, {} unchanged, {} not jobs, {}{} unreadable (logged)",
+        s.rows,
+        s.written.inserted,
+        s.written.updated,
+        s.written.unchanged,
+        s.skipped,
+        if s.steps > 0 {
+            format!(
+                "{} job steps (skipped: their jobs' rows are charged), ",
+                s.steps
+            )
+        } else {
+            String::new()
+        },
+        s.bad
     )
 }
 

@@ -12,7 +12,8 @@
 //!   its header line; see [`allot_ledger::sacct::REQUIRED_FIELDS`].
 //! - Each batch is one transaction; a record already stored identically is
 //!   left alone, so a crash or a re-run never double-counts.
-//! - A row that cannot be parsed is logged with its JobID and skipped.
+//! - A row that cannot be parsed is logged with its JobID and skipped. Job
+//!   steps (a dump without `-X`) are counted, not logged.
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
@@ -32,6 +33,9 @@ pub struct ImportStats {
     pub rows: u64,
     /// Rows that were not jobs (pending array ranges).
     pub skipped: u64,
+    /// Job steps (`5104.batch`, `5104.0`: a dump made without `-X`),
+    /// skipped: their job's row is the allocation.
+    pub steps: u64,
     /// Rows that could not be parsed (logged, skipped).
     pub bad: u64,
     /// Ledger writes.
@@ -79,6 +83,7 @@ where
                 buf.push(charging.record(&a));
             }
             Ok(RowOutcome::Skipped) => stats.skipped += 1,
+            Ok(RowOutcome::Step) => stats.steps += 1,
             Err(e) => {
                 stats.bad += 1;
                 tracing::warn!(job = %e.job_id, field = e.field, "skipping sacct row: {e}");
@@ -421,5 +426,40 @@ mod backoff_tests {
         assert!(format!("{e:#}").contains("Connection refused"), "{e:#}");
         assert_eq!(ledger.watermark().unwrap(), Some(1000));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[cfg(test)]
+mod dump_tests {
+    use super::*;
+
+    #[test]
+    fn steps_in_a_dump_without_x_are_counted_not_unreadable() {
+        let dir = std::env::temp_dir().join(format!("allot-steps-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut ledger = Ledger::open(&dir.join("ledger.sqlite")).unwrap();
+        let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
+        let dump = "JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
+            5101|5101|a1|alice|gpu|gres/gpu=1|100|110|3710|01:00:00|COMPLETED|\n\
+            5101.batch|5101.batch|a1|alice||cpu=1,gres/gpu=1|110|110|3710|01:00:00|COMPLETED|\n\
+            5104|5104|a1|alice|gpu|gres/gpu=2|100|110|3710|01:00:00|COMPLETED|\n\
+            5104.extern|5104.extern|a1|alice||gres/gpu=2|110|110|3710|01:00:00|COMPLETED|\n\
+            5104.0|5104.0|a1|alice||gres/gpu=2|110|110|3710|01:00:00|COMPLETED|\n\
+            7100_3|7104|a1|alice|gpu|gres/gpu=1|100|110|3710|01:00:00|COMPLETED|\n\
+            7100_3.batch|7104.batch|a1|alice||gres/gpu=1|110|110|3710|01:00:00|COMPLETED|\n\
+            x9|x9|a1|alice|gpu|gres/gpu=1|100|110|3710|01:00:00|COMPLETED|\n";
+        let stats = import_dump(
+            &mut ledger,
+            &charging,
+            dump.as_bytes(),
+            jiff::tz::TimeZone::UTC,
+            100,
+        )
+        .unwrap();
+        assert_eq!(
+            (stats.rows, stats.written.inserted, stats.steps, stats.bad),
+            (8, 3, 4, 1)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -9,6 +9,11 @@
 //! - `JobIDRaw` is the key; `JobID` is kept as printed (`1043074_91`,
 //!   `93+1`). A pending array range (`123_[1-5%2]`) is not a job: the row is
 //!   [`RowOutcome::Skipped`].
+//! - A job step (`5101.batch`, `5104.0`, `5104.extern`, `7100_3.batch` whose
+//!   `JobIDRaw` is `7104.batch`; any `sacct` without `-X` prints them) is
+//!   [`RowOutcome::Step`]: normal output, not an error; its job's own row
+//!   carries the allocation that is charged. Callers count steps and say so
+//!   once.
 //! - `Unknown`, `None`, `N/A` and the empty string are absent values
 //!   (`None`), never 0.
 //! - Times are seconds since the Unix epoch (UTC). A field made of digits
@@ -164,6 +169,23 @@ pub enum RowOutcome {
     Attempt(Box<Attempt>),
     /// Not a job (a pending array range); nothing to record.
     Skipped,
+    /// A job step (`5104.batch`, `5104.0`): its job's row is the allocation.
+    Step,
+}
+
+/// True for a step id: a job id (`5104`, `7100_3`, `93+1`) then `.` and a
+/// step name (`batch`, `extern`, `interactive`, `0`, or a het step `0+1`).
+pub fn is_step_id(id: &str) -> bool {
+    let Some((job, step)) = id.trim().split_once('.') else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let step_ok = matches!(step, "batch" | "extern" | "interactive")
+        || match step.split_once('+') {
+            Some((a, b)) => digits(a) && digits(b),
+            None => digits(step),
+        };
+    step_ok && parse_label(job).is_ok()
 }
 
 /// True for sacct's placeholders of an absent value.
@@ -337,6 +359,9 @@ impl Parser {
             return Ok(RowOutcome::Skipped); // pending array range, e.g. 123_[1-5%2]
         }
         let raw = f(self.job_id_raw).trim();
+        if is_step_id(raw) || is_step_id(label) {
+            return Ok(RowOutcome::Step);
+        }
         let job_id: u64 = raw
             .parse()
             .map_err(|_| err("JobIDRaw", raw, "not a job number".into()))?;
@@ -494,7 +519,7 @@ mod tests {
     fn attempt(line: &str) -> Attempt {
         match parse(line).unwrap() {
             RowOutcome::Attempt(a) => *a,
-            RowOutcome::Skipped => panic!("skipped: {line}"),
+            o => panic!("{o:?}: {line}"),
         }
     }
 
@@ -535,6 +560,42 @@ mod tests {
             parse("123_[1-5%2]|123|a1|bob|gpu||100|Unknown|Unknown|00:00:00|PENDING|").unwrap(),
             RowOutcome::Skipped
         );
+    }
+
+    #[test]
+    fn job_steps_are_steps_and_garbage_is_not() {
+        let p = Parser::from_header_line(HEADER, utc()).unwrap();
+        for line in [
+            "5101.batch|5101.batch|a1|alice|gpu|cpu=1,gres/gpu=1|100|110|200|00:01:30|COMPLETED|",
+            "5104.0|5104.0|a1|alice|gpu|cpu=1,gres/gpu=1|100|110|200|00:01:30|COMPLETED|",
+            "5104.extern|5104.extern|a1|alice|gpu|cpu=1|100|110|200|00:01:30|COMPLETED|",
+            "7100_3.batch|7104.batch|a1|alice|gpu|cpu=1|100|110|200|00:01:30|COMPLETED|",
+            "93+1.0+1|94.0+1|v1|carol|gpu|cpu=1|100|110|200|00:01:30|COMPLETED|",
+        ] {
+            assert_eq!(p.parse(line), Ok(RowOutcome::Step), "{line}");
+        }
+        assert!(is_step_id("5104.interactive"));
+        // Garbage stays an error naming the field.
+        for (line, field) in [
+            (
+                "5104.x|5104.x|a1|alice|gpu|cpu=1|100|110|200|00:01:30|COMPLETED|",
+                "JobIDRaw",
+            ),
+            (
+                "abc.batch|abc.batch|a1|alice|gpu|cpu=1|100|110|200|00:01:30|COMPLETED|",
+                "JobIDRaw",
+            ),
+            (
+                ".batch|.batch|a1|alice|gpu|cpu=1|100|110|200|00:01:30|COMPLETED|",
+                "JobIDRaw",
+            ),
+            (
+                "5104|5104.|a1|alice|gpu|cpu=1|100|110|200|00:01:30|COMPLETED|",
+                "JobIDRaw",
+            ),
+        ] {
+            assert_eq!(p.parse(line).unwrap_err().field, field, "{line}");
+        }
     }
 
     #[test]
