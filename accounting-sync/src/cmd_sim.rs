@@ -499,6 +499,10 @@ fn sacct_trace(text: &str) -> anyhow::Result<Trace> {
     let (_, header) = lines.next().context("empty sacct dump")?;
     let parser =
         allot_ledger::sacct::Parser::from_header_line(header, jiff::tz::TimeZone::system())?;
+    if let Some(note) = parser.layout_note() {
+        // Without Submit a job's submit time is its first start: waits read 0.
+        eprintln!("allot sim: note: {note} (waits read from the first start)");
+    }
     let mut errors = Vec::new();
     let mut attempts = Vec::new();
     let mut steps = 0u64;

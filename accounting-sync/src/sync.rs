@@ -120,6 +120,9 @@ pub fn import_dump<R: BufRead>(
         ),
     };
     let parser = Parser::from_header_line(&header, tz)?;
+    if let Some(note) = parser.layout_note() {
+        tracing::info!("{note}");
+    }
     Ok(import_lines(ledger, charging, &parser, lines, batch, None)?.0)
 }
 
@@ -459,6 +462,56 @@ mod dump_tests {
         assert_eq!(
             (stats.rows, stats.written.inserted, stats.steps, stats.bad),
             (8, 3, 4, 1)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn monitoring_dumps_import_keyed_by_start() {
+        let dir = std::env::temp_dir().join(format!("allot-nosubmit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut ledger = Ledger::open(&dir.join("ledger.sqlite")).unwrap();
+        let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
+        // Two attempts of job 5200 (requeued), told apart by their Start.
+        let dump = "JobIDRaw|Start|End|Cluster|AllocTRES|AdminComment|User|Account|State|NNodes|NCPUS|ReqMem|QOS|Partition|TimelimitRaw|JobName\n\
+            5200|1700000100|1700003700|c|cpu=4,gres/gpu=2|allot:min_runtime=600|alice|a1|REQUEUED|1|4|16G|normal|gpu|60|train\n\
+            5200|1700003760|1700007360|c|cpu=4,gres/gpu=2|allot:min_runtime=600|alice|a1|COMPLETED|1|4|16G|normal|gpu|60|train\n\
+            5201|Unknown|Unknown|c|||bob|a1|PENDING|1|4|16G|normal|gpu|60|x\n";
+        let stats = import_dump(
+            &mut ledger,
+            &charging,
+            dump.as_bytes(),
+            jiff::tz::TimeZone::UTC,
+            100,
+        )
+        .unwrap();
+        assert_eq!(
+            (stats.rows, stats.written.inserted, stats.skipped, stats.bad),
+            (3, 2, 1, 0)
+        );
+        // Re-importing is a no-op: the key (job, Start) is stable.
+        let again = import_dump(
+            &mut ledger,
+            &charging,
+            dump.as_bytes(),
+            jiff::tz::TimeZone::UTC,
+            100,
+        )
+        .unwrap();
+        assert_eq!((again.written.inserted, again.written.unchanged), (0, 2));
+        // A dump without what charging needs is refused, naming it.
+        let e = import_dump(
+            &mut ledger,
+            &charging,
+            "JobName|User|Account|Start\nx|alice|a1|100\n".as_bytes(),
+            jiff::tz::TimeZone::UTC,
+            100,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("lacks the field(s) JobIDRaw (or JobID), AllocTRES, End"),
+            "{e}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -54,23 +54,24 @@ pub const LIVE_FIELDS: &[&str] = &[
     "AdminComment",
 ];
 
-/// Fields a `--from` dump must have (any order, any case).
-pub const REQUIRED_FIELDS: &[&str] = &[
+/// Fields a `--from` dump must have (any order, any case): what charging
+/// an attempt needs, a job number (`JobIDRaw`, else `JobID`), its account,
+/// its GPUs and its start and end.
+pub const REQUIRED_FIELDS: &[&str] = &["JobIDRaw", "Account", "AllocTRES", "Start", "End"];
+
+/// Fields read when present: `JobID` (the printed label; without it
+/// `JobIDRaw` stands in), `Submit` (without it an attempt is keyed by its
+/// start), `User`, `Partition`, `State`, `Elapsed` (stored for reference)
+/// and `AdminComment` (the contract token).
+pub const OPTIONAL_FIELDS: &[&str] = &[
     "JobID",
-    "JobIDRaw",
-    "Account",
+    "Submit",
     "User",
     "Partition",
-    "AllocTRES",
-    "Submit",
-    "Start",
-    "End",
     "State",
+    "Elapsed",
+    "AdminComment",
 ];
-
-/// Fields read when present: `Elapsed` (stored for reference) and
-/// `AdminComment` (the contract token).
-pub const OPTIONAL_FIELDS: &[&str] = &["Elapsed", "AdminComment"];
 
 /// The header of a dump lacks fields the import needs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -140,7 +141,8 @@ pub struct Attempt {
     /// weighted charging.
     pub tres: Vec<(String, u64)>,
     /// Submit time of this attempt, seconds since the epoch. With the job
-    /// id it identifies the attempt (a requeue resubmits).
+    /// id it identifies the attempt (a requeue resubmits). From a dump
+    /// without `Submit`, the attempt's start ([`Parser::keyed_by_start`]).
     pub submit: i64,
     /// Start, seconds since the epoch; `None` for a job that never started.
     pub start: Option<i64>,
@@ -244,13 +246,13 @@ pub struct Parser {
     job_id: usize,
     job_id_raw: usize,
     account: usize,
-    user: usize,
-    partition: usize,
+    user: Option<usize>,
+    partition: Option<usize>,
     alloc_tres: usize,
-    submit: usize,
+    submit: Option<usize>,
     start: usize,
     end: usize,
-    state: usize,
+    state: Option<usize>,
     elapsed: Option<usize>,
     admin_comment: Option<usize>,
 }
@@ -271,31 +273,66 @@ impl Parser {
             .map(|(i, h)| (h.as_ref().trim().to_ascii_lowercase(), i))
             .collect();
         let find = |name: &str| index.get(&name.to_ascii_lowercase()).copied();
+        // The job number: JobIDRaw, else JobID (the same for plain jobs).
+        let raw = find("JobIDRaw").or_else(|| find("JobID"));
         let missing: Vec<String> = REQUIRED_FIELDS
             .iter()
-            .filter(|f| find(f).is_none())
-            .map(|f| f.to_string())
+            .filter(|f| match **f {
+                "JobIDRaw" => raw.is_none(),
+                f => find(f).is_none(),
+            })
+            .map(|f| match *f {
+                "JobIDRaw" => "JobIDRaw (or JobID)".to_string(),
+                f => f.to_string(),
+            })
             .collect();
         if !missing.is_empty() {
             return Err(MissingFields { missing });
         }
         let req = |name: &str| find(name).expect("checked above");
+        let job_id_raw = raw.expect("checked above");
         Ok(Parser {
             tz,
             width: header.len(),
-            job_id: req("JobID"),
-            job_id_raw: req("JobIDRaw"),
+            job_id: find("JobID").unwrap_or(job_id_raw),
+            job_id_raw,
             account: req("Account"),
-            user: req("User"),
-            partition: req("Partition"),
+            user: find("User"),
+            partition: find("Partition"),
             alloc_tres: req("AllocTRES"),
-            submit: req("Submit"),
+            submit: find("Submit"),
             start: req("Start"),
             end: req("End"),
-            state: req("State"),
+            state: find("State"),
             elapsed: find("Elapsed"),
             admin_comment: find("AdminComment"),
         })
+    }
+
+    /// True when the dump has no `Submit`: each attempt is keyed by (job,
+    /// `Start`) instead of (job, `Submit`), so requeued attempts are told
+    /// apart by their start (an attempt that never started is skipped:
+    /// it has nothing to charge and nothing to key it by).
+    pub fn keyed_by_start(&self) -> bool {
+        self.submit.is_none()
+    }
+
+    /// What this layout lacks that the live import has, said once by the
+    /// callers: `None` when nothing.
+    pub fn layout_note(&self) -> Option<String> {
+        let mut notes = Vec::new();
+        if self.keyed_by_start() {
+            notes.push(
+                "the dump has no Submit: requeued attempts are told apart by their Start, and attempts that never started are skipped",
+            );
+        }
+        if self.user.is_none() {
+            notes.push("no User: attempts are recorded without a user");
+        }
+        if self.state.is_none() {
+            notes.push("no State: attempts are recorded with state UNKNOWN");
+        }
+        (!notes.is_empty()).then(|| notes.join("; "))
     }
 
     /// A parser for the fields of [`LIVE_FIELDS`], in that order.
@@ -376,8 +413,13 @@ impl Parser {
             }
         };
         let account = text(self.account, "Account")?;
-        let user = text(self.user, "User")?;
-        let partition = Some(f(self.partition).trim())
+        let user = match self.user {
+            Some(i) => text(i, "User")?,
+            None => String::new(),
+        };
+        let partition = self
+            .partition
+            .map(|i| f(i).trim())
             .filter(|p| !is_placeholder(p))
             .map(str::to_string);
 
@@ -389,12 +431,18 @@ impl Parser {
         let time = |i: usize, name: &'static str| {
             parse_time(f(i), &self.tz).map_err(|r| err(name, f(i), r))
         };
-        let submit = time(self.submit, "Submit")?
-            .ok_or_else(|| err("Submit", f(self.submit), "missing".into()))?;
         let start = time(self.start, "Start")?;
+        let submit = match self.submit {
+            Some(i) => time(i, "Submit")?.ok_or_else(|| err("Submit", f(i), "missing".into()))?,
+            // Keyed by (job, Start): without a start there is no attempt to charge.
+            None => match start {
+                Some(s) => s,
+                None => return Ok(RowOutcome::Skipped),
+            },
+        };
         let end = time(self.end, "End")?;
         for (value, i, name) in [
-            (Some(submit), self.submit, "Submit"),
+            (Some(submit), self.submit.unwrap_or(self.start), "Submit"),
             (start, self.start, "Start"),
             (end, self.end, "End"),
         ] {
@@ -430,7 +478,7 @@ impl Parser {
             Some(i) => parse_elapsed(f(i)).map_err(|r| err("Elapsed", f(i), r))?,
             None => None,
         };
-        let state_text = f(self.state).trim();
+        let state_text = self.state.map_or("UNKNOWN", |i| f(i).trim());
         let state = state_text
             .split_whitespace()
             .next()
@@ -667,18 +715,93 @@ mod tests {
             (5, Some(2), Some(3), None)
         );
         let e = Parser::from_header_line("JobID|Account|User|Start", utc()).unwrap_err();
+        assert_eq!(e.missing, ["AllocTRES", "End"]);
+        let e = Parser::from_header_line("User|Partition|Submit|State", utc()).unwrap_err();
         assert_eq!(
             e.missing,
             [
-                "JobIDRaw",
-                "Partition",
+                "JobIDRaw (or JobID)",
+                "Account",
                 "AllocTRES",
-                "Submit",
-                "End",
-                "State"
+                "Start",
+                "End"
             ]
         );
-        assert!(e.to_string().contains("JobIDRaw, Partition"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("lacks the field(s) JobIDRaw (or JobID), Account, AllocTRES, Start, End"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn monitoring_dumps_without_jobid_and_submit() {
+        // What monitoring tools save: JobIDRaw, no JobID, no Submit, epoch times.
+        let p = Parser::from_header_line(
+            "JobIDRaw|Start|End|Cluster|AllocTRES|AdminComment|User|Account|State|NNodes|NCPUS|ReqMem|QOS|Partition|TimelimitRaw|JobName",
+            utc(),
+        )
+        .unwrap();
+        assert!(p.keyed_by_start());
+        assert!(p
+            .layout_note()
+            .unwrap()
+            .contains("told apart by their Start"));
+        let a = |line: &str| match p.parse(line).unwrap() {
+            RowOutcome::Attempt(a) => *a,
+            o => panic!("{o:?}"),
+        };
+        let first = a("5200|1700000100|1700003700|c|cpu=4,gres/gpu=2|allot:min_runtime=600|alice|a1|REQUEUED|1|4|16G|normal|gpu|60|train");
+        let second = a("5200|1700003760|1700007360|c|cpu=4,gres/gpu=2|allot:min_runtime=600|alice|a1|COMPLETED|1|4|16G|normal|gpu|60|train");
+        assert_eq!(
+            (
+                first.job_id,
+                first.label.as_str(),
+                first.submit,
+                first.start,
+                first.end
+            ),
+            (
+                5200,
+                "5200",
+                1_700_000_100,
+                Some(1_700_000_100),
+                Some(1_700_003_700)
+            )
+        );
+        assert_eq!(
+            (second.submit, second.gpus, second.min_runtime),
+            (1_700_003_760, 2, Some(600))
+        );
+        assert_eq!(
+            (
+                first.account.as_str(),
+                first.user.as_str(),
+                first.state.as_str()
+            ),
+            ("a1", "alice", "REQUEUED")
+        );
+        // Never started, no Submit: nothing to charge, nothing to key by.
+        assert_eq!(
+            p.parse("5201|Unknown|Unknown|c|||bob|a1|PENDING|1|4|16G|normal|gpu|60|x"),
+            Ok(RowOutcome::Skipped)
+        );
+        // Only what charging needs: JobID for the number, no User or State.
+        let p = Parser::from_header_line("JobID|Account|AllocTRES|Start|End", utc()).unwrap();
+        assert!(p.layout_note().unwrap().contains("no User"));
+        let RowOutcome::Attempt(b) = p.parse("77|b2|gres/gpu=1|100|200").unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (
+                b.job_id,
+                b.submit,
+                b.user.as_str(),
+                b.state.as_str(),
+                b.partition
+            ),
+            (77, 100, "", "UNKNOWN", None)
+        );
     }
 
     #[test]
