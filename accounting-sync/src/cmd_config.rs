@@ -1,5 +1,7 @@
-//! `allot check-config [FILE]`: validates allot.toml and prints the tree
-//! with each node's share, allocation (% of the cluster) and, when the
+//! `allot check-config [FILE]`: validates allot.toml and prints the
+//! contract as read (each value as written, then in words: Slurm's `4:30`
+//! is 4 minutes 30 seconds), the `[priority]` short band when set, and the
+//! tree with each node's share, allocation (% of the cluster) and, when the
 //! capacity is configured, its budget over the window in GPU-hours.
 
 use std::path::PathBuf;
@@ -25,6 +27,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let path = args.file.clone().unwrap_or_else(|| args.config.path());
     let config = config_path::load(&path)?;
     println!("{}: OK", path.display());
+    // The text as written, for showing each value as read (the file parsed
+    // above, so this reads the same text).
+    let raw: Option<toml::Value> = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| toml::from_str(&t).ok());
+    print!("{}", render_contract(&config, raw.as_ref()));
     print!("{}", render(&config));
     Ok(ExitCode::SUCCESS)
 }
@@ -78,6 +86,89 @@ pub fn render(config: &Config) -> String {
     out
 }
 
+/// Seconds in words: `4 min 30 s`, `8 h`, `1 d 2 h 30 min`; `0` is the free tier.
+pub fn in_words(secs: u64) -> String {
+    if secs == 0 {
+        return "0 (free tier)".into();
+    }
+    let parts = [
+        (secs / 86_400, "d"),
+        (secs % 86_400 / 3600, "h"),
+        (secs % 3600 / 60, "min"),
+        (secs % 60, "s"),
+    ];
+    parts
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, u)| format!("{n} {u}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The contract (and the `[priority]` short band, when set) as read: each
+/// duration as written in `raw` (the file's TOML), else `(default)`, then
+/// what it means in words.
+pub fn render_contract(config: &Config, raw: Option<&toml::Value>) -> String {
+    let written = |path: &[&str]| -> Option<String> {
+        let mut v = raw?;
+        for k in path {
+            v = v.get(k)?;
+        }
+        Some(match v {
+            toml::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    };
+    let line = |key: &str, path: &[&str], secs: u64| -> String {
+        let shown = written(path).unwrap_or_else(|| format!("{} (default)", SlurmDuration(secs)));
+        format!("  {key} {shown} = {}\n", in_words(secs))
+    };
+    let c = &config.contract;
+    let mut out = String::from("contract:\n");
+    out += &line(
+        "default_min_runtime",
+        &["contract", "default_min_runtime"],
+        c.default_min_runtime,
+    );
+    out += &line(
+        "max_min_runtime",
+        &["contract", "max_min_runtime"],
+        c.max_min_runtime,
+    );
+    out += &format!(
+        "  charge_min_runtime {} = {}\n",
+        c.charge_min_runtime,
+        if c.charge_min_runtime {
+            "allocated jobs are charged GPUs x max(runtime, minimum runtime)"
+        } else {
+            "jobs are charged their runtime only"
+        }
+    );
+    for (name, secs) in &c.partition_default {
+        out += &line(
+            &format!("partition {name}: default_min_runtime"),
+            &["contract", "partition", name, "default_min_runtime"],
+            *secs,
+        );
+    }
+    let p = &config.priority;
+    if p.short_max_gpus > 0 {
+        out += "priority short band:\n";
+        out += &format!(
+            "  short_max_gpus {} = jobs of at most {} GPUs",
+            p.short_max_gpus, p.short_max_gpus
+        );
+        out += " and a time limit within short_max_time sort first\n";
+        out += &line(
+            "short_max_time",
+            &["priority", "short_max_time"],
+            p.short_max_time,
+        );
+    }
+    out.push('\n');
+    out
+}
+
 /// Pre-order walk, children in name order (as sshare prints).
 pub fn walk(tree: &Tree, id: NodeId, f: &mut impl FnMut(NodeId)) {
     f(id);
@@ -110,5 +201,44 @@ mod tests {
             "{a1}"
         );
         assert!(s.contains("\n nlp ") && s.contains("\n  a2 "), "{s}");
+    }
+
+    #[test]
+    fn contract_values_shown_as_read_in_words() {
+        let text = "[contract]\ndefault_min_runtime = \"4:30\"\nmax_min_runtime = \"1-2:30\"\n\
+                    [contract.partition.debug]\ndefault_min_runtime = \"0\"\n\
+                    [contract.partition.long]\ndefault_min_runtime = \"90\"\n\
+                    [priority]\nshort_max_gpus = 2\nshort_max_time = \"30:00\"\n[tree.a]\nshare = 1\n";
+        let c = Config::from_toml_str(text).unwrap();
+        let raw: toml::Value = toml::from_str(text).unwrap();
+        let s = render_contract(&c, Some(&raw));
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "contract:",
+                "  default_min_runtime 4:30 = 4 min 30 s",
+                "  max_min_runtime 1-2:30 = 1 d 2 h 30 min",
+                "  charge_min_runtime true = allocated jobs are charged GPUs x max(runtime, minimum runtime)",
+                "  partition debug: default_min_runtime 0 = 0 (free tier)",
+                "  partition long: default_min_runtime 90 = 1 h 30 min",
+                "priority short band:",
+                "  short_max_gpus 2 = jobs of at most 2 GPUs and a time limit within short_max_time sort first",
+                "  short_max_time 30:00 = 30 min",
+                "",
+            ]
+        );
+        // Defaults are labelled as such; no short band, no priority lines.
+        let c = Config::from_toml_str("[tree.a]\nshare = 1\n").unwrap();
+        let s = render_contract(&c, None);
+        assert!(
+            s.contains("  default_min_runtime 01:00:00 (default) = 1 h\n"),
+            "{s}"
+        );
+        assert!(
+            s.contains("  max_min_runtime 08:00:00 (default) = 8 h\n"),
+            "{s}"
+        );
+        assert!(!s.contains("priority"), "{s}");
     }
 }
