@@ -12,7 +12,7 @@ use std::time::Duration;
 use allot_ledger::events::{append_event, Event, EventKind};
 use allot_sync::health::fixture::FixtureSource;
 use allot_sync::health::nvml::NvmlSource;
-use allot_sync::health::{self, node, GpuSource, NodeReport, SourceError, Verdict};
+use allot_sync::health::{self, node, GpuSource, NodeReport, SourceError};
 
 use crate::config_path::{self, ConfigArg};
 
@@ -100,7 +100,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     let report = health::check_node(&node_name, source.as_mut(), expected);
     print(&report, args.json)?;
-    if report.verdict != Verdict::Failed {
+    if !report.verdict.drains() {
         return Ok(ExitCode::SUCCESS);
     }
     if args.drain {

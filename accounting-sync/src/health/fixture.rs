@@ -24,15 +24,22 @@
 //!   `pci_bus_id`; `lost: true` (fallen off the bus) or `unreadable:
 //!   "why"` instead of readings; the probes `xids` (list of Xid numbers),
 //!   `ecc_uncorrected` (count), `retired_pages_pending` (bool), `row_remap`
-//!   (`{pending, failure}`). A probe that is absent or `"unsupported"` is
-//!   unsupported. Unknown keys, duplicate indexes and an index at or above
+//!   (`{pending, failure}`), `recovery_action` (`"none"`, `"gpu_reset"`,
+//!   `"node_reboot"`, `"drain_p2p"`, `"drain_and_reset"`, or NVML's
+//!   number). A probe that is absent or `"unsupported"` is unsupported; a
+//!   probe `{"error": "CODE"}` is the query failing with NVML_ERROR_CODE
+//!   (`NOT_SUPPORTED`: unsupported; `GPU_IS_LOST`: the GPU is lost; any
+//!   other, e.g. `UNKNOWN`: an error, never healthy). Unknown keys, duplicate indexes and an index at or above
 //!   `count` are refused.
 
 use std::path::Path;
 
 use serde_json::Value;
 
-use super::{GpuError, GpuReading, GpuSource, Probe, RowRemap, SourceError};
+use super::{
+    probe_from, GpuError, GpuReading, GpuSource, Probe, QueryError, RecoveryAction, RowRemap,
+    SourceError,
+};
 
 /// What the fixture says about NVML itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +54,7 @@ pub enum FixtureNvml {
 
 #[derive(Debug, Clone)]
 enum Slot {
-    Read(GpuReading),
+    Read(Box<GpuReading>),
     Err(GpuError),
 }
 
@@ -83,19 +90,40 @@ fn bad(field: &str, problem: impl Into<String>) -> FixtureError {
 
 const UNSUPPORTED: &str = "unsupported (fixture)";
 
+/// A probe of the fixture: its value, unsupported, or the NVML error a
+/// query failed with (`{"error": "UNKNOWN"}`), as NVML's would be read.
 fn probe<T>(
     v: Option<&Value>,
     field: &str,
     what: &str,
     get: impl Fn(&Value) -> Option<T>,
-) -> Result<Probe<T>, FixtureError> {
+) -> Result<Result<Probe<T>, GpuError>, FixtureError> {
     match v {
-        None | Some(Value::Null) => Ok(Probe::Unsupported(UNSUPPORTED.into())),
-        Some(Value::String(s)) if s == "unsupported" => Ok(Probe::Unsupported(UNSUPPORTED.into())),
-        Some(v) => get(v).map(Probe::Value).ok_or_else(|| {
+        None | Some(Value::Null) => Ok(Ok(Probe::Unsupported(UNSUPPORTED.into()))),
+        Some(Value::String(s)) if s == "unsupported" => {
+            Ok(Ok(Probe::Unsupported(UNSUPPORTED.into())))
+        }
+        Some(Value::Object(o)) if o.contains_key("error") => {
+            let code = match (o.len(), o.get("error")) {
+                (1, Some(Value::String(c))) if !c.is_empty() => c.as_str(),
+                _ => {
+                    return Err(bad(
+                        field,
+                        "an error is {\"error\": \"CODE\"} alone, CODE as in NVML_ERROR_CODE (UNKNOWN, NOT_SUPPORTED, GPU_IS_LOST)",
+                    ))
+                }
+            };
+            let why = format!("NVML_ERROR_{code} (fixture)");
+            Ok(probe_from(Err(match code {
+                "NOT_SUPPORTED" => QueryError::NotSupported(why),
+                "GPU_IS_LOST" => QueryError::GpuLost(why),
+                _ => QueryError::Other(why),
+            })))
+        }
+        Some(v) => get(v).map(|v| Ok(Probe::Value(v))).ok_or_else(|| {
             bad(
                 field,
-                format!("expected {what} or \"unsupported\" (found {v})"),
+                format!("expected {what}, \"unsupported\" or {{\"error\": \"CODE\"}} (found {v})"),
             )
         }),
     }
@@ -140,6 +168,7 @@ const GPU_KEYS: &[&str] = &[
     "ecc_uncorrected",
     "retired_pages_pending",
     "row_remap",
+    "recovery_action",
 ];
 const ROW_REMAP_KEYS: &[&str] = &["pending", "failure"];
 
@@ -207,7 +236,9 @@ impl FixtureSource {
             };
             known_keys(g, GPU_KEYS, &format!("gpus[{pos}]."))?;
             if let Some(Value::Object(r)) = g.get("row_remap") {
-                known_keys(r, ROW_REMAP_KEYS, &f("row_remap."))?;
+                if !r.contains_key("error") {
+                    known_keys(r, ROW_REMAP_KEYS, &f("row_remap."))?;
+                }
             }
             let index = opt_u32(g.get("index"), &f("index"))?.unwrap_or(pos as u32);
             if index >= MAX_GPUS {
@@ -238,43 +269,70 @@ impl FixtureSource {
                 slots.push((index, Slot::Err(GpuError::Unreadable(why))));
                 continue;
             }
-            let reading = GpuReading {
-                index,
-                serial: opt_str(g, "serial", &f("serial"))?,
-                uuid: opt_str(g, "uuid", &f("uuid"))?,
-                pci_bus_id: opt_str(g, "pci_bus_id", &f("pci_bus_id"))?,
-                xids: probe(
-                    g.get("xids"),
-                    &f("xids"),
-                    "a list of Xid numbers such as [79]",
-                    |v| v.as_array()?.iter().map(Value::as_u64).collect(),
-                )?,
-                ecc_uncorrected: probe(
-                    g.get("ecc_uncorrected"),
-                    &f("ecc_uncorrected"),
-                    "a count such as 0",
-                    Value::as_u64,
-                )?,
-                retired_pages_pending: probe(
-                    g.get("retired_pages_pending"),
-                    &f("retired_pages_pending"),
-                    "true or false",
-                    Value::as_bool,
-                )?,
-                row_remap: probe(
-                    g.get("row_remap"),
-                    &f("row_remap"),
-                    "{\"pending\": false, \"failure\": false}",
-                    |v| {
-                        let o = v.as_object()?;
-                        Some(RowRemap {
-                            pending: o.get("pending").map_or(Some(false), Value::as_bool)?,
-                            failure: o.get("failure").map_or(Some(false), Value::as_bool)?,
-                        })
-                    },
-                )?,
+            let xids = probe(
+                g.get("xids"),
+                &f("xids"),
+                "a list of Xid numbers such as [79]",
+                |v| v.as_array()?.iter().map(Value::as_u64).collect(),
+            )?;
+            let ecc = probe(
+                g.get("ecc_uncorrected"),
+                &f("ecc_uncorrected"),
+                "a count such as 0",
+                Value::as_u64,
+            )?;
+            let pages = probe(
+                g.get("retired_pages_pending"),
+                &f("retired_pages_pending"),
+                "true or false",
+                Value::as_bool,
+            )?;
+            let remap = probe(
+                g.get("row_remap"),
+                &f("row_remap"),
+                "{\"pending\": false, \"failure\": false}",
+                |v| {
+                    let o = v.as_object()?;
+                    Some(RowRemap {
+                        pending: o.get("pending").map_or(Some(false), Value::as_bool)?,
+                        failure: o.get("failure").map_or(Some(false), Value::as_bool)?,
+                    })
+                },
+            )?;
+            let recovery = probe(
+                g.get("recovery_action"),
+                &f("recovery_action"),
+                "\"none\", \"gpu_reset\", \"node_reboot\", \"drain_p2p\", \"drain_and_reset\" or NVML's number",
+                |v| match v {
+                    Value::String(s) => RecoveryAction::from_name(s),
+                    v => v.as_u64().map(RecoveryAction::from_value),
+                },
+            )?;
+            // GPU_IS_LOST from any query: the GPU is lost, as NVML's source says.
+            let reading = (|| {
+                Ok::<_, GpuError>(GpuReading {
+                    index,
+                    serial: None,
+                    uuid: None,
+                    pci_bus_id: None,
+                    xids: xids?,
+                    ecc_uncorrected: ecc?,
+                    retired_pages_pending: pages?,
+                    row_remap: remap?,
+                    recovery_action: recovery?,
+                })
+            })();
+            let mut reading = match reading {
+                Ok(r) => r,
+                Err(e) => {
+                    slots.push((index, Slot::Err(e)));
+                    continue;
+                }
             };
-            slots.push((index, Slot::Read(reading)));
+            reading.serial = opt_str(g, "serial", &f("serial"))?;
+            reading.uuid = opt_str(g, "uuid", &f("uuid"))?;
+            reading.pci_bus_id = opt_str(g, "pci_bus_id", &f("pci_bus_id"))?;
+            slots.push((index, Slot::Read(Box::new(reading))));
         }
         // Every listed GPU is one the driver lists: the count covers the
         // highest index (a lost gpu5 in a two-entry list is still gpu5).
@@ -332,7 +390,7 @@ impl GpuSource for FixtureSource {
 
     fn read(&mut self, index: u32) -> Result<GpuReading, GpuError> {
         match self.slots.iter().find(|(i, _)| *i == index) {
-            Some((_, Slot::Read(r))) => Ok(r.clone()),
+            Some((_, Slot::Read(r))) => Ok((**r).clone()),
             Some((_, Slot::Err(e))) => Err(e.clone()),
             None => Err(GpuError::Unreadable(format!(
                 "no GPU with index {index} in the fixture"

@@ -5,16 +5,27 @@
 //! - A [`GpuSource`] reports each GPU: NVML ([`nvml::NvmlSource`]) on a GPU
 //!   node, a recorded JSON state ([`fixture::FixtureSource`]) for tests and
 //!   for replaying an incident.
-//! - Per GPU, five checks, each **ok**, **failed** or **unsupported**:
-//!   `present` (not lost / fallen off the bus), `xid` (a critical Xid, see
-//!   [`xid::CRITICAL_XIDS`]), `ecc` (uncorrectable ECC errors since the driver
-//!   loaded), `retired_pages` (pages pending retirement), `row_remap` (a row
-//!   remapping failure; a pending remap alone is not a failure). Per node,
-//!   `count`: fewer GPUs than Slurm's `Gres=gpu:N` fails.
-//! - A GPU is **failed** when any check failed; else **unknown** when any
-//!   check is unsupported (unsupported never counts as failed *or* as
-//!   healthy); else **healthy**. The node follows the same rule over its
-//!   GPUs and its count check.
+//! - Per GPU, six checks, each **ok**, **failed**, **reset required**,
+//!   **unsupported** (NVML's NOT_SUPPORTED) or **error** (any other NVML
+//!   error, e.g. UNKNOWN: the query failed): `present` (not lost / fallen
+//!   off the bus), `xid` (a critical Xid, see [`xid::CRITICAL_XIDS`]), `ecc`
+//!   (uncorrectable ECC errors since the driver loaded), `retired_pages`
+//!   (pages pending retirement), `row_remap` (a remapping failure fails; a
+//!   remap *pending* means the GPU must be reset before it applies: reset
+//!   required), `recovery_action` (the driver's
+//!   `NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`: `none` is ok, `gpu_reset` and
+//!   `drain_and_reset` are reset required, `node_reboot` and `drain_p2p`
+//!   fail). Per node, `count`: fewer GPUs than Slurm's `Gres=gpu:N` fails.
+//!   GPU_IS_LOST from any query is a lost GPU.
+//! - A GPU is **failed** when any check failed; else **reset required**
+//!   when any check says so (drained like a failure, so the GPU can be reset
+//!   once its jobs have left); else **unknown** when any check is
+//!   unsupported or in error (never counts as failed *or* as healthy);
+//!   else **healthy**. One exception: a driver without the recovery-action
+//!   field (before R570) loses no check, since the driver derives the action
+//!   from the faults the other checks read, so `recovery_action`
+//!   *unsupported* does not make a GPU unknown (an *error* there does). The
+//!   node follows the same rule over its GPUs and its count check.
 //! - One GPU that cannot be read is reported as such; the others are still
 //!   read ([`check_node`] asks the source for each index separately).
 
@@ -31,8 +42,93 @@ pub mod xid;
 pub enum Probe<T> {
     /// The value.
     Value(T),
-    /// Not supported by this GPU or driver, or not readable (the reason).
+    /// Not supported by this GPU or driver (NVML's NOT_SUPPORTED; the reason).
     Unsupported(String),
+    /// The query failed with another error (UNKNOWN, ...): never healthy.
+    Error(String),
+}
+
+/// Why one NVML query gave no value, as the checks tell errors apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueryError {
+    /// NVML_ERROR_NOT_SUPPORTED: this GPU or driver has no such value.
+    NotSupported(String),
+    /// NVML_ERROR_GPU_IS_LOST: the GPU has fallen off the bus.
+    GpuLost(String),
+    /// Any other error (UNKNOWN, TIMEOUT, ...): the value is not known.
+    Other(String),
+}
+
+/// A query's result as a probe: not supported is unsupported, a lost GPU
+/// is the whole GPU lost, any other error is [`Probe::Error`].
+///
+/// # Errors
+/// [`GpuError::Lost`] for GPU_IS_LOST.
+pub fn probe_from<T>(r: Result<T, QueryError>) -> Result<Probe<T>, GpuError> {
+    match r {
+        Ok(v) => Ok(Probe::Value(v)),
+        Err(QueryError::NotSupported(why)) => Ok(Probe::Unsupported(why)),
+        Err(QueryError::GpuLost(why)) => Err(GpuError::Lost(why)),
+        Err(QueryError::Other(why)) => Ok(Probe::Error(why)),
+    }
+}
+
+/// The driver's recommended recovery action for a GPU
+/// (`NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`, R570 and newer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryAction {
+    /// 0: nothing to do.
+    None,
+    /// 1: reset the GPU.
+    GpuReset,
+    /// 2: reboot the node.
+    NodeReboot,
+    /// 3: drain peer-to-peer traffic.
+    DrainP2p,
+    /// 4: drain the GPU, then reset it.
+    DrainAndReset,
+    /// A value this allot does not know.
+    Other(u64),
+}
+
+impl RecoveryAction {
+    /// From NVML's numeric value.
+    pub fn from_value(v: u64) -> RecoveryAction {
+        match v {
+            0 => RecoveryAction::None,
+            1 => RecoveryAction::GpuReset,
+            2 => RecoveryAction::NodeReboot,
+            3 => RecoveryAction::DrainP2p,
+            4 => RecoveryAction::DrainAndReset,
+            n => RecoveryAction::Other(n),
+        }
+    }
+
+    /// From the fixture's name (`none`, `gpu_reset`, `node_reboot`,
+    /// `drain_p2p`, `drain_and_reset`).
+    pub fn from_name(name: &str) -> Option<RecoveryAction> {
+        Some(match name {
+            "none" => RecoveryAction::None,
+            "gpu_reset" => RecoveryAction::GpuReset,
+            "node_reboot" => RecoveryAction::NodeReboot,
+            "drain_p2p" => RecoveryAction::DrainP2p,
+            "drain_and_reset" => RecoveryAction::DrainAndReset,
+            _ => return None,
+        })
+    }
+
+    /// As written in a drain reason.
+    pub fn words(self) -> String {
+        match self {
+            RecoveryAction::None => "none".into(),
+            RecoveryAction::GpuReset => "GPU reset".into(),
+            RecoveryAction::NodeReboot => "node reboot".into(),
+            RecoveryAction::DrainP2p => "drain P2P".into(),
+            RecoveryAction::DrainAndReset => "drain and reset".into(),
+            RecoveryAction::Other(n) => format!("code {n}"),
+        }
+    }
 }
 
 /// Row remapper state (Ampere and newer).
@@ -65,6 +161,8 @@ pub struct GpuReading {
     pub retired_pages_pending: Probe<bool>,
     /// Row remapper state.
     pub row_remap: Probe<RowRemap>,
+    /// The driver's recommended recovery action.
+    pub recovery_action: Probe<RecoveryAction>,
 }
 
 impl GpuReading {
@@ -80,6 +178,7 @@ impl GpuReading {
             ecc_uncorrected: Probe::Unsupported(why.into()),
             retired_pages_pending: Probe::Unsupported(why.into()),
             row_remap: Probe::Unsupported(why.into()),
+            recovery_action: Probe::Unsupported(why.into()),
         }
     }
 }
@@ -134,8 +233,16 @@ pub enum Check {
     Ok,
     /// Failed; the fault as written in a drain reason (`Xid 79`).
     Failed(String),
-    /// Not supported or not readable (the reason): neither healthy nor failed.
+    /// The GPU must be reset (what is pending, e.g. `reset required (row
+    /// remap pending)`): drained like a failure, so the reset can happen
+    /// once the jobs have left, but not a broken GPU.
+    #[serde(rename = "reset_required")]
+    ResetRequired(String),
+    /// Not supported (the reason): neither healthy nor failed.
     Unsupported(String),
+    /// The query failed with an NVML error other than NOT_SUPPORTED (the
+    /// error): neither healthy nor failed.
+    Error(String),
 }
 
 impl Check {
@@ -143,7 +250,9 @@ impl Check {
         match self {
             Check::Ok => "ok",
             Check::Failed(_) => "FAILED",
+            Check::ResetRequired(_) => "RESET",
             Check::Unsupported(_) => "unsupported",
+            Check::Error(_) => "ERROR",
         }
     }
 }
@@ -154,8 +263,12 @@ impl Check {
 pub enum Verdict {
     /// Every check passed.
     Healthy,
-    /// No check failed, but at least one is unsupported: never drained.
+    /// No check failed, but at least one is unsupported or in error:
+    /// never drained.
     Unknown,
+    /// No check failed, but the GPU must be reset: drained.
+    #[serde(rename = "reset_required")]
+    ResetRequired,
     /// At least one check failed.
     Failed,
 }
@@ -166,7 +279,8 @@ impl Verdict {
         for c in checks {
             v = v.max(match c {
                 Check::Ok => Verdict::Healthy,
-                Check::Unsupported(_) => Verdict::Unknown,
+                Check::Unsupported(_) | Check::Error(_) => Verdict::Unknown,
+                Check::ResetRequired(_) => Verdict::ResetRequired,
                 Check::Failed(_) => Verdict::Failed,
             });
         }
@@ -178,13 +292,34 @@ impl Verdict {
         match self {
             Verdict::Healthy => "healthy",
             Verdict::Unknown => "unknown",
+            Verdict::ResetRequired => "RESET",
             Verdict::Failed => "FAILED",
         }
+    }
+
+    /// True for the verdicts `allot health --drain` drains on.
+    pub fn drains(self) -> bool {
+        self >= Verdict::ResetRequired
     }
 }
 
 /// The checks of one GPU, in output order.
-pub const GPU_CHECKS: [&str; 5] = ["present", "xid", "ecc", "retired_pages", "row_remap"];
+pub const GPU_CHECKS: [&str; 6] = [
+    "present",
+    "xid",
+    "ecc",
+    "retired_pages",
+    "row_remap",
+    "recovery_action",
+];
+
+fn unread<T>(p: &Probe<T>) -> Option<Check> {
+    match p {
+        Probe::Value(_) => None,
+        Probe::Unsupported(why) => Some(Check::Unsupported(why.clone())),
+        Probe::Error(why) => Some(Check::Error(why.clone())),
+    }
+}
 
 /// One GPU's report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -242,22 +377,33 @@ fn judge(r: &GpuReading) -> Vec<(String, Check)> {
                 }
             }
         }
-        Probe::Unsupported(why) => Check::Unsupported(why.clone()),
+        p => unread(p).expect("not a value"),
     };
     let ecc = match &r.ecc_uncorrected {
         Probe::Value(0) => Check::Ok,
         Probe::Value(n) => Check::Failed(format!("uncorrectable ECC x{n}")),
-        Probe::Unsupported(why) => Check::Unsupported(why.clone()),
+        p => unread(p).expect("not a value"),
     };
     let pages = match &r.retired_pages_pending {
         Probe::Value(false) => Check::Ok,
         Probe::Value(true) => Check::Failed("retired pages pending".into()),
-        Probe::Unsupported(why) => Check::Unsupported(why.clone()),
+        p => unread(p).expect("not a value"),
     };
     let remap = match &r.row_remap {
         Probe::Value(RowRemap { failure: true, .. }) => Check::Failed("row remap failure".into()),
+        Probe::Value(RowRemap { pending: true, .. }) => {
+            Check::ResetRequired("reset required (row remap pending)".into())
+        }
         Probe::Value(_) => Check::Ok,
-        Probe::Unsupported(why) => Check::Unsupported(why.clone()),
+        p => unread(p).expect("not a value"),
+    };
+    let recovery = match &r.recovery_action {
+        Probe::Value(RecoveryAction::None) => Check::Ok,
+        Probe::Value(a @ (RecoveryAction::GpuReset | RecoveryAction::DrainAndReset)) => {
+            Check::ResetRequired(format!("reset required (recovery action: {})", a.words()))
+        }
+        Probe::Value(a) => Check::Failed(format!("recovery action: {}", a.words())),
+        p => unread(p).expect("not a value"),
     };
     vec![
         ("present".into(), Check::Ok),
@@ -265,6 +411,7 @@ fn judge(r: &GpuReading) -> Vec<(String, Check)> {
         ("ecc".into(), ecc),
         ("retired_pages".into(), pages),
         ("row_remap".into(), remap),
+        ("recovery_action".into(), recovery),
     ]
 }
 
@@ -291,9 +438,20 @@ fn gpu_report(index: u32, read: Result<GpuReading, GpuError>) -> GpuReport {
         serial,
         uuid,
         pci_bus_id: bus,
-        verdict: Verdict::of(checks.iter().map(|(_, c)| c)),
+        verdict: gpu_verdict(&checks),
         checks,
     }
+}
+
+/// A GPU's verdict: the worst check, except that `recovery_action`
+/// unsupported (a driver before the field existed) is no loss of a check.
+fn gpu_verdict(checks: &[(String, Check)]) -> Verdict {
+    Verdict::of(
+        checks
+            .iter()
+            .filter(|(n, c)| !(n == "recovery_action" && matches!(c, Check::Unsupported(_))))
+            .map(|(_, c)| c),
+    )
 }
 
 /// Reads every GPU of `source` and judges the node. `expected` is the GPU
@@ -318,11 +476,12 @@ pub fn check_node(node: &str, source: &mut dyn GpuSource, expected: Option<u32>)
         }
         (Some(_), None) => Check::Ok,
     };
-    let verdict = Verdict::of(
-        gpus.iter()
-            .flat_map(|g| g.checks.iter().map(|(_, c)| c))
-            .chain(std::iter::once(&count)),
-    );
+    let verdict = gpus
+        .iter()
+        .map(|g| g.verdict)
+        .chain(std::iter::once(Verdict::of([&count])))
+        .max()
+        .unwrap_or(Verdict::Healthy);
     NodeReport {
         node: node.to_string(),
         gpus,
@@ -349,7 +508,8 @@ pub fn unknown_node(node: &str, expected: Option<u32>, why: &str) -> NodeReport 
 }
 
 /// The first failure, for the drain reason and the ledger event: `(GPU
-/// index, serial, fault)`; GPU `None` for the node's count check.
+/// index, serial, fault)`; GPU `None` for the node's count check. A
+/// failure comes before a reset required.
 pub fn first_failure(r: &NodeReport) -> Option<(Option<u32>, Option<String>, String)> {
     for g in &r.gpus {
         for (_, c) in &g.checks {
@@ -358,10 +518,17 @@ pub fn first_failure(r: &NodeReport) -> Option<(Option<u32>, Option<String>, Str
             }
         }
     }
-    match &r.count {
-        Check::Failed(f) => Some((None, None, f.clone())),
-        _ => None,
+    if let Check::Failed(f) = &r.count {
+        return Some((None, None, f.clone()));
     }
+    for g in &r.gpus {
+        for (_, c) in &g.checks {
+            if let Check::ResetRequired(f) = c {
+                return Some((Some(g.index), g.serial.clone(), f.clone()));
+            }
+        }
+    }
+    None
 }
 
 /// The drain reason: `allot: gpu3 Xid 79 serial=1652221028513`, with
@@ -373,7 +540,7 @@ pub fn drain_reason(r: &NodeReport) -> Option<String> {
         .gpus
         .iter()
         .flat_map(|g| g.checks.iter())
-        .filter(|(_, c)| matches!(c, Check::Failed(_)))
+        .filter(|(_, c)| matches!(c, Check::Failed(_) | Check::ResetRequired(_)))
         .count()
         + usize::from(matches!(r.count, Check::Failed(_)));
     let mut s = match gpu {
@@ -402,7 +569,7 @@ pub fn render_text(r: &NodeReport) -> String {
         ));
         for (name, c) in &g.checks {
             out.push_str(&format!(" {name}={}", c.word()));
-            if let Check::Failed(d) = c {
+            if let Check::Failed(d) | Check::ResetRequired(d) | Check::Error(d) = c {
                 out.push_str(&format!("({d})"));
             }
         }
@@ -418,16 +585,26 @@ pub fn render_text(r: &NodeReport) -> String {
         .iter()
         .filter(|g| g.verdict == Verdict::Unknown)
         .count();
+    let reset = r
+        .gpus
+        .iter()
+        .filter(|g| g.verdict == Verdict::ResetRequired)
+        .count();
     let expected = r
         .expected
         .map_or_else(|| "?".to_string(), |e| e.to_string());
     out.push_str(&format!(
-        "node {}: {}: {} GPUs ({} expected), {} failed, {} unknown; count {}",
+        "node {}: {}: {} GPUs ({} expected), {} failed, {}{} unknown; count {}",
         r.node,
         r.verdict.as_str(),
         r.found,
         expected,
         failed,
+        if reset > 0 {
+            format!("{reset} reset required, ")
+        } else {
+            String::new()
+        },
         unknown,
         r.count.word()
     ));
@@ -443,8 +620,12 @@ pub fn render_text(r: &NodeReport) -> String {
         .flat_map(|g| g.checks.iter().map(|(_, c)| c))
         .chain(std::iter::once(&r.count));
     for c in all {
-        if let Check::Unsupported(why) = c {
-            let line = format!("  unsupported: {why}");
+        let line = match c {
+            Check::Unsupported(why) => format!("  unsupported: {why}"),
+            Check::Error(why) => format!("  error: {why}"),
+            _ => continue,
+        };
+        {
             if !whys.contains(&line) {
                 whys.push(line);
             }

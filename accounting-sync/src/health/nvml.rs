@@ -9,12 +9,15 @@ use nvml_wrapper::enums::device::SampleValue;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::sys_exports::field_id::{
-    NVML_FI_DEV_REMAPPED_FAILURE, NVML_FI_DEV_REMAPPED_PENDING,
+    NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, NVML_FI_DEV_REMAPPED_FAILURE, NVML_FI_DEV_REMAPPED_PENDING,
 };
 use nvml_wrapper::Nvml;
 
 use super::xid;
-use super::{GpuError, GpuReading, GpuSource, Probe, RowRemap, SourceError};
+use super::{
+    probe_from, GpuError, GpuReading, GpuSource, Probe, QueryError, RecoveryAction, RowRemap,
+    SourceError,
+};
 
 /// Reads GPUs through NVML.
 pub struct NvmlSource {
@@ -78,21 +81,54 @@ impl NvmlSource {
     }
 }
 
-fn probe<T>(r: Result<T, NvmlError>) -> Result<Probe<T>, GpuError> {
-    match r {
-        Ok(v) => Ok(Probe::Value(v)),
-        Err(NvmlError::GpuLost) => Err(GpuError::Lost("NVML: GPU is lost".into())),
-        Err(e) => Ok(Probe::Unsupported(format!("NVML: {e}"))),
+/// NOT_SUPPORTED, GPU_IS_LOST, or any other error (never read as a value).
+fn query_error(e: &NvmlError) -> QueryError {
+    match e {
+        NvmlError::NotSupported => QueryError::NotSupported(format!("NVML: {e}")),
+        NvmlError::GpuLost => QueryError::GpuLost("NVML: GPU is lost".into()),
+        e => QueryError::Other(format!("NVML: {e}")),
     }
 }
 
-fn nonzero(v: &SampleValue) -> bool {
-    match v {
-        SampleValue::F64(x) => *x != 0.0,
-        SampleValue::U32(x) => *x != 0,
-        SampleValue::U64(x) => *x != 0,
-        SampleValue::I64(x) => *x != 0,
+fn probe<T>(r: Result<T, NvmlError>) -> Result<Probe<T>, GpuError> {
+    probe_from(r.map_err(|e| query_error(&e)))
+}
+
+/// Field values by id: each a number, or the error of the call or of that
+/// field. `unsupported` words a NOT_SUPPORTED (or, for a field id this
+/// driver does not know, INVALID_ARGUMENT) answer.
+fn fields(
+    dev: &nvml_wrapper::Device<'_>,
+    ids: &[u32],
+    unsupported: &str,
+) -> Result<Vec<u64>, QueryError> {
+    let field_ids: Vec<FieldId> = ids.iter().map(|&i| FieldId(i)).collect();
+    let classify = |e: &NvmlError| match e {
+        NvmlError::NotSupported | NvmlError::InvalidArg => {
+            QueryError::NotSupported(unsupported.to_string())
+        }
+        e => query_error(e),
+    };
+    let samples = dev.field_values_for(&field_ids).map_err(|e| classify(&e))?;
+    let mut out = Vec::with_capacity(ids.len());
+    for s in &samples {
+        let s = s.as_ref().map_err(classify)?;
+        let v = s.value.as_ref().map_err(classify)?;
+        out.push(match v {
+            SampleValue::F64(x) => *x as u64,
+            SampleValue::U32(x) => u64::from(*x),
+            SampleValue::U64(x) => *x,
+            SampleValue::I64(x) => *x as u64,
+        });
     }
+    if out.len() != ids.len() {
+        return Err(QueryError::Other(format!(
+            "NVML: {} field values for {} fields asked",
+            out.len(),
+            ids.len()
+        )));
+    }
+    Ok(out)
 }
 
 impl GpuSource for NvmlSource {
@@ -117,33 +153,25 @@ impl GpuSource for NvmlSource {
         r.ecc_uncorrected =
             probe(dev.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile))?;
         r.retired_pages_pending = probe(dev.are_pages_pending_retired())?;
-        r.row_remap = match dev.field_values_for(&[
-            FieldId(NVML_FI_DEV_REMAPPED_PENDING),
-            FieldId(NVML_FI_DEV_REMAPPED_FAILURE),
-        ]) {
-            Ok(samples) => {
-                let vals: Vec<Option<bool>> = samples
-                    .iter()
-                    .map(|s| {
-                        s.as_ref()
-                            .ok()
-                            .and_then(|s| s.value.as_ref().ok())
-                            .map(nonzero)
-                    })
-                    .collect();
-                match vals.as_slice() {
-                    [Some(pending), Some(failure)] => Probe::Value(RowRemap {
-                        pending: *pending,
-                        failure: *failure,
-                    }),
-                    _ => Probe::Unsupported(
-                        "NVML: row remapper fields not supported (pre-Ampere GPU?)".into(),
-                    ),
-                }
-            }
-            Err(NvmlError::GpuLost) => return Err(GpuError::Lost("NVML: GPU is lost".into())),
-            Err(e) => Probe::Unsupported(format!("NVML: {e}")),
-        };
+        r.row_remap = probe_from(
+            fields(
+                &dev,
+                &[NVML_FI_DEV_REMAPPED_PENDING, NVML_FI_DEV_REMAPPED_FAILURE],
+                "NVML: row remapper fields not supported (pre-Ampere GPU?)",
+            )
+            .map(|v| RowRemap {
+                pending: v[0] != 0,
+                failure: v[1] != 0,
+            }),
+        )?;
+        r.recovery_action = probe_from(
+            fields(
+                &dev,
+                &[NVML_FI_DEV_GET_GPU_RECOVERY_ACTION],
+                "NVML: no GPU recovery action field (driver before R570)",
+            )
+            .map(|v| RecoveryAction::from_value(v[0])),
+        )?;
         r.xids = match (&self.xids, r.pci_bus_id.as_deref().and_then(xid::pci_key)) {
             (Err(why), _) => Probe::Unsupported(why.clone()),
             (Ok(_), None) => Probe::Unsupported(

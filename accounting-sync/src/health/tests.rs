@@ -21,19 +21,26 @@ fn healthy_node_of_8() {
     assert_eq!(r.found, 8);
     assert_eq!(r.gpus.len(), 8);
     assert!(r.gpus.iter().all(|g| g.verdict == Verdict::Healthy));
-    assert!(r
-        .gpus
+    // A driver without the recovery-action field (this fixture has none)
+    // loses no check: the GPUs stay healthy.
+    assert!(r.gpus.iter().all(|g| g
+        .checks
         .iter()
-        .all(|g| g.checks.iter().all(|(_, c)| *c == Check::Ok)));
+        .all(|(n, c)| *c == Check::Ok
+            || (n == "recovery_action" && matches!(c, Check::Unsupported(_))))));
     assert_eq!(r.count, Check::Ok);
     assert_eq!(r.verdict, Verdict::Healthy);
     assert_eq!(drain_reason(&r), None);
     let text = render_text(&r);
-    assert_eq!(text.lines().count(), 9, "8 GPU lines + summary:\n{text}");
-    assert!(text.starts_with("gpu0   healthy  serial=1652221028510 bus=00000000:18:00.0 present=ok xid=ok ecc=ok retired_pages=ok row_remap=ok\n"), "{text}");
+    assert_eq!(
+        text.lines().count(),
+        10,
+        "8 GPU lines + summary + why unsupported:\n{text}"
+    );
+    assert!(text.starts_with("gpu0   healthy  serial=1652221028510 bus=00000000:18:00.0 present=ok xid=ok ecc=ok retired_pages=ok row_remap=ok recovery_action=unsupported\n"), "{text}");
     assert!(
         text.ends_with(
-            "node gpu-a01: healthy: 8 GPUs (8 expected), 0 failed, 0 unknown; count ok\n"
+            "node gpu-a01: healthy: 8 GPUs (8 expected), 0 failed, 0 unknown; count ok\n  unsupported: unsupported (fixture)\n"
         ),
         "{text}"
     );
@@ -143,12 +150,13 @@ fn several_failures_are_counted_in_the_reason() {
     let r = check_node("n", &mut f, Some(2));
     assert_eq!(
         drain_reason(&r).as_deref(),
-        Some("allot: gpu0 Xid 48 serial=A (+3 more)")
+        Some("allot: gpu0 Xid 48 serial=A (+4 more)"),
+        "gpu0's four failures, gpu1's reset required"
     );
     assert_eq!(
         r.gpus[1].verdict,
-        Verdict::Healthy,
-        "a pending row remap alone is not a failure"
+        Verdict::ResetRequired,
+        "a pending row remap alone is not a failure: the GPU needs a reset"
     );
 }
 
@@ -158,7 +166,7 @@ fn fixture_errors_name_the_field() {
     assert_eq!(e.field, "gpus[0].ecc_uncorrected");
     assert!(
         e.to_string()
-            .contains("expected a count such as 0 or \"unsupported\""),
+            .contains("expected a count such as 0, \"unsupported\" or {\"error\": \"CODE\"}"),
         "{e}"
     );
     let e = FixtureSource::parse(r#"{"nvml": "gone"}"#).unwrap_err();
@@ -221,4 +229,173 @@ fn fixtures_that_could_hide_a_fault_are_refused() {
     let e = FixtureSource::parse(r#"{"count": 1, "gpus": [{}, {"lost": true}]}"#).unwrap_err();
     assert_eq!(e.field, "count");
     assert!(e.to_string().contains("lists index 1"), "{e}");
+}
+
+fn one_gpu(probes: &str) -> NodeReport {
+    let text = format!(
+        r#"{{"gpus": [{{"serial": "S2", "xids": [], "ecc_uncorrected": 0,
+            "retired_pages_pending": false, "row_remap": {{"pending": false, "failure": false}},
+            "recovery_action": "none", {probes}}}]}}"#
+    );
+    let mut f = FixtureSource::parse(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    check_node("n", &mut f, Some(1))
+}
+
+#[test]
+fn pending_row_remap_is_reset_required_not_failed() {
+    // The GPU at index 2, so the reason names gpu2.
+    let text = r#"{"gpus": [{"index": 2, "xids": [], "ecc_uncorrected": 0,
+        "retired_pages_pending": false, "row_remap": {"pending": true, "failure": false},
+        "recovery_action": "none"}]}"#;
+    let mut f = FixtureSource::parse(text).unwrap();
+    let r = check_node("n", &mut f, None);
+    let g = &r.gpus[2];
+    assert_eq!(g.verdict, Verdict::ResetRequired);
+    assert_eq!(
+        g.checks[4],
+        (
+            "row_remap".into(),
+            Check::ResetRequired("reset required (row remap pending)".into())
+        )
+    );
+    assert_eq!(
+        drain_reason(&r).as_deref(),
+        Some("allot: gpu2 reset required (row remap pending)")
+    );
+    assert!(r.verdict.drains());
+    assert!(render_text(&r).contains("row_remap=RESET(reset required (row remap pending))"));
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["gpus"][2]["verdict"], "reset_required");
+    assert_eq!(v["gpus"][2]["checks"][4][1]["status"], "reset_required");
+    // Rows remapped, nothing pending: healthy.
+    let r = one_gpu(r#""index": 0"#);
+    assert_eq!(r.verdict, Verdict::Healthy);
+    // A remap failure stays a failure, even with a remap pending.
+    let text = r#"{"gpus": [{"serial": "S", "xids": [], "ecc_uncorrected": 0,
+        "retired_pages_pending": false, "row_remap": {"pending": true, "failure": true},
+        "recovery_action": "none"}]}"#;
+    let r = check_node("n", &mut FixtureSource::parse(text).unwrap(), Some(1));
+    assert_eq!(r.verdict, Verdict::Failed);
+    assert_eq!(
+        drain_reason(&r).as_deref(),
+        Some("allot: gpu0 row remap failure serial=S")
+    );
+    // A board without row remapping: unsupported, unknown, never drained.
+    let text = r#"{"gpus": [{"xids": [], "ecc_uncorrected": 0,
+        "retired_pages_pending": false, "row_remap": "unsupported", "recovery_action": "none"}]}"#;
+    let r = check_node("n", &mut FixtureSource::parse(text).unwrap(), Some(1));
+    assert_eq!(r.verdict, Verdict::Unknown);
+    assert!(matches!(r.gpus[0].checks[4].1, Check::Unsupported(_)));
+    assert_eq!(drain_reason(&r), None);
+}
+
+#[test]
+fn recovery_action_drains_on_anything_but_none() {
+    let case = |action: &str| {
+        let text = format!(
+            r#"{{"gpus": [{{"serial": "S", "xids": [], "ecc_uncorrected": 0,
+                "retired_pages_pending": false, "row_remap": {{"pending": false, "failure": false}},
+                "recovery_action": {action}}}]}}"#
+        );
+        let r = check_node("n", &mut FixtureSource::parse(&text).unwrap(), Some(1));
+        (r.verdict, drain_reason(&r))
+    };
+    assert_eq!(case(r#""none""#), (Verdict::Healthy, None));
+    assert_eq!(
+        case(r#""gpu_reset""#),
+        (
+            Verdict::ResetRequired,
+            Some("allot: gpu0 reset required (recovery action: GPU reset) serial=S".into())
+        )
+    );
+    assert_eq!(
+        case(r#""drain_and_reset""#),
+        (
+            Verdict::ResetRequired,
+            Some("allot: gpu0 reset required (recovery action: drain and reset) serial=S".into())
+        )
+    );
+    assert_eq!(
+        case(r#""node_reboot""#),
+        (
+            Verdict::Failed,
+            Some("allot: gpu0 recovery action: node reboot serial=S".into())
+        )
+    );
+    assert_eq!(
+        case(r#""drain_p2p""#),
+        (
+            Verdict::Failed,
+            Some("allot: gpu0 recovery action: drain P2P serial=S".into())
+        )
+    );
+    // NVML's numbers, including one this allot does not know.
+    assert_eq!(case("2").0, Verdict::Failed);
+    assert_eq!(
+        case("9").1.as_deref(),
+        Some("allot: gpu0 recovery action: code 9 serial=S")
+    );
+    // Drivers before the field: unsupported, the GPU stays healthy.
+    assert_eq!(case(r#""unsupported""#), (Verdict::Healthy, None));
+    assert_eq!(
+        case(r#"{"error": "NOT_SUPPORTED"}"#),
+        (Verdict::Healthy, None)
+    );
+    // But an error reading it is never healthy.
+    assert_eq!(case(r#"{"error": "UNKNOWN"}"#), (Verdict::Unknown, None));
+    assert!(FixtureSource::parse(r#"{"gpus": [{"recovery_action": "reboot"}]}"#).is_err());
+}
+
+#[test]
+fn every_query_error_path_is_never_healthy() {
+    // For each NVML query: NOT_SUPPORTED is unsupported (unknown), UNKNOWN
+    // an error (unknown), GPU_IS_LOST the GPU lost (failed, drained).
+    for probe in [
+        "xids",
+        "ecc_uncorrected",
+        "retired_pages_pending",
+        "row_remap",
+        "recovery_action",
+    ] {
+        let with = |code: &str| {
+            let text = r#"{"gpus": [{"serial": "S", "xids": [], "ecc_uncorrected": 0,
+                    "retired_pages_pending": false, "row_remap": {"pending": false, "failure": false},
+                    "recovery_action": "none"}]}"#;
+            let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+            v["gpus"][0][probe] = serde_json::json!({ "error": code });
+            let mut f = FixtureSource::parse(&v.to_string()).unwrap();
+            check_node("n", &mut f, Some(1))
+        };
+        let r = with("UNKNOWN");
+        assert_eq!(r.verdict, Verdict::Unknown, "{probe} UNKNOWN");
+        let name = match probe {
+            "xids" => "xid",
+            "ecc_uncorrected" => "ecc",
+            "retired_pages_pending" => "retired_pages",
+            p => p,
+        };
+        let (_, check) = r.gpus[0].checks.iter().find(|(n, _)| n == name).unwrap();
+        assert_eq!(
+            *check,
+            Check::Error("NVML_ERROR_UNKNOWN (fixture)".into()),
+            "{probe}"
+        );
+        assert!(render_text(&r).contains("  error: NVML_ERROR_UNKNOWN (fixture)"));
+        let r = with("GPU_IS_LOST");
+        assert_eq!(r.verdict, Verdict::Failed, "{probe} GPU_IS_LOST");
+        assert_eq!(
+            drain_reason(&r).as_deref(),
+            Some("allot: gpu0 lost"),
+            "{probe}"
+        );
+        let r = with("NOT_SUPPORTED");
+        let expect = if probe == "recovery_action" {
+            Verdict::Healthy
+        } else {
+            Verdict::Unknown
+        };
+        assert_eq!(r.verdict, expect, "{probe} NOT_SUPPORTED");
+    }
+    let e = FixtureSource::parse(r#"{"gpus": [{"ecc_uncorrected": {"error": ""}}]}"#).unwrap_err();
+    assert_eq!(e.field, "gpus[0].ecc_uncorrected");
 }
