@@ -38,6 +38,16 @@ pub fn slurm_conf_path() -> Option<String> {
         .map(str::to_string)
 }
 
+/// slurm.conf's `PreemptMode` as slurmctld parsed it
+/// (`slurm_conf.preempt_mode`: `PREEMPT_MODE_*` bits, e.g. `REQUEUE`,
+/// `CANCEL`, `SUSPEND | GANG`). Only callable inside a Slurm process.
+pub fn preempt_mode() -> u16 {
+    // SAFETY: slurm_conf is read before any plugin is loaded and not
+    // changed while a plugin's init runs; a plain integer read through a
+    // raw pointer (no reference to the mutable static is formed).
+    unsafe { (*std::ptr::addr_of!(sys::slurm_conf)).preempt_mode }
+}
+
 /// The default account of `uid` from slurmctld's association manager
 /// (what Slurm would use for a job submitted without `--account`), as
 /// job_submit/lua's `default_account`. `None` outside slurmctld or when the

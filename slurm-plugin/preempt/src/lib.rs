@@ -1,4 +1,6 @@
-//! `preempt_allot.so` (`PreemptType=preempt/allot`, `PreemptMode=REQUEUE`).
+//! `preempt_allot.so` (`PreemptType=preempt/allot`, `PreemptMode=REQUEUE`
+//! or `CANCEL`; any other mode is refused at slurmctld start with one log
+//! line: [`slurm_plugin::preempt_mode`]).
 //!
 //! slurmctld asks, for a pending job that cannot start, which running jobs
 //! it may preempt (`preempt_p_preemptable`), then takes the candidates in
@@ -29,6 +31,7 @@ use allot_ffi::{log, sys};
 use fairshare::{Engine, Entitlements, NodeGpus, RunningJob};
 use slurm_plugin::guard;
 use slurm_plugin::jobs;
+use slurm_plugin::preempt_mode::{self, Honoured};
 use slurm_plugin::snapshot::{now, EngineState};
 
 allot_ffi::slurm_plugin!(name: "allot preempt plugin", kind: "preempt/allot");
@@ -36,6 +39,8 @@ allot_ffi::slurm_plugin!(name: "allot preempt plugin", kind: "preempt/allot");
 const P: &str = "preempt/allot: ";
 
 static STATE: OnceLock<EngineState> = OnceLock::new();
+/// slurm.conf's PreemptMode, checked at init.
+static MODE: OnceLock<Honoured> = OnceLock::new();
 
 fn info(m: &str) {
     log::info(P, m)
@@ -51,6 +56,17 @@ pub extern "C" fn init() -> c_int {
     guard(P, "init", sys::SLURM_ERROR, || {
         if !ctld::in_slurmctld() || STATE.get().is_some() {
             return sys::SLURM_SUCCESS as c_int;
+        }
+        // A mode allot does not honour stops slurmctld here, with one line,
+        // rather than preempting in a way nobody has written down.
+        match preempt_mode::check(ctld::preempt_mode()) {
+            Ok(mode) => {
+                let _ = MODE.set(mode);
+            }
+            Err(e) => {
+                error(&e);
+                return sys::SLURM_ERROR;
+            }
         }
         match EngineState::start(info, error, nothing) {
             Ok(state) => {
@@ -221,8 +237,9 @@ fn victim_order(engine: &Engine, job: &JobRecord<'_>) -> u32 {
     engine.victim_order(&running, now())
 }
 
-/// ENABLED, MODE (requeue; cancel for `--no-requeue` jobs), PRIO (victim
-/// order) and GRACE_TIME (`[preempt] grace_time`, seconds).
+/// ENABLED, MODE (slurm.conf's: requeue, with cancel for `--no-requeue`
+/// jobs; or cancel), PRIO (victim order) and GRACE_TIME (`[preempt]
+/// grace_time`, seconds).
 #[no_mangle]
 pub extern "C" fn preempt_p_get_data(
     job_ptr: *mut sys::job_record_t,
@@ -243,11 +260,9 @@ pub extern "C" fn preempt_p_get_data(
                 *(data as *mut bool) = true
             },
             sys::slurm_preempt_data_type_t_PREEMPT_DATA_MODE => {
-                let mode = match job {
-                    Some(j) if !j.requeue() => sys::PREEMPT_MODE_CANCEL,
-                    _ => sys::PREEMPT_MODE_REQUEUE,
-                };
-                unsafe { *(data as *mut u16) = mode as u16 }
+                let honoured = MODE.get().copied().unwrap_or(Honoured::Requeue);
+                let mode = honoured.victim_mode(job.is_none_or(|j| j.requeue()));
+                unsafe { *(data as *mut u16) = mode }
             }
             sys::slurm_preempt_data_type_t_PREEMPT_DATA_PRIO => {
                 let prio = match (state, job) {
