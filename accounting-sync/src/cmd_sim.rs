@@ -172,6 +172,21 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     {
         bail!("{}: {u}", args.trace.display());
     }
+    // Nothing left to replay (every job larger than the cluster, say): a
+    // table of zeros is no result either.
+    if let Some(w) = workloads.iter().find(|w| w.jobs.is_empty()) {
+        let why: Vec<String> = w
+            .left_out
+            .iter()
+            .filter(|l| l.jobs > 0)
+            .map(|l| format!("{} jobs {}", l.jobs, l.reason))
+            .collect();
+        bail!(
+            "{}: no job of the trace can be replayed ({})",
+            args.trace.display(),
+            why.join("; ")
+        );
+    }
     let total: u64 = runs
         .iter()
         .map(|&(v, _)| workloads[v].jobs.len() as u64)
@@ -604,7 +619,12 @@ fn print_text(
         w.teams.len()
     );
     for (name, account, jobs) in &w.mapped {
-        println!("  {name} -> {account}: {jobs} jobs ([sim.accounts] or the one team)");
+        let how = if variants[0].config.sim.accounts.is_empty() {
+            "the tree's one team: the trace has no tenants"
+        } else {
+            "[sim.accounts]"
+        };
+        println!("  {name} -> {account}: {jobs} jobs ({how})");
     }
     for l in &w.left_out {
         println!(
@@ -932,6 +952,20 @@ mod tests {
         let per_account: Vec<(u64, u32)> = w.jobs.iter().map(|j| (j.id, j.account)).collect();
         assert_eq!(w.accounts, ["prod", "research"]);
         assert_eq!(per_account, [(1, 0), (2, 1), (3, 1)]);
+        // Every pod larger than the cluster: refused too, not a table of zeros.
+        let mut args = sim_args(&dir, "capacity_gpus = 8\n[tree.team]\nshare = 1\n", pods);
+        args.cluster = Some("1x1".into());
+        let pods2 = pods
+            .replace(",1,1000,,LS", ",2,1000,,LS")
+            .replace(",1,500,,", ",2,500,,");
+        std::fs::write(&args.trace, pods2).unwrap();
+        let e = run(&args).unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                "no job of the trace can be replayed (3 jobs larger than the cluster (1x1))"
+            ),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
