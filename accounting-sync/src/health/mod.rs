@@ -421,7 +421,8 @@ fn gpu_report(index: u32, read: Result<GpuReading, GpuError>) -> GpuReport {
         Err(e) => {
             let present = match &e {
                 GpuError::Lost(_) => Check::Failed("lost".into()),
-                GpuError::Unreadable(why) => Check::Unsupported(why.clone()),
+                // The handle query failed (not NOT_SUPPORTED): an error, unknown.
+                GpuError::Unreadable(why) => Check::Error(why.clone()),
             };
             let mut checks = vec![("present".to_string(), present)];
             for name in &GPU_CHECKS[1..] {

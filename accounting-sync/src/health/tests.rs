@@ -396,6 +396,15 @@ fn every_query_error_path_is_never_healthy() {
         };
         assert_eq!(r.verdict, expect, "{probe} NOT_SUPPORTED");
     }
+    // The handle itself unreadable (nvmlDeviceGetHandleByIndex UNKNOWN).
+    let text = r#"{"gpus": [{"index": 0, "unreadable": "NVML: Unknown Error"}]}"#;
+    let r = check_node("n", &mut FixtureSource::parse(text).unwrap(), Some(1));
+    assert_eq!(r.verdict, Verdict::Unknown);
+    assert_eq!(
+        r.gpus[0].checks[0],
+        ("present".into(), Check::Error("NVML: Unknown Error".into()))
+    );
+    assert_eq!(drain_reason(&r), None);
     let e = FixtureSource::parse(r#"{"gpus": [{"ecc_uncorrected": {"error": ""}}]}"#).unwrap_err();
     assert_eq!(e.field, "gpus[0].ecc_uncorrected");
 }
