@@ -399,9 +399,19 @@ impl Parser {
         if is_step_id(raw) || is_step_id(label) {
             return Ok(RowOutcome::Step);
         }
-        let job_id: u64 = raw
-            .parse()
-            .map_err(|_| err("JobIDRaw", raw, "not a job number".into()))?;
+        let job_id: u64 = raw.parse().map_err(|_| {
+            if self.job_id == self.job_id_raw && parse_label(raw).is_ok() {
+                // A dump without JobIDRaw: an array task or het component
+                // has no job number of its own in JobID.
+                err(
+                    "JobID",
+                    raw,
+                    "an array task or het-job component: its job number is JobIDRaw, which the dump lacks; add JobIDRaw to sacct -o".into(),
+                )
+            } else {
+                err("JobIDRaw", raw, "not a job number".into())
+            }
+        })?;
         let (array, het) = parse_label(label).map_err(|r| err("JobID", label, r))?;
 
         let text = |i: usize, name: &'static str| -> Result<String, RowError> {
@@ -802,6 +812,10 @@ mod tests {
             ),
             (77, 100, "", "UNKNOWN", None)
         );
+        // Without JobIDRaw an array task has no job number of its own.
+        let e = p.parse("7100_3|b2|gres/gpu=1|100|200").unwrap_err();
+        assert_eq!((e.job_id.as_str(), e.field), ("7100_3", "JobID"));
+        assert!(e.reason.contains("add JobIDRaw"), "{e}");
     }
 
     #[test]
