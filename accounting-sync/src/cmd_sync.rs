@@ -127,8 +127,9 @@ fn summary(s: &ImportStats) -> String {
         s.skipped,
         if s.steps > 0 {
             format!(
-                "{} job steps (skipped: their jobs' rows are charged), ",
-                s.steps
+                "{} job step{} (skipped: their jobs' rows are charged), ",
+                s.steps,
+                if s.steps == 1 { "" } else { "s" }
             )
         } else {
             String::new()
@@ -313,6 +314,25 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn summary_counts_steps_once() {
+        let mut s = ImportStats {
+            rows: 8,
+            steps: 4,
+            bad: 1,
+            ..Default::default()
+        };
+        s.written.inserted = 3;
+        assert_eq!(
+            summary(&s),
+            "8 rows: 3 new attempts, 0 updated, 0 unchanged, 0 not jobs, 4 job steps (skipped: their jobs' rows are charged), 1 unreadable (logged)"
+        );
+        s.steps = 1;
+        assert!(summary(&s).contains(", 1 job step (skipped"));
+        s.steps = 0;
+        assert!(!summary(&s).contains("step"));
+    }
 
     #[test]
     fn intervals() {
