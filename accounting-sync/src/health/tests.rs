@@ -408,3 +408,22 @@ fn every_query_error_path_is_never_healthy() {
     let e = FixtureSource::parse(r#"{"gpus": [{"ecc_uncorrected": {"error": ""}}]}"#).unwrap_err();
     assert_eq!(e.field, "gpus[0].ecc_uncorrected");
 }
+
+#[test]
+fn reset_required_fixture_drains_with_the_first_reset() {
+    // gpu2 has a row remap pending, gpu5 a recovery action "drain and reset".
+    let r = run("reset-required.json");
+    assert_eq!(r.verdict, Verdict::ResetRequired);
+    let verdicts: Vec<Verdict> = r.gpus.iter().map(|g| g.verdict).collect();
+    let mut want = vec![Verdict::Healthy; 8];
+    want[2] = Verdict::ResetRequired;
+    want[5] = Verdict::ResetRequired;
+    assert_eq!(verdicts, want);
+    assert_eq!(
+        drain_reason(&r).as_deref(),
+        Some("allot: gpu2 reset required (row remap pending) serial=1652221028512 (+1 more)")
+    );
+    assert!(render_text(&r).contains(
+        "node gpu-a01: RESET: 8 GPUs (8 expected), 0 failed, 2 reset required, 0 unknown; count ok"
+    ));
+}
