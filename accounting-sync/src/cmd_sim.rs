@@ -96,6 +96,7 @@ struct JsonOut<'a> {
     trace: TraceSummary,
     rules: &'a [sim::workload::RuleUse],
     left_out: &'a [sim::workload::LeftOut],
+    mapped: &'a [sim::workload::Mapped],
     runs: &'a [RunOut],
 }
 
@@ -244,6 +245,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             },
             rules: &w0.rules,
             left_out: &w0.left_out,
+            mapped: &w0.mapped,
             runs: &outs,
         };
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -618,13 +620,8 @@ fn print_text(
         seen.len(),
         w.teams.len()
     );
-    for (name, account, jobs) in &w.mapped {
-        let how = if variants[0].config.sim.accounts.is_empty() {
-            "the tree's one team: the trace has no tenants"
-        } else {
-            "[sim.accounts]"
-        };
-        println!("  {name} -> {account}: {jobs} jobs ({how})");
+    for m in &w.mapped {
+        println!("  {} -> {}: {} jobs ({})", m.name, m.account, m.jobs, m.by);
     }
     for l in &w.left_out {
         println!(
@@ -924,12 +921,18 @@ mod tests {
         let w = Workload::prepare(&trace, &cfg, ClusterSpec::parse("1x8").unwrap());
         assert_eq!(w.jobs.len(), 3);
         assert_eq!(w.accounts, ["team"]);
+        let mapped: Vec<(&str, &str, u64, &str)> = w
+            .mapped
+            .iter()
+            .map(|m| (m.name.as_str(), m.account.as_str(), m.jobs, m.by))
+            .collect();
+        let one = "the one team: the trace has no tenants";
         assert_eq!(
-            w.mapped,
+            mapped,
             [
-                ("be".to_string(), "team".to_string(), 1),
-                ("burstable".to_string(), "team".to_string(), 1),
-                ("ls".to_string(), "team".to_string(), 1)
+                ("be", "team", 1, one),
+                ("burstable", "team", 1, one),
+                ("ls", "team", 1, one)
             ]
         );
         // Two teams and no mapping: refused, naming the classes.
@@ -951,6 +954,8 @@ mod tests {
         let w = Workload::prepare(&trace, &cfg, ClusterSpec::parse("1x8").unwrap());
         let per_account: Vec<(u64, u32)> = w.jobs.iter().map(|j| (j.id, j.account)).collect();
         assert_eq!(w.accounts, ["prod", "research"]);
+        assert!(w.mapped.iter().all(|m| m.by == "[sim.accounts]"));
+        assert_eq!(w.mapped.iter().map(|m| m.jobs).sum::<u64>(), 3);
         assert_eq!(per_account, [(1, 0), (2, 1), (3, 1)]);
         // Every pod larger than the cluster: refused too, not a table of zeros.
         let mut args = sim_args(&dir, "capacity_gpus = 8\n[tree.team]\nshare = 1\n", pods);

@@ -150,9 +150,23 @@ pub struct Workload {
     pub left_out: Vec<LeftOut>,
     /// GPU-hours of every job of the trace (mapped or left out).
     pub trace_gpu_hours: f64,
-    /// How trace names were mapped onto accounts, when they were: (trace
-    /// name, account, jobs).
-    pub mapped: Vec<(String, String, u64)>,
+    /// How trace names were mapped onto the tree's accounts, when they
+    /// were (by name).
+    pub mapped: Vec<Mapped>,
+}
+
+/// A trace name mapped onto an account of the tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mapped {
+    /// The trace's name (lower-cased).
+    pub name: String,
+    /// The account its jobs are charged to.
+    pub account: String,
+    /// Jobs replayed under it.
+    pub jobs: u64,
+    /// What mapped it: `[sim.accounts]`, or `the one team` (a trace
+    /// without tenants on a one-leaf tree).
+    pub by: &'static str,
 }
 
 /// Most of a trace's GPU-hours belong to accounts the tree does not know.
@@ -265,7 +279,8 @@ impl Workload {
         let mut uses: Vec<(u64, f64)> = vec![(0, 0.0); sim.rules.len() + 2];
         let mut jobs = Vec::with_capacity(trace.jobs.len());
         let mut trace_gpu_hours = 0.0;
-        let mut mapped: std::collections::BTreeMap<(String, String), u64> = Default::default();
+        let mut mapped: std::collections::BTreeMap<(String, String, &'static str), u64> =
+            Default::default();
         // A trace without tenants on a one-team tree: every job is that team's.
         let sole_account: Option<String> = match tree.leaves() {
             [only] if trace.classes_only => tree.node(*only).accounts.first().cloned(),
@@ -273,15 +288,12 @@ impl Workload {
         };
         for j in &trace.jobs {
             trace_gpu_hours += hours(j.gpus, j.duration);
-            let account = sim
-                .accounts
-                .get(&j.team)
-                .or_else(|| sim.accounts.get("*"))
-                .or(sole_account.as_ref());
-            if let Some(a) = account {
-                *mapped.entry((j.team.clone(), a.clone())).or_default() += 1;
-            }
-            let account: &str = account.map_or(&j.team, String::as_str);
+            let by_config = sim.accounts.get(&j.team).or_else(|| sim.accounts.get("*"));
+            let (account, by) = match (by_config, &sole_account) {
+                (Some(a), _) => (a.as_str(), "[sim.accounts]"),
+                (None, Some(a)) => (a.as_str(), "the one team: the trace has no tenants"),
+                (None, None) => (j.team.as_str(), ""),
+            };
             let Some(leaf) = tree.leaf_of_account(account) else {
                 let e = left
                     .entry((
@@ -305,6 +317,11 @@ impl Workload {
                 e.0 += 1;
                 e.1 += hours(j.gpus, j.duration);
                 continue;
+            }
+            if account != j.team {
+                *mapped
+                    .entry((j.team.clone(), account.to_string(), by))
+                    .or_default() += 1;
             }
             let team = account;
             let account = *account_ids.entry(team.to_string()).or_insert_with(|| {
@@ -420,7 +437,15 @@ impl Workload {
             rules,
             left_out,
             trace_gpu_hours,
-            mapped: mapped.into_iter().map(|((n, a), c)| (n, a, c)).collect(),
+            mapped: mapped
+                .into_iter()
+                .map(|((name, account, by), jobs)| Mapped {
+                    name,
+                    account,
+                    jobs,
+                    by,
+                })
+                .collect(),
         }
     }
 }
