@@ -685,7 +685,7 @@ fn print_text(
         );
     }
     let header = format!(
-        "{:<cfg_w$} {:<8} {:>7} {:>9} {:>22} {:>7} {:>9} {:>9}",
+        "{:<cfg_w$} {:<8} {:>7} {:>9} {:>22} {:>7} {:>9} {:>9} {:>9}",
         "config",
         "policy",
         "weekly%",
@@ -693,6 +693,7 @@ fn print_text(
         "worst team owed%",
         "lost%",
         "pre/kGPUh",
+        "reversals",
         "occ-end%"
     );
     println!("\n{header}");
@@ -704,7 +705,7 @@ fn print_text(
             .as_ref()
             .map_or("-".to_string(), |(n, v)| format!("{n} {:.1}", 100.0 * v));
         println!(
-            "{:<cfg_w$} {:<8} {:>7.1} {:>9} {:>22} {:>7.2} {:>9.1} {:>9.1}",
+            "{:<cfg_w$} {:<8} {:>7.1} {:>9} {:>22} {:>7.2} {:>9.1} {:>9} {:>9.1}",
             o.config,
             r.policy.name(),
             100.0 * r.owed_delivered_weekly,
@@ -712,6 +713,7 @@ fn print_text(
             worst,
             100.0 * r.lost_of_delivered,
             r.preemptions_per_1000_gpu_hours,
+            r.reversals,
             100.0 * r.occupancy_to_end,
         );
     }

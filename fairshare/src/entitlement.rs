@@ -189,6 +189,35 @@ impl Entitlements {
         }
     }
 
+    /// Covered entitlement (GPUs) the leaf loses if `gpus` of its GPUs stop:
+    /// `min(running, entitled) - min(running - gpus, entitled)`; 0 while it
+    /// stays at or above its entitlement, every GPU once it is below.
+    pub fn loss(&self, leaf: LeafId, gpus: u64) -> f64 {
+        let r = self.running(leaf) as f64;
+        let e = self.entitled(leaf);
+        r.min(e) - (r - gpus as f64).max(0.0).min(e)
+    }
+
+    /// Covered entitlement (GPUs) the leaf gains if `gpus` more of its GPUs
+    /// start: `min(running + gpus, entitled) - min(running, entitled)`.
+    pub fn gain(&self, leaf: LeafId, gpus: u64) -> f64 {
+        let r = self.running(leaf) as f64;
+        let e = self.entitled(leaf);
+        (r + gpus as f64).min(e) - r.min(e)
+    }
+
+    /// The most GPUs the leaf may lose while losing less than `within` GPUs
+    /// of covered entitlement ([`Entitlements::loss`] `< within`): all it
+    /// holds above its entitlement, plus fewer than `within` below it.
+    pub fn may_lose(&self, leaf: LeafId, within: f64) -> u64 {
+        if within <= 0.0 {
+            return self.surplus(leaf);
+        }
+        let above = (self.running(leaf) as f64 - self.entitled(leaf)).max(0.0);
+        let most = ((above + within - 1e-6).ceil() - 1.0).max(0.0) as u64;
+        most.min(self.running(leaf))
+    }
+
     /// The covered entitlement `sum over leaves of min(running, entitled)`,
     /// GPUs: the quantity every preemption strictly increases
     /// ([`crate::preempt`], termination).

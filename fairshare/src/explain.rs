@@ -197,7 +197,7 @@ impl Engine {
                 None => "the GPUs".to_string(),
             };
             format!(
-                "allocated job, {} of protection left; preemptible {when} by allocated jobs of {} leaf(s) below their entitlement, while its leaf holds {surplus} above its own",
+                "allocated job, {} of protection left; preemptible {when} by allocated jobs of {} leaf(s) below their entitlement: freely while its leaf holds {surplus} above its own, beyond that only by a job that covers at least twice the entitlement its leaf would lose",
                 SlurmDuration(left),
                 below.len()
             )

@@ -181,6 +181,8 @@ pub struct PreemptionRecord {
     pub victim_run_time: u64,
     /// The preemptor is a short job (the short band).
     pub preemptor_short: bool,
+    /// The preemptor's minimum runtime, seconds (its protection).
+    pub preemptor_min_runtime: u64,
 }
 
 /// The result of one replay.
@@ -239,6 +241,11 @@ pub struct SimReport {
     pub lost_of_delivered: f64,
     /// Preemptions per 1,000 delivered GPU-hours.
     pub preemptions_per_1000_gpu_hours: f64,
+    /// Reversals: preemptions by a job that is not short of team A of a job
+    /// of team B that were answered by one of B's jobs (not short)
+    /// preempting one of A's while A's preempting job was still inside its
+    /// minimum runtime. Counted once per first preemption.
+    pub reversals: u64,
     /// Mean hourly share error over the rolling metric window, [0, 1].
     pub share_error_mean: f64,
     /// 90th percentile of the hourly share error, [0, 1].

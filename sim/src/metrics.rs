@@ -414,6 +414,7 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
             i.m.preemptions.len() as f64 * 1000.0,
             delivered_sum / 3600.0,
         ),
+        reversals: reversals(&i.m.preemptions),
         share_error_mean: mean_err,
         share_error_p90: p90_err,
         ignored_node_events: i.m.ignored_node_events as u64,
@@ -423,6 +424,24 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
         wait_samples: class_waits,
         preemption_log: i.m.preemptions,
     }
+}
+
+/// [`SimReport::reversals`]: `log` is in time order.
+fn reversals(log: &[PreemptionRecord]) -> u64 {
+    let mut n = 0;
+    for (i, a) in log.iter().enumerate() {
+        if a.preemptor_short || a.preemptor_team == a.victim_team {
+            continue;
+        }
+        let until = a.time.saturating_add(a.preemptor_min_runtime);
+        let answered = log[i + 1..].iter().take_while(|b| b.time < until).any(|b| {
+            !b.preemptor_short
+                && b.preemptor_team == a.victim_team
+                && b.victim_team == a.preemptor_team
+        });
+        n += u64::from(answered);
+    }
+    n
 }
 
 #[cfg(test)]
@@ -448,5 +467,35 @@ mod tests {
         assert_eq!(f, vec![10.0, 50.0]);
         assert_eq!(percentile(&[1, 2, 3, 4], 50.0), 2);
         assert_eq!(percentile(&[1, 2, 3, 4], 99.0), 4);
+    }
+
+    #[test]
+    fn a_preemption_answered_inside_the_first_preemptors_contract_is_a_reversal() {
+        let rec = |time, preemptor_team, victim_team, preemptor_short| PreemptionRecord {
+            time,
+            snapshot: 0,
+            preemptor: 0,
+            preemptor_team,
+            preemptor_rank: 0,
+            victim: 0,
+            victim_team,
+            victim_rank: 0,
+            victim_min_runtime: 3600,
+            victim_run_time: 3600,
+            preemptor_short,
+            preemptor_min_runtime: 3600,
+        };
+        // 0 takes from 1; 1 answers at 3599 s: one reversal. 2 takes from
+        // 0 at 4000 s; 0 answers with a short job (never counts), then at
+        // 7600 s, when 2's job has run its 1 h contract: none.
+        let log = [
+            rec(0, 0, 1, false),
+            rec(3599, 1, 0, false),
+            rec(4000, 2, 0, false),
+            rec(5000, 0, 2, true),
+            rec(7600, 0, 2, false),
+        ];
+        assert_eq!(reversals(&log), 1);
+        assert_eq!(reversals(&log[2..]), 0);
     }
 }

@@ -243,23 +243,39 @@ fn short_jobs_are_never_victims_and_trade_their_own_leafs_work() {
 }
 
 #[test]
-fn victims_of_one_leaf_never_take_it_below_its_entitlement() {
+fn victims_leaves_lose_less_than_half_what_the_preemptor_covers() {
     let e = pair();
-    // a holds 6 (entitled 4: surplus 2) in two 3-GPU jobs; b wants 2.
+    // a holds 6 (entitled 4: surplus 2) in two 3-GPU jobs; b wants up to 4.
     let n0 = [NodeGpus { node: 0, gpus: 3 }];
     let n1 = [NodeGpus { node: 1, gpus: 3 }];
     let jobs = [
         running(1, "a", H, 2 * H, &n0),
         running(2, "a", H, 3 * H, &n1),
     ];
-    let free = [NodeGpus { node: 0, gpus: 1 }, NodeGpus { node: 1, gpus: 1 }];
     let l = load(&e, 8, &[("a", 6, 0), ("b", 0, 4)]);
     assert_eq!(e.surplus_of(&l, "a"), 2);
-    // A 3-GPU victim would leave a at 3 < 4: refused.
+    let one_free = [NodeGpus { node: 0, gpus: 1 }, NodeGpus { node: 1, gpus: 1 }];
+    // A 3-GPU job of b covers 3 of b's entitlement; a 3-GPU victim leaves a
+    // at 3, 1 below its 4: 1 < 3 / 2, allowed (the youngest goes).
+    assert_eq!(e.gain(&pending("b", H, 3), &l), 3.0);
     assert_eq!(
-        e.choose_victims(&pending("b", H, 3), &jobs, &free, &l, NOW),
-        None
+        e.choose_victims(&pending("b", H, 3), &jobs, &one_free, &l, NOW),
+        Some(vec![1])
     );
+    // A 2-GPU job covers 2: losing 1 is not less than 2 / 2, refused; so is
+    // a 1-GPU job (0.5).
+    let none_free = [NodeGpus { node: 0, gpus: 0 }, NodeGpus { node: 1, gpus: 0 }];
+    for gpus in [1, 2] {
+        assert_eq!(
+            e.choose_victims(&pending("b", H, gpus), &jobs, &none_free, &l, NOW),
+            None,
+            "{gpus} GPUs"
+        );
+        assert!(matches!(
+            e.preempt_verdict(&pending("b", H, gpus), &jobs[0], &l, NOW),
+            Verdict::PreempteeAtEntitlement { .. }
+        ));
+    }
 }
 
 impl Engine {
@@ -367,9 +383,9 @@ const NAMES: [&str; 10] = ["t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8",
 
 /// Replays one scheduling pass over `s` without time passing: pending jobs
 /// in order, each starting where it fits or preempting. Checks every
-/// decision and returns the (preemptor team, victim team, short preemptor)
-/// moves of allocated victims.
-fn replay(s: &State) -> Result<Vec<(usize, usize, bool)>, TestCaseError> {
+/// decision and returns the (preemptor team, victim team, short preemptor,
+/// victim's leaf left below its entitlement) moves of allocated victims.
+fn replay(s: &State) -> Result<Vec<(usize, usize, bool, bool)>, TestCaseError> {
     let specs: Vec<NodeSpec> = s
         .shares
         .iter()
@@ -501,11 +517,12 @@ fn replay(s: &State) -> Result<Vec<(usize, usize, bool)>, TestCaseError> {
         }
         // Apply: victims go back to the queue, the preemptor starts.
         drop(jobs);
+        let first_move = moves.len();
         for v in &victims {
             let i = run.iter().position(|j| j.0 == *v).unwrap();
             let j = run.remove(i);
             if !j.6 {
-                moves.push((t, j.1, short));
+                moves.push((t, j.1, short, false));
             }
             pend.push((j.1, j.2.iter().map(|a| a.gpus).sum(), j.5, j.6));
         }
@@ -550,6 +567,11 @@ fn replay(s: &State) -> Result<Vec<(usize, usize, bool)>, TestCaseError> {
                 after_potential > now_potential,
                 "a preemption must raise (-short, covered, allocated)"
             );
+            // Whether each victim's leaf was pushed below its entitlement.
+            for m in &mut moves[first_move..] {
+                let l = e.tree().leaf_of_account(NAMES[m.1]).unwrap();
+                m.3 = after.below(l);
+            }
             potential = Some(after_potential);
         } else {
             potential = None;
@@ -567,17 +589,22 @@ proptest! {
     /// Random 2-10 team clusters: every preemption is allowed, unprotected,
     /// sufficient and minimal, raises the termination quantity, the pass
     /// ends, and no team that preempted another is preempted back by it
-    /// unless a short job moved GPUs in between.
+    /// unless a short job moved GPUs in between or a preemption pushed the
+    /// victim's leaf below its entitlement (allowed only when the
+    /// preemptor covered at least twice as much; the answer raises
+    /// `covered` again, checked above).
     #[test]
     fn preemption_terminates_and_never_reverses(s in state()) {
         let moves = replay(&s)?;
-        for (i, &(a, b, short_i)) in moves.iter().enumerate() {
-            if a == b || short_i {
+        for (i, &(a, b, short_i, pushed_below)) in moves.iter().enumerate() {
+            if a == b || short_i || pushed_below {
                 continue;
             }
-            for (j, &(c, d, short_j)) in moves.iter().enumerate().skip(i + 1) {
-                let short_between = moves[i + 1..j].iter().any(|m| m.2);
-                if (c, d) == (b, a) && !short_j && !short_between {
+            for (j, &(c, d, short_j, _)) in moves.iter().enumerate().skip(i + 1) {
+                let between = &moves[i + 1..j];
+                let short_between = between.iter().any(|m| m.2);
+                let b_pushed_below = between.iter().any(|m| m.1 == b && m.3);
+                if (c, d) == (b, a) && !short_j && !short_between && !b_pushed_below {
                     prop_assert!(false, "{a} preempted {b}, then {b} preempted {a}: {moves:?}");
                 }
             }

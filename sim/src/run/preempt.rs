@@ -36,6 +36,8 @@ impl Sim<'_> {
         };
         // What each other team may lose: GPUs above its entitlement held by
         // unprotected jobs (none if this team is not below its own).
+        let allowance =
+            load.gain(leaf(team), (n as u64) * u64::from(g)) * fairshare::preempt::UNCOVER_FRACTION;
         let give = |t: usize| {
             if leaf(t) == leaf(team) {
                 if short {
@@ -45,8 +47,10 @@ impl Sim<'_> {
                 }
             } else if !below {
                 0
-            } else {
+            } else if short {
                 load.surplus_with(leaf(t), slack).min(self.unprot_gpus[t])
+            } else {
+                load.may_lose(leaf(t), allowance).min(self.unprot_gpus[t])
             }
         };
         // Quick necessary condition: enough GPUs free, free-tier or above
@@ -186,6 +190,7 @@ impl Sim<'_> {
                 victim_min_runtime: vj.min_runtime,
                 victim_run_time: self.now - self.jobs[v as usize].start,
                 preemptor_short: short,
+                preemptor_min_runtime: self.w.jobs[id as usize].min_runtime,
             });
             self.stop(v, StopReason::Preempted);
         }
