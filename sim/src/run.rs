@@ -47,7 +47,7 @@ use fairshare::engine::Engine;
 use fairshare::entitlement::Entitlements;
 use fairshare::fair_tree::FairTree;
 use fairshare::preempt::{NodeGpus, Preemptor, RunningJob};
-use fairshare::priority::{compose, PendingJob};
+use fairshare::priority::{compose, Band, PendingJob};
 use fairshare::usage::{OpenCharge, UsageTracker};
 
 /// Event kinds, in the order they apply within one second.
@@ -144,6 +144,10 @@ pub(crate) struct Sim<'w> {
     slices: Vec<u64>,
     /// Per queue: (snapshot, head job, its key).
     head_cache: Vec<(u32, u32, u64)>,
+    /// Buffers of [`Sim::pass`], kept between passes: the heap of queue
+    /// heads, and per queue the jobs read ahead once the pass is blocked.
+    pass_heap: Vec<PassEntry>,
+    pass_ahead: Vec<std::collections::VecDeque<(u64, u32, Shape)>>,
     /// Per-node scratch counters (all 0 between uses).
     scratch: std::cell::RefCell<Vec<u32>>,
     m: Metrics,
@@ -153,6 +157,13 @@ pub(crate) struct Sim<'w> {
 /// every job has the same priority but for its age, so the queue's order
 /// (eligible time, index) is its priority order.
 const QUEUES_PER_TEAM: usize = 3;
+
+/// A pending job's GPUs per node, nodes and remaining run time (seconds).
+type Shape = (u32, u32, u64);
+
+/// An entry of a scheduling pass's heap: priority key, eligible time, job
+/// index, queue, and the job's shape when it was read ahead.
+type PassEntry = (u64, Reverse<u64>, Reverse<u32>, u32, Option<Shape>);
 
 fn queue_of(team: u32, min_runtime: u64, short: bool) -> usize {
     let kind = if min_runtime == 0 {
@@ -274,6 +285,8 @@ impl<'w> Sim<'w> {
             },
             slices,
             head_cache: vec![(u32::MAX, u32::MAX, 0); teams * QUEUES_PER_TEAM],
+            pass_heap: Vec::new(),
+            pass_ahead: vec![std::collections::VecDeque::new(); teams * QUEUES_PER_TEAM],
             scratch: std::cell::RefCell::new(vec![0; cluster.nodes as usize]),
             m: Metrics::new(teams, capacity, ignored_events),
             config,
@@ -516,35 +529,51 @@ impl<'w> Sim<'w> {
     fn key(&self, id: u32) -> u64 {
         let sj = &self.w.jobs[id as usize];
         let j = &self.jobs[id as usize];
+        let q = queue_of(sj.team, sj.min_runtime, self.is_short(id));
+        let k = self.queue_key(q, j.eligible);
+        debug_assert!(
+            self.policy != Policy::Allot
+                || k == u64::from(
+                    self.engine
+                        .as_ref()
+                        .expect("refreshed")
+                        .priority(&self.pending_job(id))
+                ),
+            "the queue's key is Engine::priority"
+        );
+        k
+    }
+
+    /// The priority of a job of queue `q` eligible since `eligible`: every
+    /// factor is the queue's (team, tier, short) but age, so the pass can key
+    /// a queue's next job from the queue alone. Under `allot`,
+    /// Engine::priority with the account -> leaf lookups hoisted to the
+    /// snapshot refresh (team_rank, team_below): the same band, score() and
+    /// compose() the engine runs (checked against it in debug builds).
+    fn queue_key(&self, q: usize, eligible: u64) -> u64 {
+        let team = q / QUEUES_PER_TEAM;
         match self.policy {
             Policy::Allot => {
-                // Engine::priority with the account -> leaf lookups hoisted
-                // to the snapshot refresh (team_rank, team_below): the same
-                // band(), score() and compose() the engine runs, checked in
-                // debug builds.
                 let engine = self.engine.as_ref().expect("refreshed");
-                let team = sj.team as usize;
-                let band = self.config.priority.band(
-                    Tier::of(sj.min_runtime),
-                    u64::from(sj.gpus()),
-                    Some(sj.duration),
-                    self.team_below[team],
-                );
+                let band = match q % QUEUES_PER_TEAM {
+                    0 => Band::Free,
+                    2 => Band::Short,
+                    _ if self.team_below[team] => Band::Entitled,
+                    _ => Band::Allocated,
+                };
                 let score = self
                     .config
                     .priority
-                    .score(0, engine.now().saturating_sub(j.eligible));
-                let p = compose(band, self.team_rank[team], score);
-                debug_assert_eq!(p, engine.priority(&self.pending_job(id)));
-                u64::from(p)
+                    .score(0, engine.now().saturating_sub(eligible));
+                u64::from(compose(band, self.team_rank[team], score))
             }
             Policy::Fifo | Policy::Static => 0,
             Policy::Classic | Policy::FairTree => {
                 // Slurm multifactor: PriorityWeightFairshare=10000,
                 // PriorityWeightAge=1000, PriorityMaxAge=7-0.
                 let max_age = 7.0 * 86_400.0;
-                let age = (self.now.saturating_sub(j.eligible) as f64).min(max_age) / max_age;
-                let p = 10_000.0 * self.decay.factor[sj.team as usize] + 1000.0 * age;
+                let age = (self.now.saturating_sub(eligible) as f64).min(max_age) / max_age;
+                let p = 10_000.0 * self.decay.factor[team] + 1000.0 * age;
                 (p * 1e6) as u64
             }
         }
@@ -586,7 +615,9 @@ impl<'w> Sim<'w> {
             return false;
         }
         self.refresh();
-        let mut heap: BinaryHeap<(u64, Reverse<u64>, Reverse<u32>, u32)> = BinaryHeap::new();
+        let mut heap = BinaryHeap::from(std::mem::take(&mut self.pass_heap));
+        heap.clear();
+        let mut ahead = std::mem::take(&mut self.pass_ahead);
         for q in 0..self.queues.len() {
             if let Some(&(el, id)) = self.queues[q].first() {
                 // Under allot a head's key changes only with the snapshot.
@@ -598,7 +629,7 @@ impl<'w> Sim<'w> {
                     self.head_cache[q] = (self.snapshot, id, k);
                     k
                 };
-                heap.push((key, Reverse(el), Reverse(id), q as u32));
+                heap.push((key, Reverse(el), Reverse(id), q as u32, None));
             }
         }
         let mut reservation: Option<Reservation> = None;
@@ -609,24 +640,61 @@ impl<'w> Sim<'w> {
         // with the reservation's nodes avoided: larger shapes fail too.
         let mut failed_any = u32::MAX;
         let mut failed_avoid = u32::MAX;
-        while let Some((_, Reverse(el), Reverse(id), q)) = heap.pop() {
-            let sj = &self.w.jobs[id as usize];
-            let slice = self.slices[sj.team as usize];
-            let too_big = self.policy == Policy::Static && u64::from(sj.gpus()) > slice;
-            if self.policy == Policy::Static
-                && !too_big
-                && self.m.running_gpus(sj.team as usize) + u64::from(sj.gpus()) > slice
-            {
-                // FIFO inside the slice: the team waits for its own GPUs.
-                continue;
+        // The queue whose head was just taken: its next job joins the heap
+        // only when the pass goes on (most main-scheduler passes stop at the
+        // first job, and keying its successor was a third of a replay).
+        let mut advance: Option<(u32, u64, u32)> = None;
+        loop {
+            if let Some((q, el, id)) = advance.take() {
+                let after = (Bound::Excluded((el, id)), Bound::Unbounded);
+                let next = if blocked {
+                    // Once the pass is blocked nothing preempts, so nothing
+                    // joins a queue and only the job just taken leaves one:
+                    // read each queue ahead in chunks instead of one B-tree
+                    // lookup per job.
+                    // Each job's shape is read with the chunk: one pass
+                    // over memory instead of a cache miss per job taken.
+                    let a = &mut ahead[q as usize];
+                    if a.is_empty() {
+                        for &(e, i) in self.queues[q as usize].range(after).take(32) {
+                            let sj = &self.w.jobs[i as usize];
+                            let shape =
+                                (sj.gpus_per_node, sj.nodes, self.jobs[i as usize].remaining);
+                            a.push_back((e, i, shape));
+                        }
+                    }
+                    a.pop_front().map(|(e, i, shape)| (e, i, Some(shape)))
+                } else {
+                    let next = self.queues[q as usize].range(after).next();
+                    next.map(|&(e, i)| (e, i, None))
+                };
+                if let Some((el2, id2, shape)) = next {
+                    heap.push((
+                        self.queue_key(q as usize, el2),
+                        Reverse(el2),
+                        Reverse(id2),
+                        q,
+                        shape,
+                    ));
+                }
             }
-            let next = self.queues[q as usize]
-                .range((Bound::Excluded((el, id)), Bound::Unbounded))
-                .next()
-                .copied();
-            if let Some((el2, id2)) = next {
-                heap.push((self.key(id2), Reverse(el2), Reverse(id2), q));
-            }
+            let Some((_, Reverse(el), Reverse(id), q, shape)) = heap.pop() else {
+                break;
+            };
+            let too_big = if self.policy == Policy::Static {
+                let sj = &self.w.jobs[id as usize];
+                let slice = self.slices[sj.team as usize];
+                let too_big = u64::from(sj.gpus()) > slice;
+                if !too_big && self.m.running_gpus(sj.team as usize) + u64::from(sj.gpus()) > slice
+                {
+                    // FIFO inside the slice: the team waits for its own GPUs.
+                    continue;
+                }
+                too_big
+            } else {
+                false
+            };
+            advance = Some((q, el, id));
             if too_big {
                 // Larger than the team's whole slice: it can never run
                 // (counted as unfinished) and must not block the team.
@@ -639,16 +707,18 @@ impl<'w> Sim<'w> {
                     break;
                 }
             }
-            let sj = &self.w.jobs[id as usize];
+            let (g, nodes, remaining) = shape.unwrap_or_else(|| {
+                let sj = &self.w.jobs[id as usize];
+                (sj.gpus_per_node, sj.nodes, self.jobs[id as usize].remaining)
+            });
             let salt = u64::from(id);
-            let g = sj.gpus_per_node;
             let placed = match &reservation {
-                Some(r) if self.now + self.jobs[id as usize].remaining > r.shadow => {
+                Some(r) if self.now + remaining > r.shadow => {
                     if g >= failed_avoid || g >= failed_any {
                         None
                     } else {
-                        let p = self.cluster.place(sj.nodes, g, &r.nodes, salt);
-                        if p.is_none() && sj.nodes == 1 {
+                        let p = self.cluster.place(nodes, g, &r.nodes, salt);
+                        if p.is_none() && nodes == 1 {
                             failed_avoid = g;
                         }
                         p
@@ -656,8 +726,8 @@ impl<'w> Sim<'w> {
                 }
                 _ if g >= failed_any => None,
                 _ => {
-                    let p = self.cluster.place(sj.nodes, g, &[], salt);
-                    if p.is_none() && sj.nodes == 1 {
+                    let p = self.cluster.place(nodes, g, &[], salt);
+                    if p.is_none() && nodes == 1 {
                         failed_any = g;
                     }
                     p
@@ -687,6 +757,11 @@ impl<'w> Sim<'w> {
             }
             reservation = self.reservation(id);
         }
+        for a in &mut ahead {
+            a.clear();
+        }
+        self.pass_ahead = ahead;
+        self.pass_heap = heap.into_vec();
         blocked
     }
 

@@ -91,6 +91,9 @@ impl Sim<'_> {
             .chain(teams_by_surplus.iter().map(|&t| (&self.unprot[t], give(t))));
         'outer: for (set, mut budget) in sources {
             for &(_, r) in set.iter().rev() {
+                if budget == 0 {
+                    break;
+                }
                 let gpus = u64::from(self.w.jobs[r as usize].gpus());
                 if gpus > budget {
                     continue;
