@@ -183,6 +183,10 @@ pub struct PreemptionRecord {
     pub preemptor_short: bool,
     /// The preemptor's minimum runtime, seconds (its protection).
     pub preemptor_min_runtime: u64,
+    /// The victim was allocated and its leaf ended below its entitlement
+    /// (allowed only when the preemptor covers at least twice what the
+    /// victims' leaves lose: [`fairshare::preempt`]).
+    pub victim_left_below: bool,
 }
 
 /// The result of one replay.

@@ -484,6 +484,7 @@ mod tests {
             victim_run_time: 3600,
             preemptor_short,
             preemptor_min_runtime: 3600,
+            victim_left_below: false,
         };
         // 0 takes from 1; 1 answers at 3599 s: one reversal. 2 takes from
         // 0 at 4000 s; 0 answers with a short job (never counts), then at

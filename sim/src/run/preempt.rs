@@ -178,9 +178,24 @@ impl Sim<'_> {
             return false;
         };
         drop(running);
+        // GPUs each team loses, to tell whether its leaf ends below its
+        // entitlement (free-tier victims are not its allocated GPUs).
+        let mut lost = vec![0i64; self.w.teams.len()];
+        for &v in &victims {
+            let vj = &self.w.jobs[v as usize];
+            if vj.min_runtime > 0 {
+                lost[vj.team as usize] += i64::from(vj.gpus());
+            }
+        }
         for &v in &victims {
             let v = v as u32;
             let vj = &self.w.jobs[v as usize];
+            let vl = self.w.teams[vj.team as usize].leaf;
+            let left_below = vj.min_runtime > 0 && {
+                let mut after = load.clone();
+                after.shift(vl, -lost[vj.team as usize]);
+                after.below(vl)
+            };
             self.m.preemptions.push(PreemptionRecord {
                 time: self.now,
                 snapshot: self.snapshot,
@@ -194,6 +209,7 @@ impl Sim<'_> {
                 victim_run_time: self.now - self.jobs[v as usize].start,
                 preemptor_short: short,
                 preemptor_min_runtime: self.w.jobs[id as usize].min_runtime,
+                victim_left_below: left_below,
             });
             self.stop(v, StopReason::Preempted);
         }
