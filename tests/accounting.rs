@@ -223,7 +223,12 @@ fn sync_report_and_crash_safety() {
         "every job to finish in sacct",
         || {
             let rows = sacct(&["-j", &ids]);
-            let done = rows.len() == jobs.len() + 1
+            // Every job ended (the requeued one twice). The free-tier debug
+            // job may also be preempted by an allocated job that needs its
+            // GPUs (fairshare::preempt), and then has two attempts too.
+            let attempts = |j: &u32| rows.iter().filter(|r| r[0] == j.to_string()).count();
+            let done = jobs.iter().all(|j| attempts(j) >= 1)
+                && attempts(&requeued) >= 2
                 && rows.iter().all(|r| r[5] != "Unknown" && r[4] != "Unknown");
             if done {
                 Ok(rows)
