@@ -123,7 +123,9 @@ pub fn run_clock(job: &JobRecord<'_>) -> RunClock {
     }
 }
 
-/// A job as a preemptor: charged at the rate of its requested TRES.
+/// A job as a preemptor: charged at the rate of its requested TRES; its
+/// requested GPUs (as one node's) are what its leaf would cover by starting
+/// ([`Engine::gain`], the net rule of [`fairshare::preempt`]).
 pub fn preemptor<'a>(engine: &Engine, job: &JobRecord<'a>) -> Preemptor<'a> {
     let rate = job
         .tres_req_str()
@@ -133,7 +135,7 @@ pub fn preemptor<'a>(engine: &Engine, job: &JobRecord<'a>) -> Preemptor<'a> {
         min_runtime: min_runtime(engine, job),
         rate,
         nodes: 1,
-        gpus_per_node: 0,
+        gpus_per_node: u32::try_from(requested_gpus(job)).unwrap_or(u32::MAX),
         short: is_short(engine, job),
     }
 }
