@@ -542,3 +542,59 @@ fn one_minute_contracts_converge_to_the_entitlement_with_bounded_preemption() {
     assert_eq!(running_jobs(&tb, &b1), 4, "b1 keeps its entitlement");
     tb.cancel_all();
 }
+
+/// The plugins slurmctld loaded share the system's one SQLite: each imports
+/// `libsqlite3.so.0` and defines no `sqlite3_` symbol of its own, and the
+/// running slurmctld maps one SQLite library. Two copies in one process
+/// release each other's POSIX locks; slurmctld 24.11 died of SIGBUS in
+/// `walFindFrame` that way (docs/ledger.md).
+#[test]
+fn the_plugins_share_the_systems_one_sqlite() {
+    let tb = Testbed::from_env();
+    let config = tb.ok("scontrol", &["show", "config"]);
+    let dirs = config
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("PluginDir")
+                .map(|v| v.trim_start_matches([' ', '=']).trim().to_string())
+        })
+        .expect("PluginDir in scontrol show config");
+    for name in ["priority_allot.so", "preempt_allot.so"] {
+        let path = dirs
+            .split(':')
+            .map(|d| std::path::Path::new(d).join(name))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("{name} in none of PluginDir {dirs}"));
+        let path = path.to_str().unwrap();
+        let dynamic = tb.ok("readelf", &["-d", path]);
+        assert!(
+            dynamic.contains("[libsqlite3.so.0]"),
+            "{path} does not import the system's libsqlite3.so.0:\n{dynamic}"
+        );
+        let defined = tb.ok("nm", &["-D", "--defined-only", path]);
+        let own: Vec<&str> = defined
+            .lines()
+            .filter(|l| l.contains(" sqlite3_"))
+            .collect();
+        assert!(own.is_empty(), "{path} carries its own SQLite: {own:?}");
+    }
+    let pid_file = config
+        .lines()
+        .find_map(|l| l.strip_prefix("SlurmctldPidFile"))
+        .map(|v| v.trim_start_matches([' ', '=']).trim().to_string())
+        .expect("SlurmctldPidFile in scontrol show config");
+    let pid = std::fs::read_to_string(&pid_file).expect("slurmctld's pid file");
+    let maps =
+        std::fs::read_to_string(format!("/proc/{}/maps", pid.trim())).expect("slurmctld's maps");
+    let mut libs: Vec<&str> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|p| p.contains("libsqlite3"))
+        .collect();
+    libs.sort();
+    libs.dedup();
+    assert!(
+        libs.len() <= 1,
+        "slurmctld maps several SQLite libraries: {libs:?}"
+    );
+}
