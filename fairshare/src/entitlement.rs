@@ -169,7 +169,14 @@ impl Entitlements {
 
     /// True while the leaf holds fewer GPUs than it is entitled to.
     pub fn below(&self, leaf: LeafId) -> bool {
-        (self.running(leaf) as f64) < self.entitled(leaf) - EPS
+        self.below_after(leaf, 0)
+    }
+
+    /// True if the leaf would hold fewer GPUs than it is entitled to after
+    /// losing `gpus` of its running GPUs (a preemption changes no
+    /// entitlement: demand stays).
+    pub fn below_after(&self, leaf: LeafId, gpus: u64) -> bool {
+        (self.running(leaf).saturating_sub(gpus) as f64) < self.entitled(leaf) - EPS
     }
 
     /// GPUs the leaf may lose and stay at or above its entitlement (0 when
@@ -304,6 +311,10 @@ mod tests {
         );
         assert_eq!((e.entitled(a), e.entitled(b)), (6.0, 2.0));
         assert_eq!(e.surplus(a), 2);
+        // a holds 8 of its 6: losing 2 leaves it at its entitlement, 3 below.
+        assert!(!e.below_after(a, 2));
+        assert!(e.below_after(a, 3));
+        assert!(e.below_after(a, 100), "saturates at 0 GPUs");
         let mut e = e;
         e.shift(a, -2);
         e.shift(b, 2);

@@ -60,11 +60,6 @@ impl Sim<'_> {
             possible += self.free_tier_gpus[t] + give(t);
         }
         if possible < (n as u64) * u64::from(g) {
-            if short && std::env::var_os("ALLOT_SIM_DEBUG").is_some() {
-                let running: u64 = self.leaf_running.iter().sum();
-                eprintln!("DBG t={} team={} free={} own_unprot={} all_unprot={:?} running_alloc={} cap={} surpl={:?}", self.now, team, self.cluster.free_total, self.unprot_gpus[team], self.unprot_gpus, running, self.cluster.capacity,
-                  (0..self.w.teams.len()).map(|t| (load.running(leaf(t)), (load.entitled(leaf(t))*10.0).round()/10.0)).collect::<Vec<_>>());
-            }
             self.failed_attempt = Some((id, self.epoch));
             return false;
         }
@@ -180,22 +175,18 @@ impl Sim<'_> {
         drop(running);
         // GPUs each team loses, to tell whether its leaf ends below its
         // entitlement (free-tier victims are not its allocated GPUs).
-        let mut lost = vec![0i64; self.w.teams.len()];
+        let mut lost = vec![0u64; self.w.teams.len()];
         for &v in &victims {
             let vj = &self.w.jobs[v as usize];
             if vj.min_runtime > 0 {
-                lost[vj.team as usize] += i64::from(vj.gpus());
+                lost[vj.team as usize] += u64::from(vj.gpus());
             }
         }
         for &v in &victims {
             let v = v as u32;
             let vj = &self.w.jobs[v as usize];
             let vl = self.w.teams[vj.team as usize].leaf;
-            let left_below = vj.min_runtime > 0 && {
-                let mut after = load.clone();
-                after.shift(vl, -lost[vj.team as usize]);
-                after.below(vl)
-            };
+            let left_below = vj.min_runtime > 0 && load.below_after(vl, lost[vj.team as usize]);
             self.m.preemptions.push(PreemptionRecord {
                 time: self.now,
                 snapshot: self.snapshot,
