@@ -1,0 +1,163 @@
+//! The trace `allot sim` replays: a file in any supported format, a
+//! `sacct --parsable2` dump or an allot ledger turned into a [`Trace`].
+
+use super::*;
+
+/// Reads a trace in any supported format.
+pub(super) fn load_trace(path: &Path, format: Option<&str>) -> anyhow::Result<(Trace, String)> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if format == Some("ledger") || (format.is_none() && matches!(ext, "sqlite" | "db")) {
+        return Ok((ledger_trace(path)?, "ledger".into()));
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let first = text.lines().next().unwrap_or("");
+    if format == Some("sacct") || (format.is_none() && first.contains('|')) {
+        return Ok((
+            sacct_trace(&text).with_context(|| format!("{}", path.display()))?,
+            "sacct".into(),
+        ));
+    }
+    let fmt = format.map(|f| trace::TraceFormat::from_name(f).expect("clap checked the name"));
+    let t = trace::parse(&text, fmt).with_context(|| format!("{}", path.display()))?;
+    let name = fmt
+        .or_else(|| {
+            let cols: Vec<String> = trace::split_fields(first, ',')
+                .iter()
+                .map(|c| c.trim().to_ascii_lowercase())
+                .collect();
+            trace::TraceFormat::detect(&cols.iter().map(String::as_str).collect::<Vec<_>>())
+        })
+        .map(|f| format!("{f:?}").to_lowercase())
+        .unwrap_or_default();
+    Ok((t, name))
+}
+
+/// One job per Slurm job id: the first submit, the sum of its attempts'
+/// run times, its most GPUs, its recorded contract. Jobs that never started
+/// or still run are skipped (counted).
+pub(super) fn attempts_to_trace(attempts: impl IntoIterator<Item = AttemptLite>) -> Trace {
+    let mut by_job: BTreeMap<u64, TraceJob> = BTreeMap::new();
+    let mut skipped: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for a in attempts {
+        let (Some(start), Some(end)) = (a.start, a.end) else {
+            *skipped
+                .entry(if a.start.is_none() {
+                    "never started"
+                } else {
+                    "still running"
+                })
+                .or_default() += 1;
+            continue;
+        };
+        if a.gpus == 0 {
+            *skipped.entry("no GPUs").or_default() += 1;
+            continue;
+        }
+        let run = a.elapsed.unwrap_or_else(|| (end - start).max(0) as u64);
+        let e = by_job.entry(a.job_id).or_insert_with(|| TraceJob {
+            id: a.job_id,
+            team: a.account.to_ascii_lowercase(),
+            partition: a.partition.clone(),
+            submit: a.submit.max(0) as u64,
+            duration: 0,
+            gpus: 0,
+            min_runtime: a.min_runtime,
+            resumable: None,
+            line: a.line,
+        });
+        e.submit = e.submit.min(a.submit.max(0) as u64);
+        e.duration += run;
+        e.gpus = e.gpus.max(u32::try_from(a.gpus).unwrap_or(u32::MAX));
+    }
+    let jobs: Vec<TraceJob> = by_job.into_values().filter(|j| j.duration > 0).collect();
+    let mut t = trace::from_jobs(jobs, Vec::new());
+    t.skipped = skipped
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    t
+}
+
+pub(super) struct AttemptLite {
+    line: u32,
+    job_id: u64,
+    account: String,
+    partition: Option<String>,
+    submit: i64,
+    start: Option<i64>,
+    end: Option<i64>,
+    elapsed: Option<u64>,
+    gpus: u64,
+    min_runtime: Option<u64>,
+}
+
+pub(super) fn sacct_trace(text: &str) -> anyhow::Result<Trace> {
+    let mut lines = text.lines().enumerate();
+    let (_, header) = lines.next().context("empty sacct dump")?;
+    let parser =
+        allot_ledger::sacct::Parser::from_header_line(header, jiff::tz::TimeZone::system())?;
+    if let Some(note) = parser.layout_note() {
+        // Without Submit a job's submit time is its first start: waits read 0.
+        eprintln!("allot sim: note: {note} (waits read from the first start)");
+    }
+    let mut errors = Vec::new();
+    let mut attempts = Vec::new();
+    let mut steps = 0u64;
+    for (i, line) in lines {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match parser.parse(line) {
+            Ok(allot_ledger::sacct::RowOutcome::Attempt(a)) => attempts.push(AttemptLite {
+                line: i as u32 + 1,
+                job_id: a.job_id,
+                account: a.account,
+                partition: a.partition,
+                submit: a.submit,
+                start: a.start,
+                end: a.end,
+                elapsed: a.elapsed,
+                gpus: a.gpus,
+                min_runtime: a.min_runtime,
+            }),
+            Ok(allot_ledger::sacct::RowOutcome::Skipped) => {}
+            Ok(allot_ledger::sacct::RowOutcome::Step) => steps += 1,
+            Err(e) => errors.push(trace::RowError {
+                line: i as u32 + 1,
+                column: Some(e.field.to_string()),
+                message: e.to_string(),
+            }),
+        }
+    }
+    let mut t = attempts_to_trace(attempts);
+    t.errors = errors;
+    if steps > 0 {
+        t.skipped
+            .push(("job steps (their jobs' rows are read)".into(), steps));
+    }
+    Ok(t)
+}
+
+pub(super) fn ledger_trace(path: &Path) -> anyhow::Result<Trace> {
+    let reader = allot_ledger::LedgerReader::open(path)
+        .with_context(|| format!("cannot open the ledger {}", path.display()))?;
+    let attempts = reader.all_attempts()?;
+    Ok(attempts_to_trace(attempts.into_iter().enumerate().map(
+        |(i, a)| {
+            let r = a.record;
+            AttemptLite {
+                line: i as u32 + 1,
+                job_id: r.job_id,
+                account: r.account,
+                partition: r.partition,
+                submit: r.submit,
+                start: r.start,
+                end: r.end,
+                elapsed: r.elapsed,
+                gpus: r.gpus,
+                min_runtime: r.min_runtime_recorded.then_some(r.min_runtime),
+            }
+        },
+    )))
+}

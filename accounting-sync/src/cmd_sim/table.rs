@@ -1,0 +1,168 @@
+//! `allot sim`'s text output: the run table, the per-team table, the
+//! legend.
+
+use super::*;
+
+/// `1234` s as `20.6m`, `3.4h`, `2.1d`.
+pub(super) fn human_secs(s: u64) -> String {
+    let s = s as f64;
+    if s < 60.0 {
+        format!("{s:.0}s")
+    } else if s < 3600.0 {
+        format!("{:.1}m", s / 60.0)
+    } else if s < 86_400.0 {
+        format!("{:.1}h", s / 3600.0)
+    } else {
+        format!("{:.1}d", s / 86_400.0)
+    }
+}
+
+pub(super) fn print_text(
+    args: &Args,
+    format: &str,
+    trace: &Trace,
+    w: &Workload,
+    variants: &[Variant],
+    outs: &[RunOut],
+) {
+    let span = trace.jobs.last().map_or(0, |j| j.submit);
+    println!(
+        "trace {} ({format}): {} jobs, {} node events, submissions over {}",
+        args.trace.display(),
+        trace.jobs.len(),
+        trace.events.len(),
+        human_secs(span)
+    );
+    let mut seen: BTreeMap<&str, u64> = BTreeMap::new();
+    for j in &w.jobs {
+        *seen.entry(&w.accounts[j.account as usize]).or_default() += 1;
+    }
+    println!(
+        "teams: {} accounts mapped onto {} leaves of the tree",
+        seen.len(),
+        w.teams.len()
+    );
+    for m in &w.mapped {
+        println!("  {} -> {}: {} jobs ({})", m.name, m.account, m.jobs, m.by);
+    }
+    for l in &w.left_out {
+        println!(
+            "  left out: {} jobs ({:.0} GPU-h): {}",
+            l.jobs, l.gpu_hours, l.reason
+        );
+    }
+    println!("contract rules applied:");
+    for r in &w.rules {
+        println!(
+            "  {:<12} {:>8} jobs {:>10.0} GPU-h  {}",
+            r.rule, r.jobs, r.gpu_hours, r.sets
+        );
+    }
+    if variants.len() > 1 {
+        println!(
+            "(rules shown for the first configuration; a sweep of contract keys changes them)"
+        );
+    }
+    println!();
+    let cfg_w = outs
+        .iter()
+        .map(|o| o.config.len())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let header = format!(
+        "{:<cfg_w$} {:<8} {:>6} {:>6} {:>7} {:>6} {:>6} {:>20} {:>20} {:>20} {:>7} {:>8} {:>6} {:>9}",
+        "config", "policy", "owed%", "occ%", "unalc%", "err%", "err90%", "wait debug p50/90/99", "wait batch p50/90/99",
+        "wait large p50/90/99", "preempt", "lost GPUh", "unfin", "jobs/s"
+    );
+    println!("{header}");
+    println!("{}", "-".repeat(header.len()));
+    for o in outs {
+        let r = &o.report;
+        let wait = |c: JobClass| {
+            let x = &r.waits[c as usize];
+            format!(
+                "{}/{}/{}",
+                human_secs(x.p50_s),
+                human_secs(x.p90_s),
+                human_secs(x.p99_s)
+            )
+        };
+        println!(
+            "{:<cfg_w$} {:<8} {:>6.1} {:>6.1} {:>7} {:>6.1} {:>6.1} {:>20} {:>20} {:>20} {:>7} {:>8.0} {:>6} {:>9.0}",
+            o.config,
+            r.policy.name(),
+            100.0 * r.owed_delivered,
+            100.0 * r.occupancy,
+            if r.policy == Policy::Allot { format!("{:.1}", 100.0 * r.unallocated_share) } else { "-".into() },
+            100.0 * r.share_error_mean,
+            100.0 * r.share_error_p90,
+            wait(JobClass::Debug),
+            wait(JobClass::Batch),
+            wait(JobClass::Large),
+            r.preemptions,
+            r.lost_gpu_hours,
+            r.unfinished,
+            o.jobs_per_s,
+        );
+    }
+    let header = format!(
+        "{:<cfg_w$} {:<8} {:>7} {:>9} {:>22} {:>7} {:>9} {:>9} {:>9}",
+        "config",
+        "policy",
+        "weekly%",
+        "teams>=95",
+        "worst team owed%",
+        "lost%",
+        "pre/kGPUh",
+        "reversals",
+        "occ-end%"
+    );
+    println!("\n{header}");
+    println!("{}", "-".repeat(header.len()));
+    for o in outs {
+        let r = &o.report;
+        let worst = r
+            .worst_team
+            .as_ref()
+            .map_or("-".to_string(), |(n, v)| format!("{n} {:.1}", 100.0 * v));
+        println!(
+            "{:<cfg_w$} {:<8} {:>7.1} {:>9} {:>22} {:>7.2} {:>9.1} {:>9} {:>9.1}",
+            o.config,
+            r.policy.name(),
+            100.0 * r.owed_delivered_weekly,
+            format!("{}/{}", r.teams_at_95, r.teams.len()),
+            worst,
+            100.0 * r.lost_of_delivered,
+            r.preemptions_per_1000_gpu_hours,
+            r.reversals,
+            100.0 * r.occupancy_to_end,
+        );
+    }
+    if outs.len() <= 8 {
+        println!("\nowed GPU-hours delivered, per team (%; alloc = allocation, owed = GPU-h owed under the first run)");
+        let labels: Vec<String> = outs.iter().map(run_label).collect();
+        let cw = labels.iter().map(String::len).max().unwrap_or(6).max(6);
+        let mut h = format!("{:<14} {:>6} {:>9}", "team", "alloc%", "owed GPUh");
+        for l in &labels {
+            h += &format!(" {l:>cw$}");
+        }
+        println!("{h}");
+        for (t, team) in w.teams.iter().enumerate() {
+            let mut line = format!(
+                "{:<14} {:>6.1} {:>9.0}",
+                team.name,
+                100.0 * team.allocation,
+                outs[0].report.teams[t].owed_gpu_hours
+            );
+            for o in outs {
+                line += &format!(" {:>cw$.1}", 100.0 * o.report.teams[t].owed_delivered);
+            }
+            println!("{line}");
+        }
+    }
+    println!(
+        "\nowed% = owed GPU-hours delivered (weekly%: counted per week); occ% = occupancy from the first to the last submission (occ-end%: to the last event); lost% = GPU-h lost to requeues / delivered; pre/kGPUh = preemptions per 1,000 delivered GPU-h; unalc% = free-tier share of GPU time; err% = mean (and p90) hourly share error over a {} window; waits = first start - submit. See docs/simulator.md.",
+        human_secs(variants[0].config.sim.metric_window)
+    );
+}

@@ -1,0 +1,228 @@
+//! Tests of `allot sim`: sweeps, trace formats, the tables.
+
+use super::input::sacct_trace;
+use super::*;
+
+#[test]
+fn sweep_grid_and_errors() {
+    let c = Config::from_toml_str("[tree.a]\nshare = 1\n").unwrap();
+    let cl = ClusterSpec {
+        nodes: 1,
+        gpus_per_node: 8,
+    };
+    let v = sweep_variants(&c, cl, &["window=1-0,3-0".into(), "cluster=2x8,4x8".into()]).unwrap();
+    let labels: Vec<&str> = v.iter().map(|v| v.label.as_str()).collect();
+    assert_eq!(
+        labels,
+        [
+            "window=1-0 cluster=2x8",
+            "window=1-0 cluster=4x8",
+            "window=3-0 cluster=2x8",
+            "window=3-0 cluster=4x8"
+        ]
+    );
+    assert_eq!(v[2].config.window, 3 * 86_400);
+    assert_eq!(v[3].cluster.nodes, 4);
+    let e = sweep_variants(&c, cl, &["windw=1-0".into()])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("unknown key"), "{e}");
+    let e = sweep_variants(&c, cl, &["window=0".into()])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("longer than 0"), "{e}");
+    let e = sweep_variants(&c, cl, &["window=1-0".into(), "window=2-0".into()])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("--sweep window is given twice"), "{e}");
+    assert!(
+        parse_policies(&["allot,fifo".into(), "fifo".into()]).unwrap()
+            == vec![Policy::Allot, Policy::Fifo]
+    );
+    assert!(parse_policies(&["slurm".into()]).is_err());
+    assert_eq!(human_secs(5400), "1.5h");
+}
+
+#[test]
+fn the_shipped_demo_runs_and_plots() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = std::env::temp_dir().join(format!("allot-sim-plots-{}", std::process::id()));
+    let args = Args {
+        config: ConfigArg {
+            config: Some(root.join("examples/sim-philly.toml")),
+        },
+        trace: root.join("examples/traces/philly-slice.csv"),
+        format: None,
+        cluster: Some("16x8".into()),
+        policies: vec!["allot".into(), "fairtree".into()],
+        sweeps: vec!["window=1-0,7-0".into()],
+        json: true,
+        plot: Some(dir.clone()),
+        skip_bad_rows: false,
+        threads: Some(2),
+    };
+    assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
+    for f in [
+        "share-allot_window_1-0.svg",
+        "wait-cdf-debug.svg",
+        "share-error.svg",
+    ] {
+        let text = std::fs::read_to_string(dir.join(f)).unwrap();
+        assert!(text.starts_with("<svg"), "{f}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sacct_dumps_become_jobs() {
+    let text = "JobIDRaw|JobID|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
+                10|10|a1|u|gpu|gres/gpu=2|1700000000|1700000100|1700003700|01:00:00|COMPLETED|allot:min_runtime=600\n\
+                11|11|a1|u|gpu|gres/gpu=1|1700000050|Unknown|Unknown|00:00:00|PENDING|\n";
+    let t = sacct_trace(text).unwrap();
+    assert_eq!(t.jobs.len(), 1, "{:?}", t.errors);
+    assert_eq!(
+        (t.jobs[0].gpus, t.jobs[0].duration, t.jobs[0].min_runtime),
+        (2, 3600, Some(600))
+    );
+    assert_eq!(t.skipped, vec![("never started".to_string(), 1)]);
+}
+
+#[test]
+fn sacct_dumps_with_steps_replay_their_jobs() {
+    let text = "JobIDRaw|JobID|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
+                5101|5101|a1|u|gpu|gres/gpu=2|1700000000|1700000100|1700003700|01:00:00|COMPLETED|\n\
+                5101.batch|5101.batch|a1|u||gres/gpu=2|1700000100|1700000100|1700003700|01:00:00|COMPLETED|\n\
+                5104.0|5104.0|a1|u||gres/gpu=2|1700000100|1700000100|1700003700|01:00:00|COMPLETED|\n\
+                5104.extern|5104.extern|a1|u||gres/gpu=2|1700000100|1700000100|1700003700|01:00:00|COMPLETED|\n\
+                7104.batch|7100_3.batch|a1|u||gres/gpu=1|1700000100|1700000100|1700003700|01:00:00|COMPLETED|\n";
+    let t = sacct_trace(text).unwrap();
+    assert!(t.errors.is_empty(), "{:?}", t.errors);
+    assert_eq!(t.jobs.len(), 1);
+    assert_eq!(
+        t.skipped,
+        vec![("job steps (their jobs' rows are read)".to_string(), 4)]
+    );
+}
+
+fn sim_args(dir: &Path, config: &str, trace: &str) -> Args {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("allot.toml"), config).unwrap();
+    std::fs::write(dir.join("trace.csv"), trace).unwrap();
+    Args {
+        config: ConfigArg {
+            config: Some(dir.join("allot.toml")),
+        },
+        trace: dir.join("trace.csv"),
+        format: None,
+        cluster: Some("1x8".into()),
+        policies: vec!["allot".into()],
+        sweeps: vec![],
+        json: true,
+        plot: None,
+        skip_bad_rows: false,
+        threads: Some(1),
+    }
+}
+
+#[test]
+fn mixed_case_trace_accounts_match_and_unmatched_traces_fail() {
+    let dir = std::env::temp_dir().join(format!("allot-sim-case-{}", std::process::id()));
+    let helios = "job_id,user,vc,gpu_num,submit_time,duration\n\
+                  1,u,vcAB,2,0,3600\n2,u,vcCd,2,60,3600\n3,u,vcEF,1,120,3600\n";
+    // vcAB and vcCd are the accounts vcab and vccd; vcEF (1 of 5 GPU-h) is left out.
+    let args = sim_args(
+        &dir,
+        "capacity_gpus = 8\n[tree.vcab]\nshare = 1\n[tree.vccd]\nshare = 1\n",
+        helios,
+    );
+    assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
+    let (trace, _) = load_trace(&args.trace, None).unwrap();
+    let cfg = config_path::load(&args.config.path()).unwrap();
+    let w = Workload::prepare(&trace, &cfg, ClusterSpec::parse("1x8").unwrap());
+    assert_eq!(w.jobs.len(), 2);
+    assert_eq!(w.accounts, ["vcab", "vccd"]);
+    assert_eq!(
+        w.unmatched(false),
+        None,
+        "1 GPU-h of 5 left out is not most"
+    );
+    // A tree that knows none of them: refused with one line, no table.
+    let args = sim_args(&dir, "capacity_gpus = 8\n[tree.other]\nshare = 1\n", helios);
+    let e = run(&args).unwrap_err().to_string();
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains("100% of the trace's GPU-hours (5 of 5) are in accounts the tree does not know: vcab, vccd, vcef"),
+        "{e}"
+    );
+    assert!(e.contains("[sim.accounts] vcab = \"<account>\""), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn alibaba_pods_map_onto_one_team_or_by_class() {
+    let dir = std::env::temp_dir().join(format!("allot-sim-ali-{}", std::process::id()));
+    let pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n\
+                openb-pod-0001,6000,12288,1,1000,,LS,Running,0,3600,0\n\
+                openb-pod-0002,6000,12288,2,1000,,BE,Running,10,3610,10\n\
+                openb-pod-0003,6000,12288,1,500,,Burstable,Running,20,3620,20\n";
+    // A one-team tree: every pod is that team's.
+    let args = sim_args(&dir, "capacity_gpus = 8\n[tree.team]\nshare = 1\n", pods);
+    assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
+    let cfg = config_path::load(&args.config.path()).unwrap();
+    let (trace, _) = load_trace(&args.trace, None).unwrap();
+    let w = Workload::prepare(&trace, &cfg, ClusterSpec::parse("1x8").unwrap());
+    assert_eq!(w.jobs.len(), 3);
+    assert_eq!(w.accounts, ["team"]);
+    let mapped: Vec<(&str, &str, u64, &str)> = w
+        .mapped
+        .iter()
+        .map(|m| (m.name.as_str(), m.account.as_str(), m.jobs, m.by))
+        .collect();
+    let one = "the one team: the trace has no tenants";
+    assert_eq!(
+        mapped,
+        [
+            ("be", "team", 1, one),
+            ("burstable", "team", 1, one),
+            ("ls", "team", 1, one)
+        ]
+    );
+    // Two teams and no mapping: refused, naming the classes.
+    let two = "capacity_gpus = 8\n[tree.prod]\nshare = 1\n[tree.research]\nshare = 1\n";
+    let args = sim_args(&dir, two, pods);
+    let e = run(&args).unwrap_err().to_string();
+    assert!(
+        e.contains("100% of the trace's GPU-hours (4 of 4) are in QoS classes (the trace has no tenants) the tree does not know: be, burstable, ls"),
+        "{e}"
+    );
+    // Mapped by class, with `*` for the rest.
+    let args = sim_args(
+        &dir,
+        &format!("{two}[sim.accounts]\nLS = \"prod\"\n\"*\" = \"research\"\n"),
+        pods,
+    );
+    assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
+    let cfg = config_path::load(&args.config.path()).unwrap();
+    let w = Workload::prepare(&trace, &cfg, ClusterSpec::parse("1x8").unwrap());
+    let per_account: Vec<(u64, u32)> = w.jobs.iter().map(|j| (j.id, j.account)).collect();
+    assert_eq!(w.accounts, ["prod", "research"]);
+    assert!(w.mapped.iter().all(|m| m.by == "[sim.accounts]"));
+    assert_eq!(w.mapped.iter().map(|m| m.jobs).sum::<u64>(), 3);
+    assert_eq!(per_account, [(1, 0), (2, 1), (3, 1)]);
+    // Every pod larger than the cluster: refused too, not a table of zeros.
+    let mut args = sim_args(&dir, "capacity_gpus = 8\n[tree.team]\nshare = 1\n", pods);
+    args.cluster = Some("1x1".into());
+    let pods2 = pods
+        .replace(",1,1000,,LS", ",2,1000,,LS")
+        .replace(",1,500,,", ",2,500,,");
+    std::fs::write(&args.trace, pods2).unwrap();
+    let e = run(&args).unwrap_err().to_string();
+    assert!(
+        e.ends_with("no job of the trace can be replayed (3 jobs larger than the cluster (1x1))"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
