@@ -132,6 +132,10 @@ pub(crate) struct Sim<'w> {
     /// Per leaf: GPUs of allocated jobs running and pending (entitlement).
     leaf_running: Vec<u64>,
     leaf_pending: Vec<u64>,
+    /// Bumped whenever a leaf's running or pending GPUs or the capacity
+    /// change; the entitlements computed at one version are reused.
+    load_version: u64,
+    load_cache: std::cell::RefCell<Option<(u64, std::rc::Rc<Entitlements>)>>,
     epoch: u64,
     failed_attempt: Option<(u32, u64)>,
     tick_at: u64,
@@ -271,6 +275,8 @@ impl<'w> Sim<'w> {
             free_tier_gpus: vec![0; teams],
             leaf_running: vec![0; config.tree.leaves().len()],
             leaf_pending: vec![0; config.tree.leaves().len()],
+            load_version: 0,
+            load_cache: std::cell::RefCell::new(None),
             epoch: 0,
             failed_attempt: None,
             tick_at: u64::MAX,
@@ -457,6 +463,7 @@ impl<'w> Sim<'w> {
                 self.events
                     .push(Reverse((now + e.duration, NODE_END, a, 0)));
                 self.epoch += 1;
+                self.load_version += 1;
             }
             NODE_END => {
                 let e = self.node_events[a as usize];
@@ -466,6 +473,7 @@ impl<'w> Sim<'w> {
                     NodeEventKind::Fail => self.cluster.change(e.node, 0, -1),
                 }
                 self.epoch += 1;
+                self.load_version += 1;
             }
             _ => unreachable!("unknown event kind"),
         }
@@ -478,6 +486,7 @@ impl<'w> Sim<'w> {
         j.state = State::Pending;
         self.queues[q].insert((j.eligible, id));
         self.pending += 1;
+        self.load_version += 1;
         if sj.min_runtime > 0 {
             self.leaf_pending[self.w.teams[sj.team as usize].leaf.0 as usize] +=
                 u64::from(sj.gpus());
@@ -492,7 +501,7 @@ impl<'w> Sim<'w> {
         match self.policy {
             Policy::Allot if now >= self.next_refresh || self.engine.is_none() => {
                 let engine = Engine::from_tracker(self.config.clone(), &self.tracker)
-                    .with_load(self.entitlements());
+                    .with_load((*self.entitlements()).clone());
                 for (t, team) in self.w.teams.iter().enumerate() {
                     self.team_rank[t] = engine.fair_tree().rank(team.leaf);
                     self.team_below[t] = engine.load().is_some_and(|l| l.below(team.leaf));
@@ -596,13 +605,21 @@ impl<'w> Sim<'w> {
 
     /// The leaves' allocated GPUs running and pending now, and their
     /// entitlements to the capacity now.
-    fn entitlements(&self) -> Entitlements {
-        Entitlements::compute(
+    fn entitlements(&self) -> std::rc::Rc<Entitlements> {
+        let mut cache = self.load_cache.borrow_mut();
+        if let Some((v, e)) = &*cache {
+            if *v == self.load_version {
+                return e.clone();
+            }
+        }
+        let e = std::rc::Rc::new(Entitlements::compute(
             &self.config.tree,
             self.cluster.capacity,
             &self.leaf_running,
             &self.leaf_pending,
-        )
+        ));
+        *cache = Some((self.load_version, e.clone()));
+        e
     }
 
     /// One scheduling pass. Returns true if a job was left blocked. Without
@@ -645,6 +662,11 @@ impl<'w> Sim<'w> {
         // first job, and keying its successor was a third of a replay).
         let mut advance: Option<(u32, u64, u32)> = None;
         loop {
+            // The taken queue's next job, if any: it replaces the heap's top
+            // only when it sorts below it (one sift instead of a push and a
+            // pop; a queue's jobs come out in order, so a long run of one
+            // queue touches the heap not at all). Ids are unique: no ties.
+            let mut successor = None;
             if let Some((q, el, id)) = advance.take() {
                 let after = (Bound::Excluded((el, id)), Bound::Unbounded);
                 let next = if blocked {
@@ -668,17 +690,23 @@ impl<'w> Sim<'w> {
                     let next = self.queues[q as usize].range(after).next();
                     next.map(|&(e, i)| (e, i, None))
                 };
-                if let Some((el2, id2, shape)) = next {
-                    heap.push((
+                successor = next.map(|(el2, id2, shape)| {
+                    (
                         self.queue_key(q as usize, el2),
                         Reverse(el2),
                         Reverse(id2),
                         q,
                         shape,
-                    ));
-                }
+                    )
+                });
             }
-            let Some((_, Reverse(el), Reverse(id), q, shape)) = heap.pop() else {
+            let taken = match (successor, heap.peek_mut()) {
+                (Some(x), Some(mut top)) if x < *top => Some(std::mem::replace(&mut *top, x)),
+                (Some(x), _) => Some(x),
+                (None, Some(top)) => Some(std::collections::binary_heap::PeekMut::pop(top)),
+                (None, None) => None,
+            };
+            let Some((_, Reverse(el), Reverse(id), q, shape)) = taken else {
                 break;
             };
             let too_big = if self.policy == Policy::Static {
@@ -774,6 +802,7 @@ impl<'w> Sim<'w> {
         let j = &mut self.jobs[id as usize];
         self.queues[queue_of(sj.team, sj.min_runtime, short)].remove(&(j.eligible, id));
         self.pending -= 1;
+        self.load_version += 1;
         if sj.min_runtime > 0 {
             let l = self.w.teams[team].leaf.0 as usize;
             self.leaf_pending[l] -= u64::from(gpus);
@@ -827,6 +856,7 @@ impl<'w> Sim<'w> {
         if sj.min_runtime > 0 {
             self.leaf_running[self.w.teams[team].leaf.0 as usize] -= u64::from(gpus);
         }
+        self.load_version += 1;
         self.cluster.release(id, &j.alloc);
         self.running_by_end.remove(&(j.end, id));
         if j.unprotected {
