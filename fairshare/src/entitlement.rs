@@ -48,42 +48,52 @@ const EPS: f64 = 1e-9;
 /// GPU-seconds); the result has the input's length and sums to
 /// `min(capacity, total demand)` (up to rounding).
 pub fn waterfill(capacity: f64, weight: &[f64], demand: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; weight.len()];
+    waterfill_into(capacity, weight, demand, &mut out);
+    out
+}
+
+/// [`waterfill`] into `out` (cleared and resized to the input's length),
+/// allocating nothing once `out` has the room.
+fn waterfill_into(capacity: f64, weight: &[f64], demand: &[f64], out: &mut Vec<f64>) {
     let n = weight.len();
-    let mut out = vec![0.0; n];
+    out.clear();
+    out.resize(n, 0.0);
     let mut left = capacity;
+    // Claimants still below their demand; each round caps those that the
+    // proportional split would fill (against the round's `left`), or splits
+    // what is left and ends.
     let mut active: Vec<usize> = (0..n)
         .filter(|&i| demand[i] > 0.0 && weight[i] > 0.0)
         .collect();
     while left > EPS && !active.is_empty() {
         let total: f64 = active.iter().map(|&i| weight[i]).sum();
-        let capped: Vec<usize> = active
-            .iter()
-            .copied()
-            .filter(|&i| out[i] + left * weight[i] / total >= demand[i])
-            .collect();
-        if capped.is_empty() {
+        let round = left;
+        let mut capped = false;
+        active.retain(|&i| {
+            if out[i] + round * weight[i] / total >= demand[i] {
+                left -= demand[i] - out[i];
+                out[i] = demand[i];
+                capped = true;
+                false
+            } else {
+                true
+            }
+        });
+        if !capped {
             for &i in &active {
                 out[i] += left * weight[i] / total;
             }
             left = 0.0;
-        } else {
-            for &i in &capped {
-                left -= demand[i] - out[i];
-                out[i] = demand[i];
-            }
-            active.retain(|i| !capped.contains(i));
         }
     }
-    let zero: Vec<usize> = (0..n)
-        .filter(|&i| weight[i] == 0.0 && demand[i] > 0.0)
-        .collect();
-    let zero_demand: f64 = zero.iter().map(|&i| demand[i]).sum();
+    let zero = |i: &usize| weight[*i] == 0.0 && demand[*i] > 0.0;
+    let zero_demand: f64 = (0..n).filter(zero).map(|i| demand[i]).sum();
     if left > EPS && zero_demand > 0.0 {
-        for &i in &zero {
+        for i in (0..n).filter(zero) {
             out[i] = (left * demand[i] / zero_demand).min(demand[i]);
         }
     }
-    out
 }
 
 /// Per leaf: GPUs held by allocated jobs now, GPUs owed now, and demand.
@@ -124,17 +134,19 @@ impl Entitlements {
         }
         let mut ent = vec![0.0f64; nodes.len()];
         ent[0] = (capacity as f64).min(sub[0]);
+        // Buffers for one node's children, reused across nodes.
+        let (mut w, mut d, mut split) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..nodes.len() {
             let kids = &nodes[i].children;
             if kids.is_empty() || ent[i] <= 0.0 {
                 continue;
             }
-            let w: Vec<f64> = kids
-                .iter()
-                .map(|k| f64::from(nodes[k.0 as usize].share))
-                .collect();
-            let d: Vec<f64> = kids.iter().map(|k| sub[k.0 as usize]).collect();
-            for (k, e) in kids.iter().zip(waterfill(ent[i], &w, &d)) {
+            w.clear();
+            w.extend(kids.iter().map(|k| f64::from(nodes[k.0 as usize].share)));
+            d.clear();
+            d.extend(kids.iter().map(|k| sub[k.0 as usize]));
+            waterfill_into(ent[i], &w, &d, &mut split);
+            for (k, &e) in kids.iter().zip(&split) {
                 ent[k.0 as usize] = e;
             }
         }

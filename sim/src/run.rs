@@ -152,9 +152,29 @@ pub(crate) struct Sim<'w> {
     /// heads, and per queue the jobs read ahead once the pass is blocked.
     pass_heap: Vec<PassEntry>,
     pass_ahead: Vec<std::collections::VecDeque<(u64, u32, Shape)>>,
-    /// Per-node scratch counters (all 0 between uses).
-    scratch: std::cell::RefCell<Vec<u32>>,
+    /// Buffers of [`Sim::try_preempt`], kept between calls.
+    scratch: std::cell::RefCell<PreemptScratch>,
     m: Metrics,
+}
+
+/// Buffers of [`Sim::try_preempt`] (and `per_node` of the backfill
+/// reservation), kept between calls so a failed attempt (most of them)
+/// allocates nothing.
+#[derive(Default)]
+struct PreemptScratch {
+    /// Per node: GPUs the candidates so far would free (all 0 between
+    /// uses).
+    per_node: Vec<u32>,
+    /// Per team: GPUs it may lose to this preemptor.
+    gives: Vec<u64>,
+    /// Teams that may lose some, by surplus (largest first), then index.
+    teams: Vec<(Reverse<u64>, usize)>,
+    /// Nodes whose `per_node` counter was touched.
+    touched: Vec<u32>,
+    /// (node, candidate job) pairs.
+    pairs: Vec<(u32, u32)>,
+    /// (GPUs still missing, node) of nodes where the preemptor would fit.
+    fitting: Vec<(u32, u32)>,
 }
 
 /// Queues per team: free tier, allocated, short band. Inside one queue
@@ -293,7 +313,10 @@ impl<'w> Sim<'w> {
             head_cache: vec![(u32::MAX, u32::MAX, 0); teams * QUEUES_PER_TEAM],
             pass_heap: Vec::new(),
             pass_ahead: vec![std::collections::VecDeque::new(); teams * QUEUES_PER_TEAM],
-            scratch: std::cell::RefCell::new(vec![0; cluster.nodes as usize]),
+            scratch: std::cell::RefCell::new(PreemptScratch {
+                per_node: vec![0; cluster.nodes as usize],
+                ..PreemptScratch::default()
+            }),
             m: Metrics::new(teams, capacity, ignored_events),
             config,
         }

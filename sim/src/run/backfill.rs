@@ -12,7 +12,8 @@ impl Sim<'_> {
             return None;
         }
         let mut nodes: Vec<u32> = self.cluster.fitting(g).take(n).collect();
-        let mut extra = self.scratch.borrow_mut();
+        let mut scratch = self.scratch.borrow_mut();
+        let extra = &mut scratch.per_node;
         let mut touched: Vec<u32> = Vec::new();
         let mut found = None;
         'walk: for &(end, r) in &self.running_by_end {

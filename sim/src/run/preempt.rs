@@ -53,13 +53,24 @@ impl Sim<'_> {
                 load.may_lose(leaf(t), allowance).min(self.unprot_gpus[t])
             }
         };
+        let mut guard = self.scratch.borrow_mut();
+        let PreemptScratch {
+            per_node: pre,
+            gives,
+            teams: teams_by_surplus,
+            touched,
+            pairs,
+            fitting,
+        } = &mut *guard;
+        gives.clear();
+        gives.extend((0..self.w.teams.len()).map(give));
         // Quick necessary condition: enough GPUs free, free-tier or above
         // other teams' entitlements.
-        let mut possible = self.cluster.free_total;
-        for t in 0..self.w.teams.len() {
-            possible += self.free_tier_gpus[t] + give(t);
-        }
+        let possible = self.cluster.free_total
+            + self.free_tier_gpus.iter().sum::<u64>()
+            + gives.iter().sum::<u64>();
         if possible < (n as u64) * u64::from(g) {
+            drop(guard);
             self.failed_attempt = Some((id, self.epoch));
             return false;
         }
@@ -69,21 +80,24 @@ impl Sim<'_> {
         // engine then chooses among the jobs on those nodes only: its victim
         // search is quadratic in the candidates, and jobs elsewhere cannot
         // help this job fit.
-        let mut teams_by_surplus: Vec<usize> =
-            (0..self.w.teams.len()).filter(|&t| give(t) > 0).collect();
-        teams_by_surplus.sort_by_key(|&t| (std::cmp::Reverse(load.surplus(leaf(t))), t));
-        let mut pre = self.scratch.borrow_mut();
-        let mut touched: Vec<u32> = Vec::new();
-        let mut pairs: Vec<(u32, u32)> = Vec::new();
-        let mut fitting: Vec<(u32, u32)> = self
-            .cluster
-            .fitting(g)
-            .take(n)
-            .map(|node| (0, node))
-            .collect();
+        teams_by_surplus.clear();
+        teams_by_surplus.extend(
+            (0..self.w.teams.len())
+                .filter(|&t| gives[t] > 0)
+                .map(|t| (std::cmp::Reverse(load.surplus(leaf(t))), t)),
+        );
+        teams_by_surplus.sort_unstable();
+        touched.clear();
+        pairs.clear();
+        fitting.clear();
+        fitting.extend(self.cluster.fitting(g).take(n).map(|node| (0, node)));
         let sources = (0..self.w.teams.len())
             .map(|t| (&self.free_tier[t], u64::MAX))
-            .chain(teams_by_surplus.iter().map(|&t| (&self.unprot[t], give(t))));
+            .chain(
+                teams_by_surplus
+                    .iter()
+                    .map(|&(_, t)| (&self.unprot[t], gives[t])),
+            );
         'outer: for (set, mut budget) in sources {
             for &(_, r) in set.iter().rev() {
                 if budget == 0 {
@@ -115,11 +129,11 @@ impl Sim<'_> {
                 }
             }
         }
-        for t in touched {
+        for &t in touched.iter() {
             pre[t as usize] = 0;
         }
-        drop(pre);
         if fitting.len() < n {
+            drop(guard);
             self.failed_attempt = Some((id, self.epoch));
             return false;
         }
@@ -141,6 +155,7 @@ impl Sim<'_> {
                 gpus: self.cluster.free[node as usize],
             })
             .collect();
+        drop(guard);
         let running: Vec<RunningJob<'_>> = cands
             .iter()
             .map(|&r| {
