@@ -1,0 +1,100 @@
+//! One sacct field at a time: step ids, placeholders, times, elapsed
+//! times, job labels (array tasks, het components).
+
+use super::*;
+
+/// True for a step id: a job id (`5104`, `7100_3`, `93+1`) then `.` and a
+/// step name (`batch`, `extern`, `interactive`, `0`, or a het step `0+1`).
+pub fn is_step_id(id: &str) -> bool {
+    let Some((job, step)) = id.trim().split_once('.') else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let step_ok = matches!(step, "batch" | "extern" | "interactive")
+        || match step.split_once('+') {
+            Some((a, b)) => digits(a) && digits(b),
+            None => digits(step),
+        };
+    step_ok && parse_label(job).is_ok()
+}
+
+/// True for sacct's placeholders of an absent value.
+pub fn is_placeholder(s: &str) -> bool {
+    matches!(s.trim(), "" | "Unknown" | "None" | "N/A" | "(null)")
+}
+
+/// Parses a time field into seconds since the epoch: placeholders give
+/// `Ok(None)`, digits are an epoch, else ISO local time in `tz`.
+///
+/// # Errors
+/// Text that is neither.
+pub fn parse_time(s: &str, tz: &jiff::tz::TimeZone) -> Result<Option<i64>, String> {
+    let s = s.trim();
+    if is_placeholder(s) {
+        return Ok(None);
+    }
+    if s.bytes().all(|b| b.is_ascii_digit()) {
+        return s.parse::<i64>().map(Some).map_err(|e| e.to_string());
+    }
+    let dt: jiff::civil::DateTime = s
+        .parse()
+        .map_err(|e| format!("not an epoch nor a YYYY-MM-DDTHH:MM:SS time ({e})"))?;
+    let ts = tz
+        .to_ambiguous_timestamp(dt)
+        .compatible()
+        .map_err(|e| e.to_string())?;
+    Ok(Some(ts.as_second()))
+}
+
+/// Earliest time a row may carry: the epoch (a negative time is a broken
+/// clock or a corrupt row).
+pub const PLAUSIBLE_FROM: i64 = 0;
+
+/// Parses sacct's `Elapsed` (`[d-]hh:mm:ss` or `mm:ss`) into seconds.
+///
+/// # Errors
+/// Any other shape.
+pub fn parse_elapsed(s: &str) -> Result<Option<u64>, String> {
+    let s = s.trim();
+    if is_placeholder(s) {
+        return Ok(None);
+    }
+    // sacct never prints a bare number or d-hh: insist on a ':'.
+    if !s.contains(':') {
+        return Err("expected [d-]hh:mm:ss or mm:ss".into());
+    }
+    parse_slurm_duration(s).map(Some).map_err(|e| e.to_string())
+}
+
+/// Reads `123`, `123_4` (array task) and `93+1` (het component).
+pub(crate) fn parse_label(
+    label: &str,
+) -> Result<(Option<ArrayTask>, Option<HetComponent>), String> {
+    let num = |s: &str| {
+        s.parse::<u64>()
+            .map_err(|_| format!("{s:?} is not a number"))
+    };
+    if let Some((job, task)) = label.split_once('_') {
+        let task =
+            u32::try_from(num(task)?).map_err(|_| "array task index too large".to_string())?;
+        return Ok((
+            Some(ArrayTask {
+                job: num(job)?,
+                task,
+            }),
+            None,
+        ));
+    }
+    if let Some((job, off)) = label.split_once('+') {
+        let offset = u32::try_from(num(off)?).map_err(|_| "het offset too large".to_string())?;
+        return Ok((
+            None,
+            Some(HetComponent {
+                job: num(job)?,
+                offset,
+            }),
+        ));
+    }
+    num(label)?;
+    Ok((None, None))
+}
