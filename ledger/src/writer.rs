@@ -2,6 +2,7 @@
 //! one sync at a time, schema migrations and the batch writer.
 
 use super::*;
+use rusqlite::{params_from_iter, ToSql};
 
 fn create_private(path: &Path) -> Result<()> {
     match OpenOptions::new()
@@ -330,29 +331,11 @@ impl Ledger {
                                 bucket_deltas(&mut deltas, &o.account, &o.user, f, s, -1);
                             }
                         }
-                        update
-                            .execute(params![
-                                id,
-                                rec.label,
-                                rec.array_job.map(|v| v as i64),
-                                rec.array_task,
-                                rec.het_job.map(|v| v as i64),
-                                rec.het_offset,
-                                rec.account,
-                                rec.user,
-                                rec.partition,
-                                rec.gpus as i64,
-                                rec.rate as i64,
-                                rec.start,
-                                rec.end,
-                                rec.elapsed.map(|v| v as i64),
-                                rec.state,
-                                rec.min_runtime as i64,
-                                rec.min_runtime_recorded as i64,
-                                rec.charge_end,
-                                rec.charged as i64,
-                            ])
-                            .map_err(&sql)?;
+                        with_columns(rec, |cols| {
+                            let key: [&dyn ToSql; 1] = [&id];
+                            update.execute(params_from_iter(key.iter().chain(cols)))
+                        })
+                        .map_err(&sql)?;
                         stats.updated += 1;
                     }
                     None => {
@@ -361,31 +344,12 @@ impl Ledger {
                                 .execute(params![rec.job_id as i64, rec.submit])
                                 .map_err(&sql)?;
                         }
-                        insert
-                            .execute(params![
-                                attempt,
-                                rec.job_id as i64,
-                                rec.submit,
-                                rec.label,
-                                rec.array_job.map(|v| v as i64),
-                                rec.array_task,
-                                rec.het_job.map(|v| v as i64),
-                                rec.het_offset,
-                                rec.account,
-                                rec.user,
-                                rec.partition,
-                                rec.gpus as i64,
-                                rec.rate as i64,
-                                rec.start,
-                                rec.end,
-                                rec.elapsed.map(|v| v as i64),
-                                rec.state,
-                                rec.min_runtime as i64,
-                                rec.min_runtime_recorded as i64,
-                                rec.charge_end,
-                                rec.charged as i64,
-                            ])
-                            .map_err(&sql)?;
+                        with_columns(rec, |cols| {
+                            let key: [&dyn ToSql; 3] =
+                                [&attempt, &(rec.job_id as i64), &rec.submit];
+                            insert.execute(params_from_iter(key.iter().chain(cols)))
+                        })
+                        .map_err(&sql)?;
                         stats.inserted += 1;
                     }
                 }
@@ -447,4 +411,43 @@ impl Ledger {
     pub fn reader(&self) -> Result<LedgerReader> {
         LedgerReader::open(&self.path)
     }
+}
+
+/// Calls `f` with an attempt's columns after its key (`label` ..
+/// `charged`), in the order of the writer's INSERT and UPDATE statements.
+fn with_columns<R>(rec: &AttemptRecord, f: impl FnOnce(&[&dyn ToSql]) -> R) -> R {
+    let (array_job, het_job) = (
+        rec.array_job.map(|v| v as i64),
+        rec.het_job.map(|v| v as i64),
+    );
+    let (gpus, rate, elapsed) = (
+        rec.gpus as i64,
+        rec.rate as i64,
+        rec.elapsed.map(|v| v as i64),
+    );
+    let (min_runtime, recorded, charged) = (
+        rec.min_runtime as i64,
+        i64::from(rec.min_runtime_recorded),
+        rec.charged as i64,
+    );
+    f(&[
+        &rec.label,
+        &array_job,
+        &rec.array_task,
+        &het_job,
+        &rec.het_offset,
+        &rec.account,
+        &rec.user,
+        &rec.partition,
+        &gpus,
+        &rate,
+        &rec.start,
+        &rec.end,
+        &elapsed,
+        &rec.state,
+        &min_runtime,
+        &recorded,
+        &rec.charge_end,
+        &charged,
+    ])
 }
