@@ -436,12 +436,24 @@ mod backoff_tests {
 mod dump_tests {
     use super::*;
 
+    /// A fresh ledger in a directory of its own (removed by the caller).
+    fn temp_ledger(prefix: &str) -> (std::path::PathBuf, Ledger) {
+        let dir = std::env::temp_dir().join(format!("{prefix}{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ledger = Ledger::open(&dir.join("ledger.sqlite")).unwrap();
+        (dir, ledger)
+    }
+
+    /// `import_dump` of `dump` (UTC times, batches of 100) with the default
+    /// contract policy.
+    fn dump_into(ledger: &mut Ledger, dump: &[u8]) -> anyhow::Result<ImportStats> {
+        let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
+        import_dump(ledger, &charging, dump, jiff::tz::TimeZone::UTC, 100)
+    }
+
     #[test]
     fn steps_in_a_dump_without_x_are_counted_not_unreadable() {
-        let dir = std::env::temp_dir().join(format!("allot-steps-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut ledger = Ledger::open(&dir.join("ledger.sqlite")).unwrap();
-        let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
+        let (dir, mut ledger) = temp_ledger("allot-steps-");
         let dump = "JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
             5101|5101|a1|alice|gpu|gres/gpu=1|100|110|3710|01:00:00|COMPLETED|\n\
             5101.batch|5101.batch|a1|alice||cpu=1,gres/gpu=1|110|110|3710|01:00:00|COMPLETED|\n\
@@ -451,14 +463,7 @@ mod dump_tests {
             7100_3|7104|a1|alice|gpu|gres/gpu=1|100|110|3710|01:00:00|COMPLETED|\n\
             7100_3.batch|7104.batch|a1|alice||gres/gpu=1|110|110|3710|01:00:00|COMPLETED|\n\
             x9|x9|a1|alice|gpu|gres/gpu=1|100|110|3710|01:00:00|COMPLETED|\n";
-        let stats = import_dump(
-            &mut ledger,
-            &charging,
-            dump.as_bytes(),
-            jiff::tz::TimeZone::UTC,
-            100,
-        )
-        .unwrap();
+        let stats = dump_into(&mut ledger, dump.as_bytes()).unwrap();
         assert_eq!(
             (stats.rows, stats.written.inserted, stats.steps, stats.bad),
             (8, 3, 4, 1)
@@ -468,44 +473,24 @@ mod dump_tests {
 
     #[test]
     fn monitoring_dumps_import_keyed_by_start() {
-        let dir = std::env::temp_dir().join(format!("allot-nosubmit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut ledger = Ledger::open(&dir.join("ledger.sqlite")).unwrap();
-        let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
+        let (dir, mut ledger) = temp_ledger("allot-nosubmit-");
         // Two attempts of job 5200 (requeued), told apart by their Start.
         let dump = "JobIDRaw|Start|End|Cluster|AllocTRES|AdminComment|User|Account|State|NNodes|NCPUS|ReqMem|QOS|Partition|TimelimitRaw|JobName\n\
             5200|1700000100|1700003700|c|cpu=4,gres/gpu=2|allot:min_runtime=600|alice|a1|REQUEUED|1|4|16G|normal|gpu|60|train\n\
             5200|1700003760|1700007360|c|cpu=4,gres/gpu=2|allot:min_runtime=600|alice|a1|COMPLETED|1|4|16G|normal|gpu|60|train\n\
             5201|Unknown|Unknown|c|||bob|a1|PENDING|1|4|16G|normal|gpu|60|x\n";
-        let stats = import_dump(
-            &mut ledger,
-            &charging,
-            dump.as_bytes(),
-            jiff::tz::TimeZone::UTC,
-            100,
-        )
-        .unwrap();
+        let stats = dump_into(&mut ledger, dump.as_bytes()).unwrap();
         assert_eq!(
             (stats.rows, stats.written.inserted, stats.skipped, stats.bad),
             (3, 2, 1, 0)
         );
         // Re-importing is a no-op: the key (job, Start) is stable.
-        let again = import_dump(
-            &mut ledger,
-            &charging,
-            dump.as_bytes(),
-            jiff::tz::TimeZone::UTC,
-            100,
-        )
-        .unwrap();
+        let again = dump_into(&mut ledger, dump.as_bytes()).unwrap();
         assert_eq!((again.written.inserted, again.written.unchanged), (0, 2));
         // A dump without what charging needs is refused, naming it.
-        let e = import_dump(
+        let e = dump_into(
             &mut ledger,
-            &charging,
             "JobName|User|Account|Start\nx|alice|a1|100\n".as_bytes(),
-            jiff::tz::TimeZone::UTC,
-            100,
         )
         .unwrap_err()
         .to_string();
