@@ -25,9 +25,21 @@ impl Sim<'_> {
         let team = sj.team as usize;
         let my_rank = self.team_rank[team];
         let (n, g) = (sj.nodes as usize, sj.gpus_per_node);
+        let short = self.is_short(id);
+        // Necessary before the load is even computed: the GPUs free, of the
+        // free tier and of every unprotected job it could take (no team
+        // gives more than its unprotected GPUs, nor its own to a non-short
+        // job).
+        let unprotected: u64 = self.unprot_gpus.iter().sum::<u64>()
+            - if short { 0 } else { self.unprot_gpus[team] };
+        if self.cluster.free_total + self.free_tier_gpus.iter().sum::<u64>() + unprotected
+            < (n as u64) * u64::from(g)
+        {
+            self.failed_attempt = Some((id, self.epoch));
+            return false;
+        }
         let load = self.entitlements();
         let leaf = |t: usize| self.w.teams[t].leaf;
-        let short = self.is_short(id);
         let below = short || load.below(leaf(team));
         let slack = if short {
             u64::from(self.config.priority.short_max_gpus)
