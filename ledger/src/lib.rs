@@ -43,7 +43,15 @@
 //! }
 //! # Ok::<(), allot_ledger::LedgerError>(())
 //! ```
+
 #![deny(missing_docs)]
+
+/// True when this build links its own copy of SQLite (feature
+/// `bundled-sqlite`, which the `allot` binary enables). The Slurm plugins
+/// refuse to load then: two copies of SQLite in one slurmctld release each
+/// other's POSIX locks, and one truncated the WAL index the other had
+/// mapped (slurmctld died of SIGBUS; docs/ledger.md).
+pub const BUNDLED_SQLITE: bool = cfg!(feature = "bundled-sqlite");
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};

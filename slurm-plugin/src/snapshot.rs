@@ -165,6 +165,15 @@ impl EngineState {
         log_error: fn(&str),
         after_swap: fn(&Engine),
     ) -> Result<EngineState, String> {
+        if allot_ledger::BUNDLED_SQLITE {
+            return Err(
+                "built with its own copy of SQLite (a workspace build with the `allot` \
+                        binary's feature bundled-sqlite): two copies in slurmctld corrupt each \
+                        other's locks; build and install the plugins alone with \
+                        scripts/install-plugins"
+                    .into(),
+            );
+        }
         let config = Arc::new(crate::config::start_in_slurmctld(log_info, log_error)?);
         let engine = EngineSnapshot::start(
             config.clone(),

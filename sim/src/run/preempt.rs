@@ -30,8 +30,8 @@ impl Sim<'_> {
         // free tier and of every unprotected job it could take (no team
         // gives more than its unprotected GPUs, nor its own to a non-short
         // job).
-        let unprotected: u64 = self.unprot_gpus.iter().sum::<u64>()
-            - if short { 0 } else { self.unprot_gpus[team] };
+        let unprotected: u64 =
+            self.unprot_gpus.iter().sum::<u64>() - if short { 0 } else { self.unprot_gpus[team] };
         if self.cluster.free_total + self.free_tier_gpus.iter().sum::<u64>() + unprotected
             < (n as u64) * u64::from(g)
         {
