@@ -84,7 +84,7 @@ pub fn parse_when(s: &str) -> anyhow::Result<i64> {
         })
 }
 
-fn capacity(flag: Option<u64>, config: &Config) -> anyhow::Result<u64> {
+pub fn capacity(flag: Option<u64>, config: &Config) -> anyhow::Result<u64> {
     if let Some(c) = flag.or(config.capacity_gpus) {
         return Ok(c);
     }
