@@ -150,6 +150,35 @@ fn prometheus_sees_the_report() {
         );
     }
 
+    // A range query can miss a job for a moment after `sacct -j` shows it
+    // COMPLETED; the sidecar's default 1 h overlap would read it on a later
+    // pass, which --overlap 0s turns off here: wait until the range query
+    // the sidecar runs lists both jobs.
+    let start = jiff::tz::TimeZone::system()
+        .to_datetime(jiff::Timestamp::from_second(since).unwrap())
+        .strftime("%Y-%m-%dT%H:%M:%S")
+        .to_string();
+    wait_until(
+        Duration::from_secs(60),
+        "sacct -S to list both jobs",
+        || {
+            let ids = tb.ok(
+                "sacct",
+                &[
+                    "-a", "-X", "-n", "-P", "-S", &start, "-E", "now", "-o", "JobIDRaw",
+                ],
+            );
+            if jobs
+                .iter()
+                .all(|j| ids.lines().any(|l| l.trim() == j.to_string()))
+            {
+                Ok(())
+            } else {
+                Err(ids)
+            }
+        },
+    );
+
     let dir = std::env::temp_dir().join(format!("allot-prometheus-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
