@@ -267,15 +267,16 @@ fn prometheus_sees_the_report() {
             .unwrap()
             .iter()
             .find(|l| l["account"] == node && l["user"].is_null())
-            .and_then(|l| l["charged_gpu_h"].as_f64())
+            .and_then(|l| l["charged_gpu_seconds"].as_u64())
+            .map(|v| v as f64)
             .unwrap_or_else(|| panic!("{node} not in the report"))
     };
     for (node, gpus, at_least_s) in [("a1", 2.0, 3.0), ("b2", 1.0, 2.0), ("root", 0.0, 0.0)] {
         let want = charged(node);
-        assert!(want >= gpus * at_least_s / 3600.0, "{node}: {want} GPU-h");
+        assert!(want >= gpus * at_least_s, "{node}: {want} GPU-s");
         // The PromQL check: the series equals the report's number.
         let q = format!(
-            "allot_node_window_usage_gpu_hours{{job=\"allot\",node=\"{node}\"}} == {want:?}"
+            "allot_node_window_usage_gpu_seconds{{job=\"allot\",node=\"{node}\"}} == {want:?}"
         );
         let got = wait_until(Duration::from_secs(30), &format!("PromQL {q}"), || {
             let r = promql(prom_port, &q).ok_or("no answer")?;
@@ -289,7 +290,7 @@ fn prometheus_sees_the_report() {
         eprintln!("{q} -> {got}");
     }
     // And a team's share of its allocation, as a dashboard would plot it.
-    let q = "100 * allot_node_window_usage_gpu_hours{node=\"a1\"} / allot_node_allocation_gpu_hours{node=\"a1\"}";
+    let q = "100 * allot_node_window_usage_gpu_seconds{node=\"a1\"} / allot_node_allocation_gpu_seconds{node=\"a1\"}";
     let r = promql(prom_port, q).unwrap();
     assert_eq!(r.len(), 1, "{q}");
     assert!(r[0].1 > 0.0, "{q}: {}", r[0].1);

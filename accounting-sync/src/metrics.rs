@@ -28,8 +28,45 @@ type Labels = Vec<(&'static str, String)>;
 type FGauge = Gauge<f64, AtomicU64>;
 type IGauge = Gauge<i64, AtomicI64>;
 
-/// The `Content-Type` of `/metrics`.
+/// The `Content-Type` of `/metrics` for a client that accepts OpenMetrics
+/// (Prometheus does).
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The `Content-Type` of `/metrics` for other clients (curl, promtool):
+/// Prometheus' text format 0.0.4.
+pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// OpenMetrics text -> Prometheus text format 0.0.4: a counter's HELP and
+/// TYPE lines name its `_total` series, and there is no `# EOF` or `# UNIT`.
+pub fn to_text_format(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let meta = ["# HELP ", "# TYPE "]
+            .into_iter()
+            .find_map(|p| line.strip_prefix(p).map(|rest| (p, rest)));
+        match meta {
+            Some((p, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                if counters.contains(name) {
+                    out.push_str(&format!("{p}{name}_total {tail}"));
+                } else {
+                    out.push_str(line);
+                }
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
 
 /// Every metric the sidecar serves, and the registry that encodes them.
 #[derive(Debug)]
@@ -121,18 +158,18 @@ impl SidecarMetrics {
             m.node_allocation_ratio.clone(),
         );
         r.register(
-            "allot_node_allocation_gpu_hours",
-            "Org-tree node's allocation over the window: allocation x capacity x window",
+            "allot_node_allocation_gpu_seconds",
+            "Org-tree node's allocation over the window in GPU-seconds: allocation x capacity x window",
             m.node_allocation.clone(),
         );
         r.register(
-            "allot_node_window_usage_gpu_hours",
-            "Charged usage of the node's subtree inside the window (GPU-hours with default charge weights)",
+            "allot_node_window_usage_gpu_seconds",
+            "Charged usage of the node's subtree inside the window (GPU-seconds with default charge weights)",
             m.node_usage.clone(),
         );
         r.register(
-            "allot_node_free_tier_usage_gpu_hours",
-            "GPU-hours held by the subtree's free-tier (minimum runtime 0) jobs inside the window",
+            "allot_node_free_tier_usage_gpu_seconds",
+            "GPU-seconds held by the subtree's free-tier (minimum runtime 0) jobs inside the window",
             m.node_free_usage.clone(),
         );
         r.register(
@@ -276,13 +313,17 @@ impl SidecarMetrics {
             self.node_allocation_ratio
                 .get_or_create(&labels)
                 .set(n.allocation);
+            // Base units, as Prometheus wants: the report's GPU-seconds, and
+            // its allocation (GPU-hours) in GPU-seconds.
             self.node_allocation
                 .get_or_create(&labels)
-                .set(l.allocation_gpu_h);
-            self.node_usage.get_or_create(&labels).set(l.charged_gpu_h);
+                .set(n.allocation * capacity as f64 * window as f64);
+            self.node_usage
+                .get_or_create(&labels)
+                .set(l.charged_gpu_seconds as f64);
             self.node_free_usage
                 .get_or_create(&labels)
-                .set(l.unallocated_gpu_h);
+                .set(l.unallocated_gpu_seconds as f64);
             if let Some(v) = l.level_fs {
                 self.node_level_fs.get_or_create(&labels).set(v);
             }
@@ -402,9 +443,16 @@ impl SidecarMetrics {
         match path {
             "/metrics" => {
                 let body = self.encode(jiff::Timestamp::now().as_second());
-                req.respond(
-                    Response::from_string(body).with_header(header("Content-Type", CONTENT_TYPE)),
-                )
+                let openmetrics = req.headers().iter().any(|h| {
+                    h.field.equiv("Accept")
+                        && h.value.as_str().contains("application/openmetrics-text")
+                });
+                let (body, kind) = if openmetrics {
+                    (body, CONTENT_TYPE)
+                } else {
+                    (to_text_format(&body), TEXT_CONTENT_TYPE)
+                };
+                req.respond(Response::from_string(body).with_header(header("Content-Type", kind)))
             }
             "/" => req.respond(
                 Response::from_string("allot sync: metrics at /metrics\n")
@@ -523,11 +571,11 @@ mod tests {
             let usage = v
                 .iter()
                 .find(|((n, ls), _)| {
-                    n == "allot_node_window_usage_gpu_hours"
+                    n == "allot_node_window_usage_gpu_seconds"
                         && ls.iter().any(|(k, x)| k == "node" && x == &l.account)
                 })
                 .map(|(_, x)| *x);
-            assert_eq!(usage, Some(l.charged_gpu_h), "{node:?}");
+            assert_eq!(usage, Some(l.charged_gpu_seconds as f64), "{node:?}");
             let fs = v
                 .iter()
                 .find(|((n, ls), _)| {
@@ -547,11 +595,17 @@ mod tests {
         }
         // a1 charged max(1 h, 1 h minimum runtime) x 2 GPUs.
         let a1 = [("node", "a1"), ("path", "tree.nlp.a1"), ("parent", "nlp")];
-        assert_eq!(get(&v, "allot_node_window_usage_gpu_hours", &a1), Some(2.0));
+        assert_eq!(
+            get(&v, "allot_node_window_usage_gpu_seconds", &a1),
+            Some(7200.0)
+        );
         let share = get(&v, "allot_node_share_ratio", &a1).unwrap();
         assert!((share - 35.0 / 60.0).abs() < 1e-12, "{share}");
-        let alloc = get(&v, "allot_node_allocation_gpu_hours", &a1).unwrap();
-        assert!((alloc - 0.35 * 16.0 * 168.0).abs() < 1e-9, "{alloc}");
+        let alloc = get(&v, "allot_node_allocation_gpu_seconds", &a1).unwrap();
+        assert!(
+            (alloc - 0.35 * 16.0 * 168.0 * 3600.0).abs() < 1e-6,
+            "{alloc}"
+        );
         assert_eq!(
             get(
                 &v,

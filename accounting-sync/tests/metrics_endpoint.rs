@@ -34,11 +34,23 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// (status line, headers + body) of a plain HTTP/1.0 GET.
+/// (status line, headers + body) of a plain HTTP/1.0 GET, asking for
+/// OpenMetrics as Prometheus does.
 fn get(port: u16, path: &str) -> std::io::Result<(String, String)> {
+    get_accepting(
+        port,
+        path,
+        "application/openmetrics-text;version=1.0.0,text/plain;q=0.5",
+    )
+}
+
+fn get_accepting(port: u16, path: &str, accept: &str) -> std::io::Result<(String, String)> {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+    write!(
+        s,
+        "GET {path} HTTP/1.0\r\nHost: localhost\r\nAccept: {accept}\r\n\r\n"
+    )?;
     let mut out = String::new();
     s.read_to_string(&mut out)?;
     let (status, rest) = out.split_once("\r\n").unwrap_or((&out, ""));
@@ -119,7 +131,7 @@ fn metrics_equal_the_report() {
     let text = loop {
         if let Ok((status, body)) = get(port, "/metrics") {
             if body.contains("allot_sync_passes_total{result=\"success\"}")
-                && body.contains("allot_node_window_usage_gpu_hours")
+                && body.contains("allot_node_window_usage_gpu_seconds")
             {
                 assert!(status.contains("200"), "{status}");
                 assert!(
@@ -137,6 +149,49 @@ fn metrics_equal_the_report() {
         std::thread::sleep(Duration::from_millis(200));
     };
     assert!(text.ends_with("# EOF\n"), "{text}");
+    // Anyone else (curl, promtool) gets Prometheus' text format 0.0.4, which
+    // promtool's linter finds nothing to say about (when it is installed:
+    // Debian's prometheus package, scripts/testbed install).
+    let (_, plain) = get_accepting(port, "/metrics", "*/*").unwrap();
+    assert!(
+        plain
+            .to_ascii_lowercase()
+            .contains("content-type: text/plain; version=0.0.4"),
+        "{plain}"
+    );
+    let plain = plain.split_once("\r\n\r\n").unwrap().1.to_string();
+    assert!(!plain.contains("# EOF"), "{plain}");
+    assert!(
+        plain.contains("# TYPE allot_sync_passes_total counter\n"),
+        "{plain}"
+    );
+    assert_eq!(parse_exposition(&plain), parse_exposition(&text));
+    if let Ok(mut child) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(plain.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && said.trim().is_empty(),
+            "promtool check metrics:\n{said}"
+        );
+    } else {
+        eprintln!("promtool not installed: the lint of /metrics is skipped");
+    }
     let (status, _) = get(port, "/nothing").unwrap();
     assert!(status.contains("404"), "{status}");
 
@@ -165,16 +220,23 @@ fn metrics_equal_the_report() {
     for l in lines {
         let node = l["account"].as_str().unwrap();
         let depth = l["depth"].as_u64().unwrap();
-        // Window usage (GPU-h) and the allocation: equal to the bit.
+        // Window and free-tier usage (GPU-seconds): equal to the report's
+        // exact GPU-seconds; the allocation: its GPU-hours x 3600.
         assert_eq!(
-            value("allot_node_window_usage_gpu_hours", node),
-            l["charged_gpu_h"].as_f64(),
+            value("allot_node_window_usage_gpu_seconds", node),
+            l["charged_gpu_seconds"].as_u64().map(|v| v as f64),
             "window usage of {node}"
         );
         assert_eq!(
-            value("allot_node_allocation_gpu_hours", node),
-            l["allocation_gpu_h"].as_f64(),
-            "allocation of {node}"
+            value("allot_node_free_tier_usage_gpu_seconds", node),
+            l["unallocated_gpu_seconds"].as_u64().map(|v| v as f64),
+            "free-tier usage of {node}"
+        );
+        let alloc = value("allot_node_allocation_gpu_seconds", node).unwrap();
+        let want = l["allocation_gpu_h"].as_f64().unwrap() * 3600.0;
+        assert!(
+            (alloc - want).abs() <= 1e-9 * want.max(1.0),
+            "allocation of {node}: {alloc} vs {want}"
         );
         // Level FS: JSON writes an infinite one (no usage) as null.
         match (depth, &l["level_fs"]) {
@@ -196,9 +258,15 @@ fn metrics_equal_the_report() {
         checked += 1;
     }
     assert_eq!(checked, 8);
-    // a1: 2 GPUs x 2 h; nlp: a1 + a2 (1 GPU x 2 h).
-    assert_eq!(value("allot_node_window_usage_gpu_hours", "a1"), Some(4.0));
-    assert_eq!(value("allot_node_window_usage_gpu_hours", "nlp"), Some(6.0));
+    // a1: 2 GPUs x 2 h; nlp: a1 + a2 (1 GPU x 2 h), in GPU-seconds.
+    assert_eq!(
+        value("allot_node_window_usage_gpu_seconds", "a1"),
+        Some(4.0 * 3600.0)
+    );
+    assert_eq!(
+        value("allot_node_window_usage_gpu_seconds", "nlp"),
+        Some(6.0 * 3600.0)
+    );
     let key = |name: &str, labels: &[(&str, &str)]| {
         let mut l: Vec<(String, String)> = labels
             .iter()
