@@ -12,6 +12,7 @@
 //! - [`metrics`]: the sidecar's Prometheus metrics (`--metrics-listen`).
 #![deny(missing_docs)]
 
+pub mod budget_page;
 pub mod drain;
 pub mod draining;
 pub mod health;
