@@ -42,6 +42,15 @@ pub struct Args {
     /// Cluster capacity in GPUs, at least 1 [default: `capacity_gpus` of allot.toml, else the GPUs sinfo reports]
     #[arg(long, value_name = "GPUS", value_parser = clap::value_parser!(u64).range(1..))]
     pub capacity: Option<u64>,
+    /// Also write the budget page: one self-contained HTML file with each
+    /// org-tree node's daily use against its allocation, the ranking and
+    /// the free tier (docs/operating.md)
+    #[arg(long, value_name = "FILE", conflicts_with = "health")]
+    pub html: Option<PathBuf>,
+    /// Days of daily use on the budget page: --windows x the window [default: 4]
+    #[arg(long, value_name = "N", default_value_t = 4, requires = "html",
+          value_parser = clap::value_parser!(u32).range(1..=52))]
+    pub windows: u32,
     /// Health report instead: GPU health events, drains, automatic requeues
     /// and how long each node took to empty (text or --json)
     #[arg(long, conflicts_with_all = ["parsable2", "users", "capacity"])]
@@ -84,7 +93,7 @@ pub fn parse_when(s: &str) -> anyhow::Result<i64> {
         })
 }
 
-fn capacity(flag: Option<u64>, config: &Config) -> anyhow::Result<u64> {
+pub fn capacity(flag: Option<u64>, config: &Config) -> anyhow::Result<u64> {
     if let Some(c) = flag.or(config.capacity_gpus) {
         return Ok(c);
     }
@@ -146,7 +155,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     let cap = capacity(args.capacity, &config)?;
     let reader = LedgerReader::open(&path)?;
-    let r = report::build(&reader, Arc::new(config), cap, start, end, args.users)?;
+    let config = Arc::new(config);
+    let r = report::build(&reader, config.clone(), cap, start, end, args.users)?;
+    if let Some(file) = &args.html {
+        let days = ((args.windows as i64 * (end - start)) / 86_400).clamp(1, 3660) as u32;
+        let daily = allot_sync::budget_page::daily(&reader, &config, end, days)?;
+        let page = allot_sync::budget_page::render(&r, &config, &daily, now);
+        std::fs::write(file, page).with_context(|| format!("cannot write {}", file.display()))?;
+        eprintln!("budget page: {}", file.display());
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else if args.parsable2 {

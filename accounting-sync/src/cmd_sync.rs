@@ -51,6 +51,11 @@ pub struct Args {
     /// has passed)
     #[arg(long, requires = "follow")]
     pub no_drain: bool,
+    /// With --follow, serve Prometheus metrics at http://ADDR:PORT/metrics
+    /// (e.g. 127.0.0.1:9817; port 0 picks a free one, logged at start).
+    /// Metrics: docs/operating.md
+    #[arg(long, value_name = "ADDR:PORT", requires = "follow")]
+    pub metrics_listen: Option<String>,
     /// Without --follow: how long to keep retrying a failed pass (sacct or
     /// slurmdbd down), with backoff 1 s, 2 s, 4 s ... up to 60 s; 0 = no retry
     #[arg(long, value_name = "TIME", default_value = "5m")]
@@ -190,6 +195,44 @@ fn give_to_slurm_user(path: &std::path::Path) {
     }
 }
 
+/// After a pass: counts it and, when it succeeded, refreshes the ledger's
+/// metrics. A failure to read them is logged; the sidecar goes on.
+fn update_metrics(
+    m: &allot_sync::metrics::SidecarMetrics,
+    ledger: &Ledger,
+    config: &std::sync::Arc<fairshare::Config>,
+    ok: bool,
+    took: Duration,
+) {
+    let t = now();
+    m.record_pass(
+        ok,
+        took,
+        t,
+        if ok {
+            ledger.watermark().ok().flatten()
+        } else {
+            None
+        },
+    );
+    if !ok {
+        return;
+    }
+    let capacity = match crate::cmd_report::capacity(None, config) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!("metrics: {e:#}");
+            return;
+        }
+    };
+    let updated = ledger
+        .reader()
+        .and_then(|r| m.update_from_ledger(&r, config.clone(), capacity, t));
+    if let Err(e) = updated {
+        tracing::warn!("metrics: cannot read the ledger: {e}");
+    }
+}
+
 /// Runs the subcommand.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     init_logging();
@@ -269,6 +312,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     .max(1);
     tracing::info!(ledger = %path.display(), interval_s = interval, drain = !args.no_drain, "following sacct");
+    let config = std::sync::Arc::new(config);
+    let metrics = match &args.metrics_listen {
+        Some(addr) => {
+            let m = std::sync::Arc::new(allot_sync::metrics::SidecarMetrics::new());
+            let bound = m.serve(addr)?;
+            tracing::info!("metrics at http://{bound}/metrics");
+            Some(m)
+        }
+        None => None,
+    };
     let mut watcher = allot_sync::draining::DrainWatcher::new(config.contract.clone());
     let mut next_sync = std::time::Instant::now();
     // A failed pass (slurmdbd down) is retried sooner than the interval:
@@ -277,7 +330,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let mut backoff = sync::Backoff::new(Duration::from_secs(interval));
     loop {
         if std::time::Instant::now() >= next_sync {
-            match sync::sync_once(&mut ledger, &charging, &opts, now()) {
+            let started = std::time::Instant::now();
+            let result = sync::sync_once(&mut ledger, &charging, &opts, now());
+            if let Some(m) = &metrics {
+                update_metrics(m, &ledger, &config, result.is_ok(), started.elapsed());
+            }
+            match result {
                 Ok(stats) => {
                     tracing::info!("{}", summary(&stats));
                     backoff.reset();

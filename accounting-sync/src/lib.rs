@@ -8,13 +8,16 @@
 //! - [`report`]: the budget report;
 //! - [`health`]: GPU health checks (`allot health`), [`drain`] and
 //!   [`draining`]: contract-aware draining in `allot sync --follow`,
-//!   [`health_report`]: `allot report --health`.
+//!   [`health_report`]: `allot report --health`;
+//! - [`metrics`]: the sidecar's Prometheus metrics (`--metrics-listen`).
 #![deny(missing_docs)]
 
+pub mod budget_page;
 pub mod drain;
 pub mod draining;
 pub mod health;
 pub mod health_report;
+pub mod metrics;
 pub mod report;
 pub mod sync;
 pub mod tree_sync;

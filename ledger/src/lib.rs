@@ -265,6 +265,19 @@ pub struct OpenCounts {
     pub pending: u64,
 }
 
+/// Open attempts of one account and tier, with their GPUs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct OpenGpus {
+    /// Attempts running (started, not ended).
+    pub running: u64,
+    /// Attempts pending (not started, not ended).
+    pub pending: u64,
+    /// GPUs held by the running attempts.
+    pub running_gpus: u64,
+    /// GPUs asked for by the pending attempts.
+    pub pending_gpus: u64,
+}
+
 /// Counts of one write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BatchStats {

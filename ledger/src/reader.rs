@@ -303,6 +303,48 @@ impl LedgerReader {
         rows.collect::<rusqlite::Result<_>>().map_err(self.sql())
     }
 
+    /// Open attempts and their GPUs per (account, free tier), as of the
+    /// last sync: free tier = minimum runtime 0. For the sidecar's metrics.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn open_gpus(&self) -> Result<BTreeMap<(String, bool), OpenGpus>> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT account, min_runtime = 0, sum(start IS NOT NULL), sum(start IS NULL), \
+                 sum(CASE WHEN start IS NOT NULL THEN gpus ELSE 0 END), \
+                 sum(CASE WHEN start IS NULL THEN gpus ELSE 0 END) FROM attempts \
+                 WHERE \"end\" IS NULL GROUP BY account, min_runtime = 0",
+            )
+            .map_err(self.sql())?;
+        let rows = st
+            .query_map([], |r| {
+                Ok((
+                    (r.get::<_, String>(0)?, r.get::<_, bool>(1)?),
+                    OpenGpus {
+                        running: r.get::<_, i64>(2)?.max(0) as u64,
+                        pending: r.get::<_, i64>(3)?.max(0) as u64,
+                        running_gpus: r.get::<_, i64>(4)?.max(0) as u64,
+                        pending_gpus: r.get::<_, i64>(5)?.max(0) as u64,
+                    },
+                ))
+            })
+            .map_err(self.sql())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.sql())
+    }
+
+    /// How many attempts (rows of the `attempts` table) the ledger holds.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn attempt_count(&self) -> Result<u64> {
+        self.conn
+            .query_row("SELECT count(*) FROM attempts", [], |r| r.get::<_, i64>(0))
+            .map(|n| n.max(0) as u64)
+            .map_err(self.sql())
+    }
+
     /// The attempts of one job (all array tasks / het components with that
     /// raw job id), oldest first. For `allot explain`.
     ///
