@@ -1,8 +1,9 @@
 //! What only means something across nodes (issue 14), on the testbed's
 //! several slurmd (default 4 nodes x 8 GPUs): a job spanning two nodes is
 //! charged for all its GPUs; a preemptor's victims are on the node where it
-//! starts and none elsewhere; draining one node for maintenance requeues
-//! only its jobs, each at its minimum runtime, while the others keep
+//! starts and none elsewhere; draining one node (for maintenance, or by
+//! `allot health --drain` on a recorded GPU failure) requeues only its
+//! jobs, each at its minimum runtime, while the others keep
 //! running and take new work; a node lost mid-job (its slurmd killed) ends
 //! the attempt as NODE_FAIL, charged up to the failure, and Slurm requeues
 //! the job. Each test takes the whole cluster, so they run one at a time.
@@ -365,13 +366,33 @@ fn requeue_events(tb: &Testbed) -> Vec<(u64, String)> {
         .collect()
 }
 
-/// Maintenance of one node: jobs with minimum runtimes of 5 s and 30 s on
-/// it, and jobs whose 5 s contracts end meanwhile on every other node. Only
-/// the drained node's jobs are requeued by `allot sync --follow`, each once
-/// its own minimum runtime has passed; the other nodes' jobs run on, and a
-/// job submitted during the drain starts on another node.
+/// How a node is drained in [`drain_one_node`].
+enum Drain {
+    /// An admin's `scontrol update state=drain reason=maintenance`.
+    Maintenance,
+    /// `allot health --drain` on a recorded GPU failure (Xid 79 on gpu3).
+    Health,
+}
+
+/// Maintenance of one node: see [`drain_one_node`].
 #[test]
 fn draining_one_node_requeues_only_its_jobs_and_the_others_take_new_work() {
+    drain_one_node(Drain::Maintenance);
+}
+
+/// A GPU failure on one node (`allot health --drain`, a fixture): the same
+/// as a maintenance drain, with allot's reason.
+#[test]
+fn health_drain_of_one_node_requeues_only_its_jobs_and_the_others_take_new_work() {
+    drain_one_node(Drain::Health);
+}
+
+/// Jobs with minimum runtimes of 5 s and 30 s on one node, and jobs whose
+/// 5 s contracts end meanwhile on every other node; the node is drained.
+/// Only its jobs are requeued by `allot sync --follow`, each once its own
+/// minimum runtime has passed; the other nodes' jobs run on, and a job
+/// submitted during the drain starts on another node.
+fn drain_one_node(how: Drain) {
     let _one = serial();
     let tb = Testbed::from_env();
     let nodes = tb.nodes();
@@ -411,16 +432,56 @@ fn draining_one_node_requeues_only_its_jobs_and_the_others_take_new_work() {
     {
         tb.wait_state(j, "RUNNING", Duration::from_secs(60));
     }
-    tb.ok(
-        "scontrol",
-        &[
-            "update",
-            &format!("nodename={drained}"),
-            "state=drain",
-            "reason=maintenance",
-        ],
-    );
+    match how {
+        Drain::Maintenance => {
+            tb.ok(
+                "scontrol",
+                &[
+                    "update",
+                    &format!("nodename={drained}"),
+                    "state=drain",
+                    "reason=maintenance",
+                ],
+            );
+        }
+        Drain::Health => {
+            let fixture = tb.root.join("accounting-sync/fixtures/health/xid79.json");
+            let out = Command::new(tb.allot_bin())
+                .args([
+                    "health",
+                    "--drain",
+                    "--json",
+                    "--node",
+                    &drained,
+                    "--fixture",
+                ])
+                .arg(&fixture)
+                .arg("--config")
+                .arg(tb.allot_conf())
+                .output()
+                .unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+            assert_eq!(v["verdict"], "failed", "{v}");
+        }
+    }
     assert_eq!(node_state(&tb, &drained), "draining");
+    // The drain's reason as Slurm holds it: `maintenance`, or allot's
+    // `allot: gpu3 Xid 79 ...`.
+    let drain_reason = tb
+        .ok("sinfo", &["-h", "-N", "-n", &drained, "-o", "%E"])
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    match how {
+        Drain::Maintenance => assert_eq!(drain_reason, "maintenance"),
+        Drain::Health => assert!(
+            drain_reason.starts_with("allot: gpu3 Xid 79"),
+            "{drain_reason}"
+        ),
+    }
     let log = std::fs::File::create(tb.dir.join("multinode-sync.log")).unwrap();
     guard.sync = Some(
         Command::new(tb.allot_bin())
@@ -545,7 +606,7 @@ fn draining_one_node_requeues_only_its_jobs_and_the_others_take_new_work() {
     for (job, reason) in &events {
         if [short, long].iter().any(|j| u64::from(*j) == *job) {
             assert!(
-                reason.starts_with(&format!("node {drained} draining (maintenance)")),
+                reason.starts_with(&format!("node {drained} draining ({drain_reason})")),
                 "{reason}"
             );
         }
