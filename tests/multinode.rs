@@ -613,6 +613,41 @@ fn drain_one_node(how: Drain) {
     }
 }
 
+/// SIGKILLs what runs the jobs of `node` (a lost node loses them too): each
+/// batch script under the node's spool directory with its process group
+/// (the job's processes), and the slurmstepd above it. Returns how many
+/// scripts it found.
+fn kill_node_jobs(tb: &Testbed, node: &str) -> usize {
+    let spool = format!("{}/spool/slurmd-{node}/", tb.dir.display());
+    let mut found = 0;
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if !String::from_utf8_lossy(&cmdline).contains(&spool) {
+            continue;
+        }
+        // stat: "pid (comm) state ppid pgrp ...", comm may hold spaces.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let rest: Vec<&str> = stat
+            .rsplit_once(") ")
+            .map_or(Vec::new(), |(_, r)| r.split_whitespace().collect());
+        let (Some(ppid), Some(pgrp)) = (rest.get(1), rest.get(2)) else {
+            continue;
+        };
+        found += 1;
+        let parent = std::fs::read(format!("/proc/{ppid}/cmdline")).unwrap_or_default();
+        if parent.starts_with(b"slurmstepd:") {
+            let _ = tb.run("kill", &["-KILL", ppid]);
+        }
+        if *pgrp == pid.to_string() {
+            let _ = tb.run("kill", &["-KILL", "--", &format!("-{pgrp}")]);
+        }
+    }
+    found
+}
+
 /// The slurmd of `node`, from its pid file.
 fn slurmd_pid(tb: &Testbed, node: &str) -> String {
     std::fs::read_to_string(tb.dir.join(format!("run/slurmd-{node}.pid")))
@@ -621,7 +656,8 @@ fn slurmd_pid(tb: &Testbed, node: &str) -> String {
         .to_string()
 }
 
-/// A node lost mid-job: its slurmd is SIGKILLed while a job runs there.
+/// A node lost mid-job: its slurmd is SIGKILLed while a job runs there, and
+/// the job's processes on it (slurmstepd, the batch script and its children).
 /// Slurm marks the node DOWN after SlurmdTimeout (30 s on the testbed), ends
 /// the attempt as NODE_FAIL and requeues the job, which starts again on
 /// another node. The ledger charges the lost attempt up to the failure
@@ -659,6 +695,11 @@ fn a_node_lost_mid_job_charges_the_attempt_up_to_the_failure_and_requeues_it() {
     std::thread::sleep(Duration::from_secs(8));
     let killed_at = epoch();
     tb.ok("kill", &["-KILL", &slurmd_pid(&tb, &lost)]);
+    assert_eq!(
+        kill_node_jobs(&tb, &lost),
+        1,
+        "the job's batch script on {lost}"
+    );
     // NODE_FAIL and the requeue, as Slurm does them.
     let first = wait_until(
         Duration::from_secs(120),
