@@ -62,17 +62,14 @@ fn requeue_count(tb: &Testbed, job: u32) -> u32 {
         .unwrap_or(0)
 }
 
-/// A job that holds all 8 GPUs inside a 10 minute contract, so that what
-/// is submitted next stays pending and is ordered by priority alone.
+/// A job that holds every GPU of the cluster inside a 10 minute contract,
+/// so that what is submitted next stays pending and is ordered by priority
+/// alone.
 fn block_the_node(tb: &Testbed) -> u32 {
-    let j = tb.sbatch(&[
-        "-A",
-        "vision",
-        "--gres=gpu:8",
-        "--min-runtime=10:00",
-        "--wrap",
-        "sleep 600",
-    ]);
+    let j = tb.sbatch_gpus(
+        tb.total_gpus(),
+        &["-A", "vision", "--min-runtime=10:00", "--wrap", "sleep 600"],
+    );
     tb.wait_state(j, "RUNNING", Duration::from_secs(30));
     j
 }
@@ -366,12 +363,15 @@ fn free_tier_job_cannot_buy_protection_after_start() {
     assert_eq!(admin_comment(&tb, held), "allot:min_runtime=3600");
     tb.ok("scancel", &[&held.to_string()]);
 
+    // Four free-tier jobs, a quarter of the cluster each, fill it.
+    let quarter = tb.total_gpus() / 4;
+    let gpus = tb.gpu_args(quarter).join(" ");
     let free: Vec<u32> = (0..4)
         .map(|_| {
             sbatch_as(
                 &tb,
                 "alice",
-                "-A b1 --gres=gpu:2 --min-runtime=0 --wrap 'sleep 300'",
+                &format!("-A b1 {gpus} --min-runtime=0 --wrap 'sleep 300'"),
             )
         })
         .collect();
@@ -389,14 +389,10 @@ fn free_tier_job_cannot_buy_protection_after_start() {
         assert_eq!(admin_comment(&tb, *j), "allot:min_runtime=0");
     }
     // ...and another team's allocated job still preempts one at once.
-    let a2 = tb.sbatch(&[
-        "-A",
-        "a2",
-        "--gres=gpu:2",
-        "--min-runtime=5:00",
-        "--wrap",
-        "sleep 300",
-    ]);
+    let a2 = tb.sbatch_gpus(
+        quarter,
+        &["-A", "a2", "--min-runtime=5:00", "--wrap", "sleep 300"],
+    );
     tb.wait_state(a2, "RUNNING", Duration::from_secs(30));
     let requeued: u32 = free.iter().map(|j| requeue_count(&tb, *j)).sum();
     assert_eq!(requeued, 1, "one free-tier job made room");

@@ -386,15 +386,12 @@ fn counts(tb: &Testbed, needle: &str) -> Vec<usize> {
     PLUGINS.iter().map(|p| log_lines(tb, p, needle)).collect()
 }
 
+/// Every GPU of the cluster, protected for 10 minutes.
 fn block_the_node(tb: &Testbed) -> u32 {
-    let j = tb.sbatch(&[
-        "-A",
-        "vision",
-        "--gres=gpu:8",
-        "--min-runtime=10:00",
-        "--wrap",
-        "sleep 600",
-    ]);
+    let j = tb.sbatch_gpus(
+        tb.total_gpus(),
+        &["-A", "vision", "--min-runtime=10:00", "--wrap", "sleep 600"],
+    );
     tb.wait_state(j, "RUNNING", Duration::from_secs(30));
     j
 }
@@ -576,41 +573,30 @@ fn slurmctld_sigkill_keeps_contracts_priorities_and_preemption_rules() {
     let tb = Testbed::from_env();
     tb.cancel_all();
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
-    // Three protected b1 jobs and one free-tier b1 job fill the node; a
-    // vision job waits.
+    // Three protected b1 jobs and one free-tier b1 job, a quarter of the
+    // cluster each, fill it; a vision job waits.
+    let quarter = tb.total_gpus() / 4;
     let mut protected = Vec::new();
     for _ in 0..3 {
-        protected.push(tb.sbatch(&[
-            "-A",
-            "b1",
-            "--gres=gpu:2",
-            "--min-runtime=10:00",
-            "--wrap",
-            "sleep 600",
-        ]));
+        protected.push(tb.sbatch_gpus(
+            quarter,
+            &["-A", "b1", "--min-runtime=10:00", "--wrap", "sleep 600"],
+        ));
     }
-    let free = tb.sbatch(&[
-        "-A",
-        "b1",
-        "--gres=gpu:2",
-        "--min-runtime=0",
-        "--wrap",
-        "sleep 600",
-    ]);
+    let free = tb.sbatch_gpus(
+        quarter,
+        &["-A", "b1", "--min-runtime=0", "--wrap", "sleep 600"],
+    );
     for j in protected.iter().chain([&free]) {
         tb.wait_state(*j, "RUNNING", Duration::from_secs(30));
     }
-    // 4 GPUs: more than the free-tier job frees (any allocated job, b1's
-    // own too, may take that one), so it waits.
-    let pending = tb.sbatch(&[
-        "-A",
-        "b1",
-        "--gres=gpu:4",
-        "--min-runtime=1:00",
-        "--wrap",
-        "true",
-    ]);
-    // Band 2 once a refresh counts it (b1 holds 6 of its 8).
+    // Half the cluster: more than the free-tier job frees (any allocated
+    // job, b1's own too, may take that one), so it waits.
+    let pending = tb.sbatch_gpus(
+        2 * quarter,
+        &["-A", "b1", "--min-runtime=1:00", "--wrap", "true"],
+    );
+    // Band 2 once a refresh counts it (b1 holds 3 quarters of its 4).
     let before = wait_until(
         Duration::from_secs(20),
         "a priority for the pending job",
@@ -670,24 +656,16 @@ fn slurmctld_sigkill_keeps_contracts_priorities_and_preemption_rules() {
     tb.ok("scancel", &[&pending.to_string()]);
     // Preemption rules: an under-served account's job takes the free-tier
     // job's GPUs at once and leaves the 10-minute contracts alone.
-    let b2 = tb.sbatch(&[
-        "-A",
-        "b2",
-        "--gres=gpu:2",
-        "--min-runtime=1:00",
-        "--wrap",
-        "sleep 600",
-    ]);
+    let b2 = tb.sbatch_gpus(
+        quarter,
+        &["-A", "b2", "--min-runtime=1:00", "--wrap", "sleep 600"],
+    );
     tb.wait_state(b2, "RUNNING", Duration::from_secs(30));
     assert_eq!(requeue_count(&tb, free), 1, "the free-tier job made room");
-    let b2b = tb.sbatch(&[
-        "-A",
-        "b2",
-        "--gres=gpu:2",
-        "--min-runtime=1:00",
-        "--wrap",
-        "sleep 600",
-    ]);
+    let b2b = tb.sbatch_gpus(
+        quarter,
+        &["-A", "b2", "--min-runtime=1:00", "--wrap", "sleep 600"],
+    );
     let end = Instant::now() + Duration::from_secs(8);
     while Instant::now() < end {
         assert_eq!(

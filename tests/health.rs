@@ -1,6 +1,7 @@
 //! Contract-aware draining on the real testbed (issue 6, must show 2): two
-//! jobs with minimum runtimes of 5 s and 40 s run on the node; an admin
-//! drains it for maintenance; `allot sync --follow --interval 1s` requeues
+//! jobs with minimum runtimes of 5 s and 40 s run on the first node (pinned
+//! there with `-w`, so that after their requeue they wait for it rather
+//! than start on another node); an admin drains it for maintenance; `allot sync --follow --interval 1s` requeues
 //! the first soon after 5 s of running time and the second not before 40 s;
 //! the node ends DRAINED; `allot report --health` lists both requeues with
 //! their reasons and how long the node took to empty.
@@ -9,11 +10,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use allot_e2e::{serial, wait_until, Testbed};
-
-fn node_name() -> String {
-    let out = Command::new("hostname").arg("-s").output().unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 /// Undoes the test whatever happens: stops the sync, cancels the requeued
 /// jobs (before the resume, so they never start again) and resumes the node.
@@ -85,7 +81,7 @@ fn ran(reason: &str) -> u64 {
 fn draining_node_requeues_each_job_at_its_contract_end() {
     let _one = serial();
     let tb = Testbed::from_env();
-    let node = node_name();
+    let node = tb.nodes()[0].clone();
     tb.cancel_all();
     let _ = tb.run(
         "scontrol",
@@ -98,6 +94,8 @@ fn draining_node_requeues_each_job_at_its_contract_end() {
     };
 
     let short = tb.sbatch(&[
+        "-w",
+        &node,
         "-A",
         "b1",
         "--gres=gpu:1",
@@ -106,6 +104,8 @@ fn draining_node_requeues_each_job_at_its_contract_end() {
         "sleep 600",
     ]);
     let long = tb.sbatch(&[
+        "-w",
+        &node,
         "-A",
         "b2",
         "--gres=gpu:1",

@@ -95,6 +95,87 @@ impl Testbed {
     }
 }
 
+/// The testbed's nodes (`sinfo`, partition `gpu`: every node), sorted:
+/// `gpu01`, `gpu02`, ... (`ALLOT_TB_NODES`, default 4).
+impl Testbed {
+    /// Every node's name, sorted.
+    pub fn nodes(&self) -> Vec<String> {
+        let out = self.ok("sinfo", &["-h", "-N", "-p", "gpu", "-o", "%N"]);
+        let mut v: Vec<String> = out.split_whitespace().map(str::to_string).collect();
+        v.sort();
+        v.dedup();
+        assert!(!v.is_empty(), "sinfo shows no node");
+        v
+    }
+
+    /// GPUs per node (`Gres=gpu:N` of the first node; every node has as many).
+    pub fn gpus_per_node(&self) -> u32 {
+        let out = self.ok("sinfo", &["-h", "-N", "-p", "gpu", "-o", "%G"]);
+        let g = out.lines().next().unwrap_or("").trim();
+        g.strip_prefix("gpu:")
+            .and_then(|n| n.split(['(', ':']).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no gpu:N in sinfo's GRES {g:?}"))
+    }
+
+    /// Every GPU of the cluster: nodes x GPUs per node (allot.toml's
+    /// `capacity_gpus` on the testbed).
+    pub fn total_gpus(&self) -> u32 {
+        self.nodes().len() as u32 * self.gpus_per_node()
+    }
+
+    /// sbatch options for a job holding `gpus` GPUs: `--gres=gpu:N` on one
+    /// node when it fits there, else whole nodes (`-N K --gres=gpu:G`).
+    ///
+    /// # Panics
+    /// When `gpus` is neither at most a node's GPUs nor a multiple of them.
+    pub fn gpu_args(&self, gpus: u32) -> Vec<String> {
+        let g = self.gpus_per_node();
+        if gpus <= g {
+            vec![format!("--gres=gpu:{gpus}")]
+        } else {
+            assert!(
+                gpus % g == 0,
+                "{gpus} GPUs are neither part of one {g}-GPU node nor whole nodes"
+            );
+            vec![
+                "-N".into(),
+                (gpus / g).to_string(),
+                format!("--gres=gpu:{g}"),
+            ]
+        }
+    }
+
+    /// `sbatch` with [`Testbed::gpu_args`] for `gpus` GPUs before `args`.
+    pub fn sbatch_gpus(&self, gpus: u32, args: &[&str]) -> u32 {
+        let gpu = self.gpu_args(gpus);
+        let mut all: Vec<&str> = gpu.iter().map(String::as_str).collect();
+        all.extend_from_slice(args);
+        self.sbatch(&all)
+    }
+
+    /// The nodes a job runs on (`scontrol show job`'s NodeList, expanded
+    /// with `scontrol show hostnames`); empty while it has none.
+    pub fn job_nodes(&self, job: u32) -> Vec<String> {
+        let out = self.run("scontrol", &["show", "job", "-o", &job.to_string()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let list = text
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("NodeList="))
+            .unwrap_or("(null)");
+        if list == "(null)" || list.is_empty() {
+            return Vec::new();
+        }
+        let mut v: Vec<String> = self
+            .ok("scontrol", &["show", "hostnames", list])
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
+        v.sort();
+        v
+    }
+}
+
 /// Tests that fill the whole cluster take this lock so that they run one
 /// at a time inside a test binary.
 pub fn serial() -> MutexGuard<'static, ()> {

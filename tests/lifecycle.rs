@@ -23,12 +23,20 @@ fn up_up_down_leaves_no_daemon() {
     let tb = Testbed::from_env();
     testbed(&tb.root, "up");
     let run = tb.dir.join("run");
-    let pids: Vec<(String, String)> = ["munged", "mariadb", "slurmdbd", "slurmctld", "slurmd"]
+    // One slurmd per node: run/slurmd-<node>.pid.
+    let nodes = tb.nodes();
+    let daemons: Vec<String> = ["munged", "mariadb", "slurmdbd", "slurmctld"]
+        .iter()
+        .map(|d| d.to_string())
+        .chain(nodes.iter().map(|n| format!("slurmd-{n}")))
+        .collect();
+    let pids: Vec<(String, String)> = daemons
         .iter()
         .map(|d| {
             (
-                d.to_string(),
-                std::fs::read_to_string(run.join(format!("{d}.pid"))).unwrap(),
+                d.clone(),
+                std::fs::read_to_string(run.join(format!("{d}.pid")))
+                    .unwrap_or_else(|e| panic!("{d}.pid: {e}")),
             )
         })
         .collect();

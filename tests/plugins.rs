@@ -1,8 +1,10 @@
 //! priority/allot and preempt/allot on the real testbed (issue 4, must
-//! show 1, 2, 4 and 5). The testbed has one node with 8 GPUs; allot.toml is
-//! examples/allot.toml (b1 and b2 have equal shares) with a 2 s refresh.
-//! Each test seeds the ledger with `allot sync --from` and takes the whole
-//! cluster, so they run one at a time.
+//! show 1, 2, 4 and 5). The testbed has nodes of 8 GPUs (4 by default);
+//! allot.toml is examples/allot.toml (b1 and b2 have equal shares) with
+//! the cluster's GPUs as capacity and a 2 s refresh. Job sizes are fractions
+//! of the cluster (`Testbed::total_gpus`), so each test makes the same
+//! decisions on any shape. Each test seeds the ledger with `allot sync
+//! --from` and takes the whole cluster, so they run one at a time.
 
 use std::time::{Duration, Instant};
 
@@ -52,33 +54,22 @@ fn under_served_account_starts_first_and_sprio_agrees() {
     tb.cancel_all();
     // b1 used 2 GPUs for 10 hours in the window; b2 (equal share) nothing.
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
-    // Hold the whole node, protected for 10 minutes.
-    let blocker = tb.sbatch(&[
-        "-A",
-        "vision",
-        "--gres=gpu:8",
-        "--min-runtime=10:00",
-        "--wrap",
-        "sleep 300",
-    ]);
+    let all = tb.total_gpus();
+    // Hold the whole cluster, protected for 10 minutes.
+    let blocker = tb.sbatch_gpus(
+        all,
+        &["-A", "vision", "--min-runtime=10:00", "--wrap", "sleep 300"],
+    );
     tb.wait_state(blocker, "RUNNING", Duration::from_secs(30));
     // b1 submits first (older), b2 second: fair-share must beat age.
-    let j1 = tb.sbatch(&[
-        "-A",
-        "b1",
-        "--gres=gpu:8",
-        "--min-runtime=0:05",
-        "--wrap",
-        "sleep 2",
-    ]);
-    let j2 = tb.sbatch(&[
-        "-A",
-        "b2",
-        "--gres=gpu:8",
-        "--min-runtime=0:05",
-        "--wrap",
-        "sleep 2",
-    ]);
+    let j1 = tb.sbatch_gpus(
+        all,
+        &["-A", "b1", "--min-runtime=0:05", "--wrap", "sleep 2"],
+    );
+    let j2 = tb.sbatch_gpus(
+        all,
+        &["-A", "b2", "--min-runtime=0:05", "--wrap", "sleep 2"],
+    );
     // At submit the snapshot's load predates the jobs (band 1); the next
     // refresh (2 s) counts them pending and re-prioritises.
     let (p1, p2) = wait_until(Duration::from_secs(20), "b2 to rank above b1", || {
@@ -92,7 +83,7 @@ fn under_served_account_starts_first_and_sprio_agrees() {
     let (t1, r1, _) = decode(p1);
     let (t2, r2, _) = decode(p2);
     // Both allocated and below their entitlement (b1 and b2 are each
-    // entitled to 3.2 of the 8 GPUs vision holds): band 2.
+    // entitled to 40% of the GPUs vision holds): band 2.
     assert_eq!((t1, t2), (2, 2), "both in the entitled band");
     assert!(r2 > r1, "rank b2 {r2} > b1 {r1}");
     // sprio shows the same priority, its FAIRSHARE column the rank band.
@@ -138,7 +129,7 @@ fn under_served_account_starts_first_and_sprio_agrees() {
         fs("b2"),
         fs("b1")
     );
-    // Free the node: b2's job must start first although b1's is older.
+    // Free the cluster: b2's job must start first although b1's is older.
     tb.ok("scancel", &[&blocker.to_string()]);
     tb.wait_state(j2, "RUNNING", Duration::from_secs(30));
     assert_eq!(tb.squeue(j1, "%T"), "PENDING");
@@ -151,39 +142,29 @@ fn expired_contract_is_requeued_for_an_under_served_account_and_not_before() {
     let tb = Testbed::from_env();
     tb.cancel_all();
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
-    // b1 fills the node: one job with an 8 s contract, three with 10 minutes.
-    let short = tb.sbatch(&[
-        "-A",
-        "b1",
-        "--gres=gpu:2",
-        "--min-runtime=0:08",
-        "--wrap",
-        "sleep 300",
-    ]);
+    // b1 fills the cluster with four quarters of it: one job with an 8 s
+    // contract, three with 10 minutes.
+    let quarter = tb.total_gpus() / 4;
+    let short = tb.sbatch_gpus(
+        quarter,
+        &["-A", "b1", "--min-runtime=0:08", "--wrap", "sleep 300"],
+    );
     let long: Vec<u32> = (0..3)
         .map(|_| {
-            tb.sbatch(&[
-                "-A",
-                "b1",
-                "--gres=gpu:2",
-                "--min-runtime=10:00",
-                "--wrap",
-                "sleep 300",
-            ])
+            tb.sbatch_gpus(
+                quarter,
+                &["-A", "b1", "--min-runtime=10:00", "--wrap", "sleep 300"],
+            )
         })
         .collect();
     for j in std::iter::once(short).chain(long.iter().copied()) {
         tb.wait_state(j, "RUNNING", Duration::from_secs(30));
     }
     let started = allot_e2e::epoch();
-    let b2 = tb.sbatch(&[
-        "-A",
-        "b2",
-        "--gres=gpu:2",
-        "--min-runtime=0:01",
-        "--wrap",
-        "sleep 300",
-    ]);
+    let b2 = tb.sbatch_gpus(
+        quarter,
+        &["-A", "b2", "--min-runtime=0:01", "--wrap", "sleep 300"],
+    );
     tb.wait_state(b2, "RUNNING", Duration::from_secs(60));
     // The contract is measured on Slurm's clock (whole seconds from the
     // short job's StartTime), not from when this test saw it running: the
@@ -240,16 +221,14 @@ fn free_tier_is_preempted_at_once_by_any_allocated_job_its_own_included() {
     let tb = Testbed::from_env();
     tb.cancel_all();
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    // Four free-tier jobs, a quarter of the cluster each, fill it.
+    let quarter = tb.total_gpus() / 4;
     let free: Vec<u32> = (0..4)
         .map(|_| {
-            tb.sbatch(&[
-                "-A",
-                "b1",
-                "--gres=gpu:2",
-                "--min-runtime=0",
-                "--wrap",
-                "sleep 300",
-            ])
+            tb.sbatch_gpus(
+                quarter,
+                &["-A", "b1", "--min-runtime=0", "--wrap", "sleep 300"],
+            )
         })
         .collect();
     for j in &free {
@@ -258,24 +237,16 @@ fn free_tier_is_preempted_at_once_by_any_allocated_job_its_own_included() {
     // The same account's allocated job takes one of its own free-tier jobs'
     // GPUs at once: a team's free work never blocks its allocated work.
     let t0 = allot_e2e::epoch();
-    let own = tb.sbatch(&[
-        "-A",
-        "b1",
-        "--gres=gpu:2",
-        "--min-runtime=5:00",
-        "--wrap",
-        "sleep 300",
-    ]);
+    let own = tb.sbatch_gpus(
+        quarter,
+        &["-A", "b1", "--min-runtime=5:00", "--wrap", "sleep 300"],
+    );
     tb.wait_state(own, "RUNNING", Duration::from_secs(30));
     // Another account's allocated job likewise.
-    let a2 = tb.sbatch(&[
-        "-A",
-        "a2",
-        "--gres=gpu:2",
-        "--min-runtime=5:00",
-        "--wrap",
-        "sleep 300",
-    ]);
+    let a2 = tb.sbatch_gpus(
+        quarter,
+        &["-A", "a2", "--min-runtime=5:00", "--wrap", "sleep 300"],
+    );
     tb.wait_state(a2, "RUNNING", Duration::from_secs(30));
     assert!(
         allot_e2e::epoch() - t0 < 40,
@@ -292,16 +263,13 @@ fn contracts_hold_across_a_slurmctld_restart() {
     let tb = Testbed::from_env();
     tb.cancel_all();
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let quarter = tb.total_gpus() / 4;
     let jobs: Vec<u32> = (0..4)
         .map(|_| {
-            tb.sbatch(&[
-                "-A",
-                "b1",
-                "--gres=gpu:2",
-                "--min-runtime=10:00",
-                "--wrap",
-                "sleep 300",
-            ])
+            tb.sbatch_gpus(
+                quarter,
+                &["-A", "b1", "--min-runtime=10:00", "--wrap", "sleep 300"],
+            )
         })
         .collect();
     for j in &jobs {
@@ -333,14 +301,10 @@ fn contracts_hold_across_a_slurmctld_restart() {
         );
     }
     // An under-served account still cannot break the 10 minute contracts.
-    let b2 = tb.sbatch(&[
-        "-A",
-        "b2",
-        "--gres=gpu:2",
-        "--min-runtime=0:01",
-        "--wrap",
-        "sleep 300",
-    ]);
+    let b2 = tb.sbatch_gpus(
+        quarter,
+        &["-A", "b2", "--min-runtime=0:01", "--wrap", "sleep 300"],
+    );
     stays(&tb, b2, "PENDING", Duration::from_secs(10));
     for j in &jobs {
         assert_eq!(requeue_count(&tb, *j), 0);
@@ -474,39 +438,38 @@ fn sshare_shows_allots_usage_and_fair_share() {
     );
 }
 
-/// GPUs the running jobs of `account` hold (1 GPU each in the test below).
+/// How many of `jobs` run (each an eighth of the cluster in the test below).
 fn running_jobs(tb: &Testbed, jobs: &[u32]) -> usize {
     jobs.iter()
         .filter(|j| tb.squeue(**j, "%T") == "RUNNING")
         .count()
 }
 
-/// The entitlement rule on slurmctld (fairshare::preempt): b1 fills the node
-/// with 1-minute contracts and 12 more jobs waiting; b2 (equal share)
-/// submits 20. Once the contracts end, b2 is entitled to 4 of the 8 GPUs
-/// (vision, the third leaf of perception, wants nothing), so exactly enough
-/// of b1's jobs are requeued for b2 to hold 4, never pushing b1 below its 4;
-/// then nothing moves, however many scheduling passes follow.
+/// The entitlement rule on slurmctld (fairshare::preempt): jobs of an eighth
+/// of the cluster each (1 GPU on one 8-GPU node, 4 on the default 4 x 8).
+/// b1 fills the cluster with 8 such jobs on 1-minute contracts and 12 more
+/// waiting; b2 (equal share) submits 20. Once the contracts end, b2 is
+/// entitled to half the GPUs (vision, the third leaf of perception, wants
+/// nothing), so exactly enough of b1's jobs are requeued for b2 to hold 4
+/// jobs, never pushing b1 below its 4; then nothing moves, however many
+/// scheduling passes follow.
 #[test]
 fn one_minute_contracts_converge_to_the_entitlement_with_bounded_preemption() {
     let _one = serial();
     let tb = Testbed::from_env();
     tb.cancel_all();
     tb.reset_ledger(&[]);
+    let eighth = tb.total_gpus() / 8;
     let submit = |account: &str| {
-        tb.sbatch(&[
-            "-A",
-            account,
-            "--gres=gpu:1",
-            "--min-runtime=1:00",
-            "--wrap",
-            "sleep 600",
-        ])
+        tb.sbatch_gpus(
+            eighth,
+            &["-A", account, "--min-runtime=1:00", "--wrap", "sleep 600"],
+        )
     };
     let b1: Vec<u32> = (0..20).map(|_| submit("b1")).collect();
     wait_until(
         Duration::from_secs(60),
-        "b1 to fill the node",
+        "b1 to fill the cluster",
         || match running_jobs(&tb, &b1) {
             8 => Ok(()),
             n => Err(format!("{n} running")),
@@ -514,7 +477,7 @@ fn one_minute_contracts_converge_to_the_entitlement_with_bounded_preemption() {
     );
     let b2: Vec<u32> = (0..20).map(|_| submit("b2")).collect();
     // b1's contracts end 60 s after they started; allow a few passes more.
-    let held = wait_until(Duration::from_secs(150), "b2 to hold its 4 GPUs", || {
+    let held = wait_until(Duration::from_secs(150), "b2 to hold its 4 jobs", || {
         let (r1, r2) = (running_jobs(&tb, &b1), running_jobs(&tb, &b2));
         if r2 >= 4 {
             Ok((r1, r2))
@@ -527,7 +490,7 @@ fn one_minute_contracts_converge_to_the_entitlement_with_bounded_preemption() {
     let first = requeues(&b1);
     assert!(
         (4..=6).contains(&first),
-        "4 GPUs moved with 4-6 requeues (a pass may pick a victim for a job whose previous victim is still completing): {first}"
+        "4 jobs moved with 4-6 requeues (a pass may pick a victim for a job whose previous victim is still completing): {first}"
     );
     // Bounded: 30 s of further passes (15 main, 30 backfill) move nothing,
     // and b2's jobs pass their own 1-minute contracts inside it without b1

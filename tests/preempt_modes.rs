@@ -68,38 +68,28 @@ fn cancel_mode_ends_victims_preempted_after_their_contract() {
         "{conf}"
     );
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
-    // b1 fills the node: one job with an 8 s contract, three with 10 minutes.
-    let short = tb.sbatch(&[
-        "-A",
-        "b1",
-        "--gres=gpu:2",
-        "--min-runtime=0:08",
-        "--wrap",
-        "sleep 300",
-    ]);
+    // b1 fills the cluster with four quarters of it: one job with an 8 s
+    // contract, three with 10 minutes.
+    let quarter = tb.total_gpus() / 4;
+    let short = tb.sbatch_gpus(
+        quarter,
+        &["-A", "b1", "--min-runtime=0:08", "--wrap", "sleep 300"],
+    );
     let long: Vec<u32> = (0..3)
         .map(|_| {
-            tb.sbatch(&[
-                "-A",
-                "b1",
-                "--gres=gpu:2",
-                "--min-runtime=10:00",
-                "--wrap",
-                "sleep 300",
-            ])
+            tb.sbatch_gpus(
+                quarter,
+                &["-A", "b1", "--min-runtime=10:00", "--wrap", "sleep 300"],
+            )
         })
         .collect();
     for j in std::iter::once(short).chain(long.iter().copied()) {
         tb.wait_state(j, "RUNNING", Duration::from_secs(30));
     }
-    let b2 = tb.sbatch(&[
-        "-A",
-        "b2",
-        "--gres=gpu:2",
-        "--min-runtime=0:01",
-        "--wrap",
-        "sleep 300",
-    ]);
+    let b2 = tb.sbatch_gpus(
+        quarter,
+        &["-A", "b2", "--min-runtime=0:01", "--wrap", "sleep 300"],
+    );
     tb.wait_state(b2, "RUNNING", Duration::from_secs(60));
     // The short job was cancelled as PREEMPTED (one attempt, not requeued),
     // after its 8 s contract.

@@ -76,29 +76,23 @@ fn explain_names_the_preemptor_of_a_requeued_job() {
     let tb = Testbed::from_env();
     tb.cancel_all();
     tb.reset_ledger(&[("b1", 2, 12 * 3600, 10 * 3600, 3600)]);
+    // Four quarters of the cluster.
+    let quarter = tb.total_gpus() / 4;
     let victims: Vec<u32> = (0..4)
         .map(|_| {
-            tb.sbatch(&[
-                "-A",
-                "b1",
-                "--gres=gpu:2",
-                "--min-runtime=0:05",
-                "--wrap",
-                "sleep 300",
-            ])
+            tb.sbatch_gpus(
+                quarter,
+                &["-A", "b1", "--min-runtime=0:05", "--wrap", "sleep 300"],
+            )
         })
         .collect();
     for j in &victims {
         tb.wait_state(*j, "RUNNING", Duration::from_secs(30));
     }
-    let b2 = tb.sbatch(&[
-        "-A",
-        "b2",
-        "--gres=gpu:2",
-        "--min-runtime=0:01",
-        "--wrap",
-        "sleep 300",
-    ]);
+    let b2 = tb.sbatch_gpus(
+        quarter,
+        &["-A", "b2", "--min-runtime=0:01", "--wrap", "sleep 300"],
+    );
     tb.wait_state(b2, "RUNNING", Duration::from_secs(60));
     let requeued = allot_e2e::wait_until(
         Duration::from_secs(30),
