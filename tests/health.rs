@@ -33,15 +33,6 @@ impl Drop for Cleanup<'_> {
     }
 }
 
-fn node_state(tb: &Testbed, node: &str) -> String {
-    tb.ok("sinfo", &["-h", "-N", "-n", node, "-o", "%T"])
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string()
-}
-
 /// `(job, reason)` of the requeue events in `allot report --health --json`.
 fn requeues(tb: &Testbed) -> Vec<(u64, String)> {
     let out = Command::new(tb.allot_bin())
@@ -125,7 +116,7 @@ fn draining_node_requeues_each_job_at_its_contract_end() {
             "reason=maintenance",
         ],
     );
-    assert_eq!(node_state(&tb, &node), "draining");
+    assert_eq!(tb.node_state(&node), "draining");
 
     let log = std::fs::File::create(tb.dir.join("health-test-sync.log")).unwrap();
     guard.sync = Some(
@@ -139,17 +130,11 @@ fn draining_node_requeues_each_job_at_its_contract_end() {
     );
 
     // The first job: requeued soon after its 5 s.
-    wait_until(
+    tb.wait_left_state(
+        short,
+        "RUNNING",
         Duration::from_secs(30),
         "the 5 s job to be requeued",
-        || {
-            let s = tb.squeue(short, "%T");
-            if s != "RUNNING" {
-                Ok(())
-            } else {
-                Err(s)
-            }
-        },
     );
     assert_eq!(
         tb.squeue(long, "%T"),
@@ -157,27 +142,19 @@ fn draining_node_requeues_each_job_at_its_contract_end() {
         "the 40 s job stays inside its contract"
     );
     // The second: not before 40 s of running time.
-    wait_until(
+    tb.wait_left_state(
+        long,
+        "RUNNING",
         Duration::from_secs(70),
         "the 40 s job to be requeued",
-        || {
-            let s = tb.squeue(long, "%T");
-            if s != "RUNNING" {
-                Ok(())
-            } else {
-                Err(s)
-            }
-        },
     );
     // Neither runs again while the node drains, and the node ends DRAINED.
-    wait_until(Duration::from_secs(30), "the node to be drained", || {
-        let s = node_state(&tb, &node);
-        if s == "drained" {
-            Ok(())
-        } else {
-            Err(s)
-        }
-    });
+    tb.wait_node_state(
+        &node,
+        "drained",
+        Duration::from_secs(30),
+        "the node to be drained",
+    );
     for j in [short, long] {
         assert_eq!(
             tb.squeue(j, "%T"),
@@ -280,7 +257,7 @@ fn draining_node_requeues_each_job_at_its_contract_end() {
     );
     drop(guard);
     assert_ne!(
-        node_state(&tb, &node),
+        tb.node_state(&node),
         "drained",
         "resumed for the next tests"
     );

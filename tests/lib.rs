@@ -290,6 +290,41 @@ impl Testbed {
             }
         });
     }
+
+    /// Waits until `job` is no longer in `state` (e.g. a requeued job
+    /// leaving RUNNING); panics after `timeout` with `what`.
+    pub fn wait_left_state(&self, job: u32, state: &str, timeout: Duration, what: &str) {
+        wait_until(timeout, what, || {
+            let s = self.squeue(job, "%T");
+            if s != state {
+                Ok(())
+            } else {
+                Err(s)
+            }
+        });
+    }
+
+    /// sinfo's state of one node (`idle`, `draining`, `drained`, `down*`, ...).
+    pub fn node_state(&self, node: &str) -> String {
+        self.ok("sinfo", &["-h", "-N", "-n", node, "-o", "%T"])
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    }
+
+    /// Waits until `node` is in `state`; panics after `timeout` with `what`.
+    pub fn wait_node_state(&self, node: &str, state: &str, timeout: Duration, what: &str) {
+        wait_until(timeout, what, || {
+            let s = self.node_state(node);
+            if s == state {
+                Ok(())
+            } else {
+                Err(s)
+            }
+        });
+    }
 }
 
 /// Polls `check` every 200 ms until it returns `Some`, or panics after

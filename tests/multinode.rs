@@ -25,16 +25,6 @@ fn restarts(tb: &Testbed, job: u32) -> u32 {
         .unwrap_or(0)
 }
 
-/// sinfo's state of one node (`idle`, `draining`, `down*`, ...).
-fn node_state(tb: &Testbed, node: &str) -> String {
-    tb.ok("sinfo", &["-h", "-N", "-n", node, "-o", "%T"])
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string()
-}
-
 /// The cluster as every test wants it at start and leaves it: no job, every
 /// slurmd running (`scripts/testbed up` starts a missing one), every node
 /// resumed and idle.
@@ -47,7 +37,7 @@ fn reset_cluster(tb: &Testbed) {
         .unwrap();
     assert!(st.success(), "scripts/testbed up failed");
     for node in tb.nodes() {
-        if node_state(tb, &node) != "idle" {
+        if tb.node_state(&node) != "idle" {
             let _ = tb.run(
                 "scontrol",
                 &["update", &format!("nodename={node}"), "state=resume"],
@@ -58,7 +48,7 @@ fn reset_cluster(tb: &Testbed) {
         let bad: Vec<String> = tb
             .nodes()
             .into_iter()
-            .map(|n| format!("{n} {}", node_state(tb, &n)))
+            .map(|n| format!("{n} {}", tb.node_state(&n)))
             .filter(|s| !s.ends_with(" idle"))
             .collect();
         if bad.is_empty() {
@@ -465,7 +455,7 @@ fn drain_one_node(how: Drain) {
             assert_eq!(v["verdict"], "failed", "{v}");
         }
     }
-    assert_eq!(node_state(&tb, &drained), "draining");
+    assert_eq!(tb.node_state(&drained), "draining");
     // The drain's reason as Slurm holds it: `maintenance`, or allot's
     // `allot: gpu3 Xid 79 ...`.
     let drain_reason = tb
@@ -509,43 +499,29 @@ fn drain_one_node(how: Drain) {
         !fresh_on.contains(&drained),
         "new work started on the draining node: {fresh_on:?}"
     );
-    wait_until(
+    tb.wait_left_state(
+        short,
+        "RUNNING",
         Duration::from_secs(30),
         "the 5 s job to be requeued",
-        || {
-            let s = tb.squeue(short, "%T");
-            if s != "RUNNING" {
-                Ok(())
-            } else {
-                Err(s)
-            }
-        },
     );
     assert_eq!(
         tb.squeue(long, "%T"),
         "RUNNING",
         "the 30 s job keeps its contract"
     );
-    wait_until(
+    tb.wait_left_state(
+        long,
+        "RUNNING",
         Duration::from_secs(60),
         "the 30 s job to be requeued",
-        || {
-            let s = tb.squeue(long, "%T");
-            if s != "RUNNING" {
-                Ok(())
-            } else {
-                Err(s)
-            }
-        },
     );
-    wait_until(Duration::from_secs(30), "the node to be drained", || {
-        let s = node_state(&tb, &drained);
-        if s == "drained" {
-            Ok(())
-        } else {
-            Err(s)
-        }
-    });
+    tb.wait_node_state(
+        &drained,
+        "drained",
+        Duration::from_secs(30),
+        "the node to be drained",
+    );
     // A few more sidecar passes: the other nodes' jobs, past their own 5 s
     // contracts, are never requeued; the new job runs on.
     std::thread::sleep(Duration::from_secs(5));
@@ -708,15 +684,15 @@ fn a_node_lost_mid_job_charges_the_attempt_up_to_the_failure_and_requeues_it() {
             let rows = tb.sacct(job, "State,Start,End,NodeList,AllocTRES");
             match rows.first() {
                 Some(r) if r[0] == "NODE_FAIL" => Ok(r.clone()),
-                other => Err(format!("{other:?}; node {}", node_state(&tb, &lost))),
+                other => Err(format!("{other:?}; node {}", tb.node_state(&lost))),
             }
         },
     );
     assert_eq!(first[3], lost, "{first:?}");
     assert!(
-        node_state(&tb, &lost).starts_with("down"),
+        tb.node_state(&lost).starts_with("down"),
         "{lost} is {}",
-        node_state(&tb, &lost)
+        tb.node_state(&lost)
     );
     assert_eq!(restarts(&tb, job), 1, "requeued once");
     // It starts again elsewhere (after the requeue's credential wait).
