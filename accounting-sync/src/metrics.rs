@@ -568,30 +568,22 @@ mod tests {
         let r = crate::report::build(&reader, cfg, 16, now - 7 * 86400, now, false).unwrap();
         for l in &r.lines {
             let node = [("node", l.account.as_str())];
-            let usage = v
-                .iter()
-                .find(|((n, ls), _)| {
-                    n == "allot_node_window_usage_gpu_seconds"
-                        && ls.iter().any(|(k, x)| k == "node" && x == &l.account)
-                })
-                .map(|(_, x)| *x);
+            // The node's sample of one metric, whatever its other labels.
+            let of_node = |name: &str| {
+                v.iter()
+                    .find(|((n, ls), _)| {
+                        n == name && ls.iter().any(|(k, x)| k == "node" && x == &l.account)
+                    })
+                    .map(|(_, x)| *x)
+            };
+            let usage = of_node("allot_node_window_usage_gpu_seconds");
             assert_eq!(usage, Some(l.charged_gpu_seconds as f64), "{node:?}");
-            let fs = v
-                .iter()
-                .find(|((n, ls), _)| {
-                    n == "allot_node_fair_share_factor"
-                        && ls.iter().any(|(k, x)| k == "node" && x == &l.account)
-                })
-                .map(|(_, x)| *x);
-            assert_eq!(fs, l.fair_share, "{node:?}");
-            let lfs = v
-                .iter()
-                .find(|((n, ls), _)| {
-                    n == "allot_node_level_fs"
-                        && ls.iter().any(|(k, x)| k == "node" && x == &l.account)
-                })
-                .map(|(_, x)| *x);
-            assert_eq!(lfs, l.level_fs, "{node:?}");
+            assert_eq!(
+                of_node("allot_node_fair_share_factor"),
+                l.fair_share,
+                "{node:?}"
+            );
+            assert_eq!(of_node("allot_node_level_fs"), l.level_fs, "{node:?}");
         }
         // a1 charged max(1 h, 1 h minimum runtime) x 2 GPUs.
         let a1 = [("node", "a1"), ("path", "tree.nlp.a1"), ("parent", "nlp")];
