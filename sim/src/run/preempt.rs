@@ -30,11 +30,12 @@ impl Sim<'_> {
         // free tier and of every unprotected job it could take (no team
         // gives more than its unprotected GPUs, nor its own to a non-short
         // job).
+        let need = (n as u64) * u64::from(g);
+        // Free GPUs and the free tier's: any allocated job may take them.
+        let free = self.cluster.free_total + self.free_tier_gpus.iter().sum::<u64>();
         let unprotected: u64 =
             self.unprot_gpus.iter().sum::<u64>() - if short { 0 } else { self.unprot_gpus[team] };
-        if self.cluster.free_total + self.free_tier_gpus.iter().sum::<u64>() + unprotected
-            < (n as u64) * u64::from(g)
-        {
+        if free + unprotected < need {
             self.failed_attempt = Some((id, self.epoch));
             return false;
         }
@@ -48,8 +49,7 @@ impl Sim<'_> {
         };
         // What each other team may lose: GPUs above its entitlement held by
         // unprotected jobs (none if this team is not below its own).
-        let allowance =
-            load.gain(leaf(team), (n as u64) * u64::from(g)) * fairshare::preempt::UNCOVER_FRACTION;
+        let allowance = load.gain(leaf(team), need) * fairshare::preempt::UNCOVER_FRACTION;
         let give = |t: usize| {
             if leaf(t) == leaf(team) {
                 if short {
@@ -78,10 +78,7 @@ impl Sim<'_> {
         gives.extend((0..self.w.teams.len()).map(give));
         // Quick necessary condition: enough GPUs free, free-tier or above
         // other teams' entitlements.
-        let possible = self.cluster.free_total
-            + self.free_tier_gpus.iter().sum::<u64>()
-            + gives.iter().sum::<u64>();
-        if possible < (n as u64) * u64::from(g) {
+        if free + gives.iter().sum::<u64>() < need {
             drop(guard);
             self.failed_attempt = Some((id, self.epoch));
             return false;
