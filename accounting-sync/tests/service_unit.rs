@@ -18,7 +18,11 @@ fn unit_text() -> String {
 /// The unit with ExecStart on the binary under test (verify checks that the
 /// program exists), written as `name` in a fresh directory.
 fn unit_copy(name: &str, edit: impl Fn(String) -> String) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("allot-unit-{}-{name}", std::process::id()));
+    // One directory per call: the tests run in parallel and each removes
+    // its directory first (one shared name made them remove each other's).
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("allot-unit-{}-{call}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
