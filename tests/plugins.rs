@@ -257,6 +257,90 @@ fn free_tier_is_preempted_at_once_by_any_allocated_job_its_own_included() {
     tb.cancel_all();
 }
 
+/// The AdminComment slurmctld keeps for a job (`scontrol show job -o`: its
+/// words up to the next `Key=` field).
+fn admin_comment(tb: &Testbed, job: u32) -> String {
+    let out = tb.ok("scontrol", &["show", "job", "-o", &job.to_string()]);
+    let mut words = out.split_whitespace();
+    let Some(first) = words.find_map(|w| w.strip_prefix("AdminComment=")) else {
+        return String::new();
+    };
+    let is_field = |w: &str| w.starts_with(|c: char| c.is_ascii_uppercase()) && w.contains('=');
+    std::iter::once(first)
+        .chain(words.take_while(|w| !is_field(w)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn a_sweep_is_marked_at_submission_and_never_preempts() {
+    let _one = serial();
+    let tb = Testbed::from_env();
+    tb.cancel_all();
+    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    // sweep_jobs = 2: an account's third short job within 15 minutes is a
+    // sweep (fairshare::sweep).
+    let conf = tb.allot_conf();
+    let good = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(
+        &conf,
+        good.replacen("[priority]\n", "[priority]\nsweep_jobs = 2\n", 1),
+    )
+    .unwrap();
+    tb.ok("scontrol", &["reconfigure"]);
+    // b1 fills the cluster with one-GPU jobs unprotected after 5 seconds.
+    let all = tb.total_gpus();
+    let b1: Vec<u32> = (0..all)
+        .map(|_| {
+            tb.sbatch_gpus(
+                1,
+                &["-A", "b1", "--min-runtime=0:05", "--wrap", "sleep 300"],
+            )
+        })
+        .collect();
+    for j in &b1 {
+        tb.wait_state(*j, "RUNNING", Duration::from_secs(60));
+    }
+    std::thread::sleep(Duration::from_secs(6));
+    // a2 submits four short jobs (1 GPU, 10 minutes) at once: two debug
+    // jobs, then a sweep of two.
+    let short: Vec<u32> = (0..4)
+        .map(|_| tb.sbatch_gpus(1, &["-A", "a2", "--time=10:00", "--wrap", "sleep 300"]))
+        .collect();
+    let marks: Vec<bool> = short
+        .iter()
+        .map(|j| {
+            admin_comment(&tb, *j)
+                .split(' ')
+                .any(|t| t == "allot:sweep")
+        })
+        .collect();
+    assert_eq!(marks, [false, false, true, true], "job_submit's marks");
+    for j in &short {
+        let (band, _, _) = decode(priority(&tb, *j));
+        assert!(
+            band == 3 || tb.squeue(*j, "%T") == "RUNNING",
+            "job {j} in band {band}"
+        );
+    }
+    // The debug jobs preempt b1 (a2 holds nothing of its entitlement); the
+    // sweep waits for GPUs to come free while b1's unprotected jobs run.
+    for j in &short[..2] {
+        tb.wait_state(*j, "RUNNING", Duration::from_secs(60));
+    }
+    for j in &short[2..] {
+        stays(&tb, *j, "PENDING", Duration::from_secs(20));
+    }
+    let requeued: u32 = b1.iter().map(|j| requeue_count(&tb, *j)).sum();
+    assert_eq!(
+        requeued, 2,
+        "one b1 job for each debug job, none for the sweep"
+    );
+    tb.cancel_all();
+    std::fs::write(&conf, good).unwrap();
+    tb.ok("scontrol", &["reconfigure"]);
+}
+
 #[test]
 fn contracts_hold_across_a_slurmctld_restart() {
     let _one = serial();

@@ -164,6 +164,24 @@ pub fn render_contract(config: &Config, raw: Option<&toml::Value>) -> String {
             &["priority", "short_max_time"],
             p.short_max_time,
         );
+        if p.sweep_jobs > 0 {
+            out += &format!(
+                "  sweep_jobs {} = an account's short jobs beyond {} within sweep_window are a sweep: they never preempt\n",
+                p.sweep_jobs, p.sweep_jobs
+            );
+            out += &line(
+                "sweep_window",
+                &["priority", "sweep_window"],
+                p.sweep_window,
+            );
+        }
+        if config.preempt_short_wait > 0 {
+            out += &line(
+                "preempt short_wait",
+                &["preempt", "short_wait"],
+                config.preempt_short_wait,
+            );
+        }
     }
     out.push('\n');
     out
@@ -208,7 +226,8 @@ mod tests {
         let text = "[contract]\ndefault_min_runtime = \"4:30\"\nmax_min_runtime = \"1-2:30\"\n\
                     [contract.partition.debug]\ndefault_min_runtime = \"0\"\n\
                     [contract.partition.long]\ndefault_min_runtime = \"90\"\n\
-                    [priority]\nshort_max_gpus = 2\nshort_max_time = \"30:00\"\n[tree.a]\nshare = 1\n";
+                    [priority]\nshort_max_gpus = 2\nshort_max_time = \"30:00\"\nsweep_jobs = 16\n\
+                    [preempt]\nshort_wait = \"2:00\"\n[tree.a]\nshare = 1\n";
         let c = Config::from_toml_str(text).unwrap();
         let raw: toml::Value = toml::from_str(text).unwrap();
         let s = render_contract(&c, Some(&raw));
@@ -225,6 +244,9 @@ mod tests {
                 "priority short band:",
                 "  short_max_gpus 2 = jobs of at most 2 GPUs and a time limit within short_max_time sort first",
                 "  short_max_time 30:00 = 30 min",
+                "  sweep_jobs 16 = an account's short jobs beyond 16 within sweep_window are a sweep: they never preempt",
+                "  sweep_window 00:15:00 (default) = 15 min",
+                "  preempt short_wait 2:00 = 2 min",
                 "",
             ]
         );

@@ -152,6 +152,8 @@ fn main() {
             nodes: 1,
             gpus_per_node: 8,
             short: false,
+            sweep: false,
+            waited: 0,
         })
         .collect();
     // Every account's jobs: the over-served half runs 8 GPUs each, the

@@ -79,6 +79,9 @@ pub struct Config {
     /// Seconds a preempted job gets between SIGTERM and requeue
     /// (`[preempt] grace_time`, Slurm's GraceTime; default 0).
     pub preempt_grace_time: u64,
+    /// Seconds a pending short-band job waits for GPUs to come free before
+    /// it may preempt (`[preempt] short_wait`; default 0: at once).
+    pub preempt_short_wait: u64,
     /// The org tree.
     pub tree: Tree,
     /// `[sim]`: how `allot sim` replays traces (the plugins ignore it).
@@ -128,9 +131,12 @@ impl Config {
             nice_weight: p.nice_weight.unwrap_or(1),
             short_max_gpus: p.short_max_gpus.unwrap_or(0),
             short_max_time: dur("priority.short_max_time", &p.short_max_time, 3600),
+            sweep_jobs: p.sweep_jobs.unwrap_or(0),
+            sweep_window: dur("priority.sweep_window", &p.sweep_window, 900),
         };
         let sync_interval = dur("sync.interval", &raw.sync.interval, DEFAULT_SYNC_INTERVAL);
         let preempt_grace_time = dur("preempt.grace_time", &raw.preempt.grace_time, 0);
+        let preempt_short_wait = dur("preempt.short_wait", &raw.preempt.short_wait, 0);
         let sim = match &raw.sim {
             Some(v) => sim::parse(v, contract.max_min_runtime, &mut errors),
             None => sim::SimSettings::default(),
@@ -185,10 +191,22 @@ impl Config {
                 message: "must be longer than 0 while short_max_gpus is set; write e.g. short_max_time = \"1:00:00\", or short_max_gpus = 0 for no short band".into(),
             });
         }
-        if priority.short_max_gpus > 0 && priority.short_max_time == 0 {
+        if priority.sweep_jobs > 0 && priority.short_max_gpus == 0 {
             errors.push(ConfigError::Invalid {
-                path: "priority.short_max_time".into(),
-                message: "must be longer than 0 while short_max_gpus is set; write e.g. short_max_time = \"1:00:00\", or short_max_gpus = 0 for no short band".into(),
+                path: "priority.sweep_jobs".into(),
+                message: "counts jobs of the short band, which is off; set short_max_gpus (e.g. 2) or remove sweep_jobs".into(),
+            });
+        }
+        if priority.sweep_jobs > 0 && priority.sweep_window == 0 {
+            errors.push(ConfigError::Invalid {
+                path: "priority.sweep_window".into(),
+                message: "must be longer than 0 while sweep_jobs is set; write e.g. sweep_window = \"15:00\", or sweep_jobs = 0 for no sweeps".into(),
+            });
+        }
+        if preempt_short_wait > 0 && priority.short_max_gpus == 0 {
+            errors.push(ConfigError::Invalid {
+                path: "preempt.short_wait".into(),
+                message: "delays preemption by short-band jobs, and the short band is off; set priority.short_max_gpus (e.g. 2) or remove short_wait".into(),
             });
         }
         if sync_interval == 0 {
@@ -243,6 +261,7 @@ impl Config {
                     .unwrap_or_else(|| DEFAULT_LEDGER_PATH.into()),
                 sync_interval,
                 preempt_grace_time,
+                preempt_short_wait,
                 tree,
                 sim,
             }),
@@ -262,6 +281,7 @@ impl Config {
             ledger_path: DEFAULT_LEDGER_PATH.into(),
             sync_interval: DEFAULT_SYNC_INTERVAL,
             preempt_grace_time: 0,
+            preempt_short_wait: 0,
             tree,
             sim: sim::SimSettings::default(),
         }
@@ -458,6 +478,8 @@ struct RawPriority {
     nice_weight: Option<u32>,
     short_max_gpus: Option<u32>,
     short_max_time: Option<toml::Value>,
+    sweep_jobs: Option<u32>,
+    sweep_window: Option<toml::Value>,
 }
 
 #[derive(Deserialize, Default)]
@@ -476,6 +498,7 @@ struct RawSync {
 #[serde(deny_unknown_fields)]
 struct RawPreempt {
     grace_time: Option<toml::Value>,
+    short_wait: Option<toml::Value>,
 }
 
 #[cfg(test)]

@@ -49,6 +49,7 @@ mod hash;
 pub mod preempt;
 pub mod priority;
 pub mod record;
+pub mod sweep;
 pub mod tree;
 pub mod tres;
 pub mod usage;

@@ -9,6 +9,11 @@
 //!    job, its own account's included), or all of:
 //!    - `R` is not a short job (the short band of [`crate::priority`]:
 //!      debug work that ends within `short_max_time` anyway);
+//!    - `P` is not part of a sweep ([`crate::sweep`]: it waits for GPUs to
+//!      come free, which the short band gets first);
+//!    - if `P` is a short job, it has been eligible for at least `[preempt]
+//!      short_wait` seconds (a GPU that comes free meanwhile costs nobody
+//!      work; debug work still starts within that wait);
 //!    - if `P` is a short job: `R` is of `P`'s own leaf (the leaf trades
 //!      batch work for its debug work), or `R`'s leaf ends at most
 //!      `short_max_gpus` GPUs below its entitlement once `R` (and every other
@@ -52,6 +57,8 @@
 //!   `allocated` grows by `P`'s GPUs.
 //!
 //! Normal starts never decrease `covered` or `allocated` nor raise `short`.
+//! The sweep and `short_wait` conditions of rule 4 only remove preemptions,
+//! so they leave this argument as it is.
 //! All three are bounded (capacity, jobs pending) and take finitely many
 //! values (GPU counts are whole, entitlements fixed), so without an
 //! arrival, a completion or a capacity change only finitely many
@@ -152,6 +159,13 @@ pub struct Preemptor<'a> {
     pub gpus_per_node: u32,
     /// True for a job of the short band ([`crate::priority`]).
     pub short: bool,
+    /// True for a job of a sweep ([`crate::sweep`]): it takes free-tier
+    /// GPUs only.
+    pub sweep: bool,
+    /// Seconds it has been eligible (pending since submission or requeue);
+    /// a short job takes allocated jobs' GPUs only after `[preempt]
+    /// short_wait`.
+    pub waited: u64,
 }
 
 /// The answer of [`Engine::preempt_verdict`], with the reason.
@@ -175,6 +189,15 @@ pub enum Verdict {
     },
     /// The running job is in the short band: it is never preempted.
     Short,
+    /// The preemptor is part of a sweep ([`crate::sweep`]): it waits for
+    /// GPUs to come free (free-tier jobs excepted).
+    Sweep,
+    /// The preemptor is a short job that has waited less than `[preempt]
+    /// short_wait` for GPUs to come free (free-tier jobs excepted).
+    ShortWaiting {
+        /// Seconds it has still to wait.
+        left: u64,
+    },
     /// The preemptor's leaf already holds its entitlement (and the
     /// preemptor is not a short job).
     PreemptorServed {
@@ -282,6 +305,15 @@ impl Engine {
         }
         if r.short {
             return Verdict::Short;
+        }
+        if p.sweep {
+            return Verdict::Sweep;
+        }
+        let wait = self.config().preempt_short_wait;
+        if p.short && p.waited < wait {
+            return Verdict::ShortWaiting {
+                left: wait - p.waited,
+            };
         }
         let rl = self.leaf_of(r.account);
         if p.account == r.account || rl == Some(pl) {

@@ -62,6 +62,11 @@ pub struct PriorityWeights {
     pub short_max_gpus: u32,
     /// Longest time limit of the short band, seconds (default 1 h).
     pub short_max_time: u64,
+    /// Short-band jobs an account may submit within `sweep_window` before
+    /// the next ones are a sweep ([`crate::sweep`]); 0 = no sweeps (default).
+    pub sweep_jobs: u32,
+    /// The span `sweep_jobs` counts over, seconds (default 15 min).
+    pub sweep_window: u64,
 }
 
 impl Default for PriorityWeights {
@@ -72,6 +77,8 @@ impl Default for PriorityWeights {
             nice_weight: 1,
             short_max_gpus: 0,
             short_max_time: 3600,
+            sweep_jobs: 0,
+            sweep_window: 900,
         }
     }
 }

@@ -8,6 +8,9 @@
 //!   across restarts, and which slurmdbd stores (sacct's `AdminComment`), so
 //!   the plugins, `allot sync` and the simulator all read the same contract.
 //!
+//! - A job job_submit found to be part of a sweep ([`crate::sweep`]) also
+//!   gets the token `allot:sweep` ([`recorded_sweep`]); it never preempts.
+//!
 //! Tokens are separated by whitespace, `,` or `;`.
 //!
 //! Reading the record back is [`recorded_min_runtime`], the one parser every
@@ -23,6 +26,8 @@ use crate::duration::parse_slurm_duration;
 
 /// Prefix of the recorded token in AdminComment.
 pub const RECORDED_KEY: &str = "allot:min_runtime=";
+/// The token that marks a job of a sweep in AdminComment.
+pub const SWEEP_TOKEN: &str = "allot:sweep";
 /// Key of the user's token in `--comment`.
 pub const COMMENT_KEY: &str = "min_runtime=";
 /// Name of the job-control environment variable set by the SPANK option.
@@ -52,15 +57,38 @@ pub fn recorded_min_runtime(admin_comment: &str) -> Option<u64> {
     }
 }
 
-/// AdminComment with the contract recorded: any previous allot token is
-/// replaced, other text (an operator's note) is kept.
-pub fn with_recorded_min_runtime(admin_comment: Option<&str>, min_runtime: u64) -> String {
+/// True when an AdminComment marks the job as part of a sweep (the
+/// token `allot:sweep`, exactly).
+pub fn recorded_sweep(admin_comment: &str) -> bool {
+    tokens(admin_comment).any(|t| t == SWEEP_TOKEN)
+}
+
+/// AdminComment with the contract and the sweep mark recorded: previous
+/// allot tokens are replaced, other text (an operator's note) is kept.
+pub fn with_record(admin_comment: Option<&str>, min_runtime: u64, sweep: bool) -> String {
     let mut kept: Vec<&str> = admin_comment
-        .map(|c| tokens(c).filter(|t| !t.starts_with(RECORDED_KEY)).collect())
+        .map(|c| {
+            tokens(c)
+                .filter(|t| !t.starts_with(RECORDED_KEY) && *t != SWEEP_TOKEN)
+                .collect()
+        })
         .unwrap_or_default();
     let token = format!("{RECORDED_KEY}{min_runtime}");
     kept.push(&token);
+    if sweep {
+        kept.push(SWEEP_TOKEN);
+    }
     kept.join(" ")
+}
+
+/// AdminComment with the contract recorded and the sweep mark it had kept
+/// ([`with_record`]).
+pub fn with_recorded_min_runtime(admin_comment: Option<&str>, min_runtime: u64) -> String {
+    with_record(
+        admin_comment,
+        min_runtime,
+        admin_comment.is_some_and(recorded_sweep),
+    )
 }
 
 /// The value of the user's `min_runtime=<time>` token in `--comment`, as
@@ -86,6 +114,27 @@ mod tests {
         let c = with_recorded_min_runtime(Some("ticket-42 allot:min_runtime=5"), 0);
         assert_eq!(c, "ticket-42 allot:min_runtime=0");
         assert_eq!(recorded_min_runtime(&c), Some(0));
+    }
+
+    #[test]
+    fn the_sweep_mark_is_one_exact_token_kept_by_later_records() {
+        let c = with_record(Some("ticket-42"), 3600, true);
+        assert_eq!(c, "ticket-42 allot:min_runtime=3600 allot:sweep");
+        assert!(recorded_sweep(&c));
+        assert_eq!(recorded_min_runtime(&c), Some(3600));
+        // A new contract keeps the mark; with_record decides it.
+        assert!(recorded_sweep(&with_recorded_min_runtime(Some(&c), 60)));
+        assert!(!recorded_sweep(&with_record(Some(&c), 60, false)));
+        for not in [
+            "",
+            "allot:sweep=1",
+            "allot:sweeps",
+            "xallot:sweep",
+            "allot:min_runtime=0",
+        ] {
+            assert!(!recorded_sweep(not), "{not:?}");
+        }
+        assert!(recorded_sweep("note;allot:sweep,other"));
     }
 
     #[test]

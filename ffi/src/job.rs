@@ -298,6 +298,18 @@ impl<'a> JobDesc<'a> {
         // SAFETY: as in `account`.
         unsafe { opt_str(self.raw.tres_per_job) }
     }
+    /// `--array` index expression (`0-599%10`), `None` for a single job.
+    pub fn array_inx(&self) -> Option<&'a str> {
+        // SAFETY: as in `account`.
+        unsafe { opt_str(self.raw.array_inx) }
+    }
+    /// `--nodes` minimum, `None` when not given.
+    pub fn min_nodes(&self) -> Option<u32> {
+        match self.raw.min_nodes {
+            sys::NO_VAL | 0 => None,
+            n => Some(n),
+        }
+    }
 }
 
 /// Replaces an xmalloc'ed string field with an `xstrdup` of `text`.

@@ -59,6 +59,8 @@ const EXPIRY: u8 = 3;
 const DRAIN_REQUEUE: u8 = 4;
 const TICK: u8 = 5;
 const BACKFILL: u8 = 6;
+/// A short job's `[preempt] short_wait` ends: look at the queue again.
+const WAKE: u8 = 7;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -139,6 +141,8 @@ pub(crate) struct Sim<'w> {
     load_cache: std::cell::RefCell<Option<(u64, std::rc::Rc<Entitlements>)>>,
     epoch: u64,
     failed_attempt: Option<(u32, u64)>,
+    /// Times of pending WAKE events (one event per time).
+    wakes: std::collections::BTreeSet<u64>,
     tick_at: u64,
     bf_at: u64,
     backfill_now: bool,
@@ -300,6 +304,7 @@ impl<'w> Sim<'w> {
             load_cache: std::cell::RefCell::new(None),
             epoch: 0,
             failed_attempt: None,
+            wakes: std::collections::BTreeSet::new(),
             tick_at: u64::MAX,
             bf_at: u64::MAX,
             backfill_now: false,
@@ -389,6 +394,13 @@ impl<'w> Sim<'w> {
         self.finish()
     }
 
+    /// A scheduling pass at `t` (seconds since the first submission).
+    fn wake(&mut self, t: u64) {
+        if self.wakes.insert(t) {
+            self.events.push(Reverse((t, WAKE, 0, 0)));
+        }
+    }
+
     fn set_now(&mut self, t: u64) {
         debug_assert!(t >= self.now);
         self.now = t;
@@ -435,6 +447,11 @@ impl<'w> Sim<'w> {
                 }
             }
             TICK => self.tick_at = u64::MAX,
+            WAKE => {
+                self.wakes.remove(&now);
+                // Attempts that failed while a short job waited may now hold.
+                self.epoch += 1;
+            }
             BACKFILL => {
                 self.bf_at = u64::MAX;
                 self.backfill_now = true;

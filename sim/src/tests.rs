@@ -448,7 +448,8 @@ fn philly_slice_replays_under_every_policy() {
     assert_eq!(w.jobs.len(), 3621);
     assert!(w.left_out.is_empty(), "{:?}", w.left_out);
     // The recommended short band is exactly the debug class (<= 2 GPUs,
-    // <= 1 hour), and every job is allocated.
+    // <= 1 hour) with the sweeps (more than 16 of a team's short jobs in
+    // 15 minutes), and every job is allocated.
     let short = w
         .jobs
         .iter()
@@ -461,7 +462,12 @@ fn philly_slice_replays_under_every_policy() {
         })
         .count();
     let debug = w.jobs.iter().filter(|j| j.class == JobClass::Debug).count();
-    assert_eq!((short, debug), (1766, 1766));
+    let sweep = w.jobs.iter().filter(|j| j.class == JobClass::Sweep).count();
+    assert_eq!((short, debug, sweep), (1766, 705, 1061));
+    assert!(w
+        .jobs
+        .iter()
+        .all(|j| j.sweep == (j.class == JobClass::Sweep)));
     assert!(w.jobs.iter().all(|j| j.min_runtime > 0));
     for p in Policy::ALL {
         let r = simulate(&w, c.clone(), cluster, p, &t.events, &mut |_| {});
@@ -489,4 +495,44 @@ fn contracts_without_a_rule_are_the_plugins_contracts() {
     let w = Workload::prepare(&trace::from_jobs(jobs, vec![]), &c, ONE_NODE);
     let min: Vec<u64> = w.jobs.iter().map(|j| j.min_runtime).collect();
     assert_eq!(min, vec![0, 3600, 8 * 3600, 3600]);
+}
+
+/// A burst of short jobs: those within the sweep limit preempt (after
+/// `short_wait`, when one is set), the sweep waits for GPUs to come free.
+#[test]
+fn a_sweep_waits_for_free_gpus_and_debug_work_preempts() {
+    // t2 fills the node with 8 one-GPU jobs of 10 h (unprotected after
+    // 1 h); at 2 h t1 submits 4 short jobs of 10 min in the same second.
+    let jobs = || {
+        let mut v: Vec<TraceJob> = (0..8).map(|i| job(i, "t2", 0, 36_000, 1)).collect();
+        v.extend((8..12).map(|i| job(i, "t1", 7200, 600, 1)));
+        v
+    };
+    let base = format!("{TWO_TEAMS}\n[priority]\nshort_max_gpus = 2\nsweep_jobs = 2\n");
+    let c = config(&base);
+    let t = trace::from_jobs(jobs(), Vec::new());
+    let w = Workload::prepare(&t, &c, ONE_NODE);
+    let sweeps: Vec<u64> = w.jobs.iter().filter(|j| j.sweep).map(|j| j.id).collect();
+    assert_eq!(sweeps, [10, 11], "the third and fourth short job of t1");
+    let r = run(&c, jobs(), ONE_NODE, Policy::Allot);
+    assert_eq!(r.preemptions, 2, "{:#?}", r.preemption_log);
+    let (debug, sweep) = (
+        &r.waits[JobClass::Debug as usize],
+        &r.waits[JobClass::Sweep as usize],
+    );
+    assert_eq!(
+        (debug.jobs, debug.p90_s),
+        (2, 0),
+        "debug jobs preempt at once"
+    );
+    // The sweep starts when the two debug jobs end, on their GPUs.
+    assert_eq!((sweep.jobs, sweep.p50_s, sweep.p90_s), (2, 600, 600));
+    // With short_wait = 5 min, the debug jobs preempt at their 300th
+    // second (a WAKE event), not at the next arrival or completion.
+    let c = config(&format!("{base}[preempt]\nshort_wait = \"5:00\"\n"));
+    let r = run(&c, jobs(), ONE_NODE, Policy::Allot);
+    assert_eq!(r.preemptions, 2);
+    let debug = &r.waits[JobClass::Debug as usize];
+    assert_eq!((debug.p50_s, debug.p90_s), (300, 300));
+    assert!(r.preemption_log.iter().all(|p| p.time == 7200 + 300));
 }

@@ -18,7 +18,12 @@
 //!   matching rule that sets it, else `[sim] resumable`.
 //! - Classes (for wait-time percentiles): **debug** = at most 2 GPUs and at
 //!   most 1 hour of runtime; **large** = 8 GPUs or more (a whole 8-GPU node or
-//!   several nodes); **batch** = everything else.
+//!   several nodes); **batch** = everything else; **sweep** = a job of the
+//!   short band that the config's sweep rule ([`fairshare::sweep`]: more
+//!   than `sweep_jobs` of an account's short jobs within `sweep_window`)
+//!   calls part of a sweep, whatever its shape. Sweeps are decided from the
+//!   submission times alone, once, so every policy is measured on the same
+//!   classes.
 
 use serde::Serialize;
 
@@ -37,13 +42,21 @@ pub enum JobClass {
     Batch,
     /// 8 GPUs or more.
     Large,
+    /// A short-band job in a sweep ([`fairshare::sweep`]).
+    Sweep,
 }
 
 impl JobClass {
     /// Every class, in report order.
-    pub const ALL: [JobClass; 3] = [JobClass::Debug, JobClass::Batch, JobClass::Large];
+    pub const ALL: [JobClass; 4] = [
+        JobClass::Debug,
+        JobClass::Batch,
+        JobClass::Large,
+        JobClass::Sweep,
+    ];
 
-    /// The class of a job of `gpus` GPUs running `duration` seconds.
+    /// The class of a job of `gpus` GPUs running `duration` seconds that is
+    /// not part of a sweep.
     pub fn of(gpus: u32, duration: u64) -> JobClass {
         if gpus >= 8 {
             JobClass::Large
@@ -60,6 +73,31 @@ impl JobClass {
             JobClass::Debug => "debug",
             JobClass::Batch => "batch",
             JobClass::Large => "large",
+            JobClass::Sweep => "sweep",
+        }
+    }
+}
+
+/// Marks the jobs of sweeps ([`fairshare::sweep`]) in submission order: a
+/// short-band job (its runtime as its time limit) of an account that had
+/// already submitted `sweep_jobs` of them within `sweep_window`.
+fn mark_sweeps(jobs: &mut [SimJob], config: &Config) {
+    let mut counter = fairshare::sweep::SweepCounter::of(&config.priority);
+    if counter.is_off() {
+        return;
+    }
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| (jobs[i].submit, i));
+    for i in order {
+        let j = &mut jobs[i];
+        let short = config.priority.is_short(
+            fairshare::Tier::of(j.min_runtime),
+            u64::from(j.gpus()),
+            Some(j.duration),
+        );
+        if short && counter.submit(j.account, j.submit, 1) {
+            j.sweep = true;
+            j.class = JobClass::Sweep;
         }
     }
 }
@@ -87,6 +125,8 @@ pub struct SimJob {
     pub resumable: bool,
     /// Wait-time class.
     pub class: JobClass,
+    /// Part of a sweep ([`fairshare::sweep`]): never preempts.
+    pub sweep: bool,
 }
 
 impl SimJob {
@@ -373,6 +413,7 @@ impl Workload {
                 min_runtime,
                 resumable,
                 class: JobClass::of(j.gpus, j.duration),
+                sweep: false,
             });
         }
         let describe = |m: &RuleMinRuntime| match m {
@@ -430,6 +471,7 @@ impl Workload {
                 gpu_hours: 0.0,
             });
         }
+        mark_sweeps(&mut jobs, config);
         Workload {
             jobs,
             teams,

@@ -2,7 +2,7 @@
 //! preempt plugins).
 
 use allot_ffi::job::{JobRecord, JobState};
-use fairshare::record::recorded_min_runtime;
+use fairshare::record::{recorded_min_runtime, recorded_sweep};
 use fairshare::{
     Contract, Engine, Entitlements, PendingJob, Preemptor, RunClock, RunningJob, Tier,
 };
@@ -45,9 +45,20 @@ pub fn is_short(engine: &Engine, job: &JobRecord<'_>) -> bool {
     )
 }
 
-/// A pending job for priority: age counts from `max(submit, begin)`.
+/// When the job became eligible: `max(submit, begin)`, epoch seconds (a
+/// requeued job's begin time is when it may run again).
+pub fn eligible_time(job: &JobRecord<'_>) -> u64 {
+    job.begin_time().max(job.submit_time()).max(0) as u64
+}
+
+/// True for a job job_submit marked as part of a sweep ([`fairshare::sweep`]).
+pub fn is_sweep(job: &JobRecord<'_>) -> bool {
+    job.admin_comment().is_some_and(recorded_sweep)
+}
+
+/// A pending job for priority: age counts from [`eligible_time`].
 pub fn pending<'a>(engine: &Engine, job: &JobRecord<'a>) -> PendingJob<'a> {
-    let eligible = job.begin_time().max(job.submit_time()).max(0) as u64;
+    let eligible = eligible_time(job);
     PendingJob {
         account: job.account().unwrap_or(""),
         min_runtime: min_runtime(engine, job),
@@ -125,8 +136,9 @@ pub fn run_clock(job: &JobRecord<'_>) -> RunClock {
 
 /// A job as a preemptor: charged at the rate of its requested TRES; its
 /// requested GPUs (as one node's) are what its leaf would cover by starting
-/// ([`Engine::gain`], the net rule of [`fairshare::preempt`]).
-pub fn preemptor<'a>(engine: &Engine, job: &JobRecord<'a>) -> Preemptor<'a> {
+/// ([`Engine::gain`], the net rule of [`fairshare::preempt`]); it has waited
+/// since [`eligible_time`] until `now` (epoch seconds).
+pub fn preemptor<'a>(engine: &Engine, job: &JobRecord<'a>, now: u64) -> Preemptor<'a> {
     let rate = job
         .tres_req_str()
         .map_or(0, |t| engine.config().charge.rate_of_tres(t));
@@ -137,6 +149,8 @@ pub fn preemptor<'a>(engine: &Engine, job: &JobRecord<'a>) -> Preemptor<'a> {
         nodes: 1,
         gpus_per_node: u32::try_from(requested_gpus(job)).unwrap_or(u32::MAX),
         short: is_short(engine, job),
+        sweep: is_sweep(job),
+        waited: now.saturating_sub(eligible_time(job)),
     }
 }
 

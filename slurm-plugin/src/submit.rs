@@ -9,12 +9,21 @@
 //!   else the global default; unparsable or above the cap is refused.
 //! - The contract is recorded in AdminComment (`allot:min_runtime=<s>`),
 //!   which only operators can change and which survives restarts.
+//! - A job of the short band is counted against its account's sweep limit
+//!   ([`fairshare::sweep`]); one that passes it is marked `allot:sweep` in
+//!   AdminComment. Its GPUs are what it asks for at submission (`--gpus`,
+//!   else `--gres=gpu` / `--gpus-per-node` times `--nodes`), its time limit
+//!   the one it gives (a job without one is not counted: the partition's
+//!   default is applied later). The counts live in slurmctld's memory: a
+//!   restart starts them again from zero.
 //! - On modification, the minimum runtime may change only while the job is
-//!   pending; an operator's AdminComment edit keeps the recorded contract.
+//!   pending; an operator's AdminComment edit keeps the recorded contract
+//!   and the sweep mark.
 
 use fairshare::contract::ContractError;
-use fairshare::record::{comment_min_runtime, recorded_min_runtime, with_recorded_min_runtime};
-use fairshare::Config;
+use fairshare::record::{comment_min_runtime, recorded_min_runtime, recorded_sweep, with_record};
+use fairshare::sweep::SweepCounter;
+use fairshare::{Config, Tier};
 
 /// At most this many account names are listed in a message.
 const LIST_MAX: usize = 12;
@@ -34,6 +43,72 @@ pub struct Submission<'a> {
     pub comment: Option<&'a str>,
     /// AdminComment in the request (operators only).
     pub admin_comment: Option<&'a str>,
+    /// GPUs it asks for in all ([`requested_gpus`]).
+    pub gpus: u64,
+    /// `--time`, seconds (`None`: not given).
+    pub time_limit: Option<u64>,
+    /// Jobs it makes: 1, or an array's tasks ([`array_tasks`]).
+    pub tasks: u64,
+}
+
+/// GPUs a job asks for at submission: `--gpus` (`tres_per_job`), else the
+/// per-node request (`--gres=gpu...`, `--gpus-per-node`: `tres_per_node`)
+/// times `--nodes` (1 when not given). A TRES item is `gres:gpu:2`,
+/// `gres/gpu:a100:2`, `gpu:2` or `gres/gpu=2`; `gpu` alone is 1. Items
+/// other than GPUs and counts that do not parse count nothing.
+pub fn requested_gpus(per_job: Option<&str>, per_node: Option<&str>, nodes: Option<u32>) -> u64 {
+    fn item(item: &str) -> Option<u64> {
+        let item = item.trim();
+        let rest = item
+            .strip_prefix("gres:")
+            .or_else(|| item.strip_prefix("gres/"))
+            .unwrap_or(item)
+            .strip_prefix("gpu")?;
+        if rest.is_empty() {
+            return Some(1);
+        }
+        // `:2`, `:a100:2`, `=2`; `:a100` (a type, no count) is one GPU.
+        let last = rest.strip_prefix([':', '='])?.rsplit([':', '=']).next()?;
+        match last.parse() {
+            Ok(n) => Some(n),
+            Err(_) if !last.is_empty() && !last.starts_with(|c: char| c.is_ascii_digit()) => {
+                Some(1)
+            }
+            Err(_) => None,
+        }
+    }
+    let gpus = |tres: &str| tres.split(',').filter_map(item).sum::<u64>();
+    match per_job.map(gpus).filter(|&g| g > 0) {
+        Some(g) => g,
+        None => per_node.map_or(0, gpus) * u64::from(nodes.unwrap_or(1).max(1)),
+    }
+}
+
+/// Tasks of an `--array` index expression (`0-599%10`, `1,3,5-11:2`); 1 for
+/// no expression or one that does not parse (slurmctld refuses those).
+pub fn array_tasks(array_inx: Option<&str>) -> u64 {
+    let Some(expr) = array_inx else {
+        return 1;
+    };
+    let expr = expr.split('%').next().unwrap_or("");
+    let count = |item: &str| -> Option<u64> {
+        let (range, step) = match item.split_once(':') {
+            Some((r, s)) => (r, s.parse::<u64>().ok().filter(|&s| s > 0)?),
+            None => (item, 1),
+        };
+        match range.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u64, u64) = (a.parse().ok()?, b.parse().ok()?);
+                (b >= a).then(|| (b - a) / step + 1)
+            }
+            None => range.parse::<u64>().ok().map(|_| 1),
+        }
+    };
+    expr.split(',')
+        .map(count)
+        .sum::<Option<u64>>()
+        .filter(|&n| n > 0)
+        .unwrap_or(1)
 }
 
 /// Why a submission is refused: the message sbatch prints, and which Slurm
@@ -75,11 +150,15 @@ fn declared<'a>(spank: Option<&'a str>, comment: Option<&'a str>) -> Option<&'a 
     spank.or_else(|| comment.and_then(comment_min_runtime))
 }
 
-/// Validates a submission; on success returns the job's account and the
-/// AdminComment to set (with the recorded contract).
+/// Validates a submission made at `now` (epoch seconds), counting it
+/// against its account's sweep limit in `sweeps`; on success returns the
+/// job's account, its minimum runtime and the AdminComment to set (with the
+/// recorded contract and, for a job of a sweep, `allot:sweep`).
 pub fn decide_submit(
     config: &Config,
     s: &Submission<'_>,
+    sweeps: &mut SweepCounter<String>,
+    now: u64,
 ) -> Result<(String, u64, String), Refusal> {
     let account = match s.account.or(s.default_account) {
         Some(a) => a,
@@ -107,10 +186,14 @@ pub fn decide_submit(
                 ContractError::AboveCap { .. } => format!("allot: {e}"),
             })
         })?;
+    let short = config
+        .priority
+        .is_short(Tier::of(min_runtime), s.gpus, s.time_limit);
+    let sweep = short && sweeps.submit(account.to_string(), now, s.tasks.max(1));
     Ok((
         account.to_string(),
         min_runtime,
-        with_recorded_min_runtime(s.admin_comment, min_runtime),
+        with_record(s.admin_comment, min_runtime, sweep),
     ))
 }
 
@@ -150,6 +233,7 @@ pub enum ModifyDecision {
 /// Decides a job modification.
 pub fn decide_modify(config: &Config, m: &Modification<'_>) -> ModifyDecision {
     let recorded = m.current_admin_comment.and_then(recorded_min_runtime);
+    let sweep = m.current_admin_comment.is_some_and(recorded_sweep);
     if let Some(text) = m.comment.and_then(comment_min_runtime) {
         if !m.pending {
             return ModifyDecision::NotPending(
@@ -159,16 +243,19 @@ pub fn decide_modify(config: &Config, m: &Modification<'_>) -> ModifyDecision {
         let base = m.admin_comment.or(m.current_admin_comment);
         return match config.contract.min_runtime(Some(text), m.partition) {
             Ok(secs) if m.admin_comment.is_some() => {
-                ModifyDecision::SetAdminComment(with_recorded_min_runtime(base, secs))
+                ModifyDecision::SetAdminComment(with_record(base, secs, sweep))
             }
-            Ok(secs) => ModifyDecision::SetJobAdminComment(with_recorded_min_runtime(base, secs)),
+            Ok(secs) => ModifyDecision::SetJobAdminComment(with_record(base, secs, sweep)),
             Err(e) => ModifyDecision::Invalid(format!("allot: {e}")),
         };
     }
-    // An operator rewriting AdminComment must not erase the contract.
+    // An operator rewriting AdminComment must not erase the contract or
+    // the sweep mark.
     match (m.admin_comment, recorded) {
-        (Some(new), Some(secs)) if recorded_min_runtime(new) != Some(secs) => {
-            ModifyDecision::SetAdminComment(with_recorded_min_runtime(Some(new), secs))
+        (Some(new), Some(secs))
+            if recorded_min_runtime(new) != Some(secs) || recorded_sweep(new) != sweep =>
+        {
+            ModifyDecision::SetAdminComment(with_record(Some(new), secs, sweep))
         }
         _ => ModifyDecision::Unchanged,
     }
@@ -177,6 +264,11 @@ pub fn decide_modify(config: &Config, m: &Modification<'_>) -> ModifyDecision {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One submission with a counter of its own, at time 0.
+    fn submit(c: &Config, s: &Submission<'_>) -> Result<(String, u64, String), Refusal> {
+        decide_submit(c, s, &mut SweepCounter::of(&c.priority), 0)
+    }
 
     fn config() -> Config {
         Config::from_toml_str(
@@ -208,7 +300,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            decide_submit(&c, &s).unwrap(),
+            submit(&c, &s).unwrap(),
             ("a1".into(), 14_400, "allot:min_runtime=14400".into())
         );
         let s = Submission {
@@ -216,7 +308,7 @@ mod tests {
             comment: Some("run 3 min_runtime=30"),
             ..Default::default()
         };
-        assert_eq!(decide_submit(&c, &s).unwrap().1, 1800);
+        assert_eq!(submit(&c, &s).unwrap().1, 1800);
     }
 
     #[test]
@@ -227,24 +319,24 @@ mod tests {
             partition: Some("debug"),
             ..Default::default()
         };
-        assert_eq!(decide_submit(&c, &s).unwrap().1, 0);
+        assert_eq!(submit(&c, &s).unwrap().1, 0);
         let s = Submission {
             account: Some("a1"),
             partition: Some("gpu,debug"),
             ..Default::default()
         };
-        assert_eq!(decide_submit(&c, &s).unwrap().1, 3600);
+        assert_eq!(submit(&c, &s).unwrap().1, 3600);
         let s = Submission {
             default_account: Some("vision"),
             ..Default::default()
         };
-        assert_eq!(decide_submit(&c, &s).unwrap().0, "vision");
+        assert_eq!(submit(&c, &s).unwrap().0, "vision");
     }
 
     #[test]
     fn refusals_say_what_to_write() {
         let c = config();
-        let e = decide_submit(
+        let e = submit(
             &c,
             &Submission {
                 account: Some("a1"),
@@ -259,7 +351,7 @@ mod tests {
                 .contains("above the cluster's cap of 08:00:00; ask for at most 08:00:00"),
             "{e:?}"
         );
-        let e = decide_submit(
+        let e = submit(
             &c,
             &Submission {
                 account: Some("a1"),
@@ -272,7 +364,7 @@ mod tests {
             e.message().contains("\"4h\"") && e.message().contains("--min-runtime=4:00:00"),
             "{e:?}"
         );
-        let e = decide_submit(
+        let e = submit(
             &c,
             &Submission {
                 account: Some("physics"),
@@ -285,10 +377,91 @@ mod tests {
             e.message().contains("\"physics\"") && e.message().contains("a1, a2, vision"),
             "{e:?}"
         );
-        let e = decide_submit(&c, &Submission::default()).unwrap_err();
+        let e = submit(&c, &Submission::default()).unwrap_err();
         assert!(
             e.message().contains("no account") && e.message().contains("--account="),
             "{e:?}"
+        );
+    }
+
+    #[test]
+    fn gpus_and_array_tasks_as_the_clients_send_them() {
+        // 22.05 writes `gres:gpu`, 24.11 `gres/gpu`; --gres is passed as given.
+        assert_eq!(requested_gpus(Some("gres:gpu:2"), None, Some(4)), 2);
+        assert_eq!(requested_gpus(None, Some("gres/gpu:a100:2"), Some(3)), 6);
+        assert_eq!(requested_gpus(None, Some("gpu:1"), None), 1);
+        assert_eq!(requested_gpus(None, Some("gres/gpu=4"), None), 4);
+        assert_eq!(requested_gpus(None, Some("gres:gpu"), None), 1);
+        assert_eq!(requested_gpus(None, Some("gres:gpu:a100"), None), 1);
+        assert_eq!(requested_gpus(None, Some("gres:gpu:1,gres:nic:2"), None), 1);
+        assert_eq!(
+            requested_gpus(None, Some("gres:gpus:2,gres:shard:4"), None),
+            0
+        );
+        assert_eq!(requested_gpus(None, None, Some(2)), 0);
+        // `x2` is a GPU type (one GPU); a count that does not parse counts none.
+        assert_eq!(requested_gpus(Some("gres:gpu:x2"), None, None), 1);
+        assert_eq!(requested_gpus(Some("gres:gpu:2x"), None, None), 0);
+        assert_eq!(array_tasks(None), 1);
+        assert_eq!(array_tasks(Some("0-599%10")), 600);
+        assert_eq!(array_tasks(Some("1,3,5-11:2")), 6);
+        assert_eq!(array_tasks(Some("7")), 1);
+        assert_eq!(array_tasks(Some("5-1")), 1);
+        assert_eq!(array_tasks(Some("a-b")), 1);
+    }
+
+    #[test]
+    fn short_jobs_past_the_sweep_limit_are_marked_and_keep_it() {
+        let c = Config::from_toml_str(
+            "[priority]\nshort_max_gpus = 2\nsweep_jobs = 2\nsweep_window = \"15:00\"\n[tree.a1]\nshare = 1\n[tree.a2]\nshare = 1\n",
+        )
+        .unwrap();
+        let mut sweeps = SweepCounter::of(&c.priority);
+        let job = |account, gpus, time: u64, tasks| Submission {
+            account: Some(account),
+            gpus,
+            time_limit: Some(time),
+            tasks,
+            ..Default::default()
+        };
+        let mut marked = |s: &Submission<'_>, now| {
+            recorded_sweep(&decide_submit(&c, s, &mut sweeps, now).unwrap().2)
+        };
+        // Not short (3 GPUs, or 2 h): never counted, never marked.
+        assert!(!marked(&job("a1", 3, 600, 1), 0));
+        assert!(!marked(&job("a1", 1, 7200, 50), 0));
+        assert!(!marked(&job("a1", 1, 600, 1), 1));
+        assert!(!marked(&job("a1", 2, 600, 1), 2));
+        assert!(
+            marked(&job("a1", 1, 600, 1), 3),
+            "the third short job in 15 min"
+        );
+        assert!(!marked(&job("a2", 1, 600, 1), 3), "another account's count");
+        assert!(marked(&job("a2", 1, 600, 2), 4), "an array of 2 after 1");
+        assert!(
+            !marked(&job("a1", 1, 600, 1), 3 + 900),
+            "the window has passed"
+        );
+        // The mark survives a new contract and an operator's rewrite.
+        let current = "allot:min_runtime=3600 allot:sweep";
+        let m = Modification {
+            comment: Some("min_runtime=2:00"),
+            current_admin_comment: Some(current),
+            pending: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            decide_modify(&c, &m),
+            ModifyDecision::SetJobAdminComment("allot:min_runtime=120 allot:sweep".into())
+        );
+        let m = Modification {
+            admin_comment: Some("ticket-7"),
+            current_admin_comment: Some(current),
+            ..Default::default()
+        };
+        assert_eq!(
+            decide_modify(&c, &m),
+            ModifyDecision::SetAdminComment("ticket-7 allot:min_runtime=3600 allot:sweep".into())
         );
     }
 
@@ -301,7 +474,7 @@ mod tests {
             comment: Some("min_runtime=2:00:00"),
             ..Default::default()
         };
-        assert_eq!(decide_submit(&c, &s).unwrap().1, 0);
+        assert_eq!(submit(&c, &s).unwrap().1, 0);
     }
 
     #[test]

@@ -70,10 +70,15 @@ pub(super) fn print_text(
         .max()
         .unwrap_or(0)
         .max(6);
+    // The sweep column only when a configuration has sweeps (fairshare::sweep).
+    let sweeps = outs
+        .iter()
+        .any(|o| o.report.waits[JobClass::Sweep as usize].jobs > 0);
+    let sweep_w = if sweeps { 21 } else { 0 };
     let header = format!(
-        "{:<cfg_w$} {:<8} {:>6} {:>6} {:>7} {:>6} {:>6} {:>20} {:>20} {:>20} {:>7} {:>8} {:>6} {:>9}",
+        "{:<cfg_w$} {:<8} {:>6} {:>6} {:>7} {:>6} {:>6} {:>20} {:>20} {:>20}{:>sweep_w$} {:>7} {:>8} {:>6} {:>9}",
         "config", "policy", "owed%", "occ%", "unalc%", "err%", "err90%", "wait debug p50/90/99", "wait batch p50/90/99",
-        "wait large p50/90/99", "preempt", "lost GPUh", "unfin", "jobs/s"
+        "wait large p50/90/99", if sweeps { "wait sweep p50/90/99" } else { "" }, "preempt", "lost GPUh", "unfin", "jobs/s"
     );
     println!("{header}");
     println!("{}", "-".repeat(header.len()));
@@ -81,6 +86,9 @@ pub(super) fn print_text(
         let r = &o.report;
         let wait = |c: JobClass| {
             let x = &r.waits[c as usize];
+            if x.jobs == 0 {
+                return "-".to_string();
+            }
             format!(
                 "{}/{}/{}",
                 human_secs(x.p50_s),
@@ -89,7 +97,7 @@ pub(super) fn print_text(
             )
         };
         println!(
-            "{:<cfg_w$} {:<8} {:>6.1} {:>6.1} {:>7} {:>6.1} {:>6.1} {:>20} {:>20} {:>20} {:>7} {:>8.0} {:>6} {:>9.0}",
+            "{:<cfg_w$} {:<8} {:>6.1} {:>6.1} {:>7} {:>6.1} {:>6.1} {:>20} {:>20} {:>20}{:>sweep_w$} {:>7} {:>8.0} {:>6} {:>9.0}",
             o.config,
             r.policy.name(),
             100.0 * r.owed_delivered,
@@ -100,6 +108,7 @@ pub(super) fn print_text(
             wait(JobClass::Debug),
             wait(JobClass::Batch),
             wait(JobClass::Large),
+            if sweeps { format!(" {}", wait(JobClass::Sweep)) } else { String::new() },
             r.preemptions,
             r.lost_gpu_hours,
             r.unfinished,

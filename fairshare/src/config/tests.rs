@@ -202,6 +202,43 @@ fn other_ranges() {
 }
 
 #[test]
+fn sweeps_and_short_wait_need_the_short_band() {
+    let m = message(
+        "[priority]\nsweep_jobs = 16\n[preempt]\nshort_wait = \"3:00\"\n[tree.x]\nshare = 1",
+    );
+    assert!(
+        m.contains("priority.sweep_jobs") && m.contains("set short_max_gpus"),
+        "{m}"
+    );
+    assert!(
+        m.contains("preempt.short_wait") && m.contains("short band is off"),
+        "{m}"
+    );
+    let m = message(
+        "[priority]\nshort_max_gpus = 2\nsweep_jobs = 16\nsweep_window = \"0\"\n[tree.x]\nshare = 1",
+    );
+    assert!(
+        m.contains("priority.sweep_window: must be longer than 0"),
+        "{m}"
+    );
+    let c = Config::from_toml_str(
+        "[priority]\nshort_max_gpus = 2\nsweep_jobs = 16\nsweep_window = \"1:00:00\"\n[preempt]\nshort_wait = \"3:00\"\n[tree.x]\nshare = 1",
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            c.priority.sweep_jobs,
+            c.priority.sweep_window,
+            c.preempt_short_wait
+        ),
+        (16, 3600, 180)
+    );
+    // Off by default.
+    let c = Config::from_toml_str("[tree.x]\nshare = 1").unwrap();
+    assert_eq!((c.priority.sweep_jobs, c.preempt_short_wait), (0, 0));
+}
+
+#[test]
 fn sim_accounts_map_trace_names_lower_cased() {
     let c = Config::from_toml_str(
         "[tree.prod]\nshare = 1\n[sim.accounts]\nLS = \"prod\"\n\"*\" = \"prod\"\n",

@@ -29,6 +29,8 @@ fn pending(account: &str, min_runtime: u64, gpus: u32) -> Preemptor<'_> {
         nodes: 1,
         gpus_per_node: gpus,
         short: false,
+        sweep: false,
+        waited: 0,
     }
 }
 
@@ -240,6 +242,48 @@ fn short_jobs_are_never_victims_and_trade_their_own_leafs_work() {
         e.preempt_verdict(&pending("a", H, 1), &short_victim, &l2, NOW),
         Verdict::Short
     );
+}
+
+#[test]
+fn a_sweep_and_a_short_job_inside_its_wait_take_free_tier_gpus_only() {
+    let mut e = pair();
+    let l = load(&e, 8, &[("a", 0, 4), ("b", 8, 0)]);
+    let victim = running(1, "b", H, 2 * H, ONE);
+    let free_job = running(2, "b", 0, 0, ONE);
+    let mut sweep = pending("a", H, 1);
+    sweep.short = true;
+    sweep.sweep = true;
+    // a holds nothing of its 4 and b is 4 above its own: a short job may
+    // take b's job, a sweep only b's free-tier job.
+    let short = Preemptor {
+        sweep: false,
+        ..sweep
+    };
+    assert!(e.may_preempt(&short, &victim, &l, NOW));
+    assert_eq!(e.preempt_verdict(&sweep, &victim, &l, NOW), Verdict::Sweep);
+    assert!(e.may_preempt(&sweep, &free_job, &l, NOW));
+    // Not short, a sweep job still never preempts allocated work.
+    let batch_sweep = Preemptor {
+        short: false,
+        ..sweep
+    };
+    assert_eq!(
+        e.preempt_verdict(&batch_sweep, &victim, &l, NOW),
+        Verdict::Sweep
+    );
+    // [preempt] short_wait = 180: the short job preempts from its 180th
+    // second of waiting on; jobs that are not short do not wait.
+    let mut config = e.config().clone();
+    config.preempt_short_wait = 180;
+    e = Engine::new(Arc::new(config), Vec::new(), NOW);
+    let waited = |w| Preemptor { waited: w, ..short };
+    assert_eq!(
+        e.preempt_verdict(&waited(179), &victim, &l, NOW),
+        Verdict::ShortWaiting { left: 1 }
+    );
+    assert!(e.may_preempt(&waited(179), &free_job, &l, NOW));
+    assert!(e.may_preempt(&waited(180), &victim, &l, NOW));
+    assert!(e.may_preempt(&pending("a", H, 1), &victim, &l, NOW));
 }
 
 #[test]

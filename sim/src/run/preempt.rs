@@ -26,6 +26,16 @@ impl Sim<'_> {
         let my_rank = self.team_rank[team];
         let (n, g) = (sj.nodes as usize, sj.gpus_per_node);
         let short = self.is_short(id);
+        // A sweep, and a short job inside `[preempt] short_wait`, may take
+        // free-tier GPUs only (fairshare::preempt, rule 4); the waiting one
+        // is looked at again when its wait ends.
+        let waited = self.now - self.jobs[id as usize].eligible;
+        let short_wait = self.config.preempt_short_wait;
+        let waiting = short && waited < short_wait;
+        if waiting {
+            self.wake(self.now + (short_wait - waited));
+        }
+        let free_tier_only = sj.sweep || waiting;
         // Necessary before the load is even computed: the GPUs free, of the
         // free tier and of every unprotected job it could take (no team
         // gives more than its unprotected GPUs, nor its own to a non-short
@@ -33,8 +43,11 @@ impl Sim<'_> {
         let need = (n as u64) * u64::from(g);
         // Free GPUs and the free tier's: any allocated job may take them.
         let free = self.cluster.free_total + self.free_tier_gpus.iter().sum::<u64>();
-        let unprotected: u64 =
-            self.unprot_gpus.iter().sum::<u64>() - if short { 0 } else { self.unprot_gpus[team] };
+        let unprotected: u64 = if free_tier_only {
+            0
+        } else {
+            self.unprot_gpus.iter().sum::<u64>() - if short { 0 } else { self.unprot_gpus[team] }
+        };
         if free + unprotected < need {
             self.failed_attempt = Some((id, self.epoch));
             return false;
@@ -51,7 +64,9 @@ impl Sim<'_> {
         // unprotected jobs (none if this team is not below its own).
         let allowance = load.gain(leaf(team), need) * fairshare::preempt::UNCOVER_FRACTION;
         let give = |t: usize| {
-            if leaf(t) == leaf(team) {
+            if free_tier_only {
+                0
+            } else if leaf(t) == leaf(team) {
                 if short {
                     self.unprot_gpus[t]
                 } else {
@@ -190,6 +205,8 @@ impl Sim<'_> {
             nodes: sj.nodes,
             gpus_per_node: g,
             short,
+            sweep: sj.sweep,
+            waited,
         };
         let engine = self.engine.as_ref().expect("refreshed");
         let Some(victims) = engine.choose_victims(&p, &running, &free, &load, self.now) else {

@@ -7,21 +7,28 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::ffi::{c_char, c_int};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use allot_ffi::job::{JobDescMut, JobRecordMut, JobState};
 use allot_ffi::{ctld, log, sys};
 use fairshare::record::SPANK_ENV;
+use fairshare::sweep::SweepCounter;
 use slurm_plugin::config::{start_in_slurmctld, ConfigWatcher};
 use slurm_plugin::guard;
 use slurm_plugin::submit::{
-    decide_modify, decide_submit, Modification, ModifyDecision, Refusal, Submission,
+    array_tasks, decide_modify, decide_submit, requested_gpus, Modification, ModifyDecision,
+    Refusal, Submission,
 };
 
 allot_ffi::slurm_plugin!(name: "allot job_submit plugin", kind: "job_submit/allot");
 
 const P: &str = "job_submit/allot: ";
 static CONFIG: OnceLock<ConfigWatcher> = OnceLock::new();
+/// Each account's recent short-band submissions ([`fairshare::sweep`]),
+/// with the `(sweep_jobs, sweep_window)` they were counted for (a
+/// reconfigure that changes them starts the counts again).
+type Sweeps = Option<((u32, u64), SweepCounter<String>)>;
+static SWEEPS: Mutex<Sweeps> = Mutex::new(None);
 
 fn info(m: &str) {
     log::info(P, m)
@@ -94,8 +101,19 @@ pub extern "C" fn job_submit(
             spank_min_runtime: spank_value(&d),
             comment: d.comment(),
             admin_comment: d.admin_comment(),
+            gpus: requested_gpus(d.tres_per_job(), d.tres_per_node(), d.min_nodes()),
+            time_limit: d.time_limit_minutes().map(|m| u64::from(m) * 60),
+            tasks: array_tasks(d.array_inx()),
         };
-        match decide_submit(&config, &sub) {
+        let Ok(mut sweeps) = SWEEPS.lock() else {
+            return sys::SLURM_ERROR;
+        };
+        let limits = (config.priority.sweep_jobs, config.priority.sweep_window);
+        if !matches!(sweeps.as_ref(), Some((l, _)) if *l == limits) {
+            *sweeps = Some((limits, SweepCounter::of(&config.priority)));
+        }
+        let counter = &mut sweeps.as_mut().expect("set above").1;
+        match decide_submit(&config, &sub, counter, slurm_plugin::snapshot::now()) {
             Ok((_account, _secs, admin_comment)) => {
                 desc.set_admin_comment(&admin_comment);
                 sys::SLURM_SUCCESS as c_int

@@ -134,7 +134,8 @@ fn may_preempt(state: &EngineState, preemptor: &JobRecord<'_>, preemptee: &JobRe
     if live.load.is_none() {
         return false;
     }
-    let p = jobs::preemptor(&engine, preemptor);
+    let now = now();
+    let p = jobs::preemptor(&engine, preemptor, now);
     let r = jobs::running(&engine, preemptee);
     let r_gpus = jobs::allocated_gpus(preemptee).max(1);
     let id = preemptor.job_id();
@@ -145,7 +146,7 @@ fn may_preempt(state: &EngineState, preemptor: &JobRecord<'_>, preemptee: &JobRe
     if let (Some(l), Some(g)) = (leaf, counted) {
         load.shift(l, -(g as i64));
     }
-    let verdict = engine.preempt_verdict_with_gpus(&p, &r, r_gpus, load, now());
+    let verdict = engine.preempt_verdict_with_gpus(&p, &r, r_gpus, load, now);
     let allowed = verdict == fairshare::Verdict::Allowed;
     match (leaf, counted) {
         (Some(l), Some(g)) => load.shift(l, g as i64),

@@ -15,10 +15,14 @@ use allot_ledger::sacct::{self, Parser, RowOutcome};
 use allot_sync::health::fixture::FixtureSource;
 use allot_sync::health::{check_node, Verdict};
 use fairshare::duration::{format_slurm_duration, parse_slurm_duration};
-use fairshare::record::{comment_min_runtime, recorded_min_runtime, with_recorded_min_runtime};
+use fairshare::record::{
+    comment_min_runtime, recorded_min_runtime, recorded_sweep, with_recorded_min_runtime,
+};
+use fairshare::sweep::SweepCounter;
 use fairshare::{Config, ContractPolicy, Engine, PendingJob, Tier};
 use slurm_plugin::submit::{
-    decide_modify, decide_submit, Modification, ModifyDecision, Refusal, Submission,
+    array_tasks, decide_modify, decide_submit, requested_gpus, Modification, ModifyDecision,
+    Refusal, Submission,
 };
 
 /// A target: a name (the cargo-fuzz binary and corpus directory) and its body.
@@ -122,9 +126,25 @@ pub fn submit(data: &[u8]) {
         spank_min_runtime: spank,
         comment: f[3].as_deref(),
         admin_comment: f[4].as_deref(),
+        // The TRES and array parsers read the same untrusted text.
+        gpus: requested_gpus(f[3].as_deref(), f[4].as_deref(), Some(2)),
+        time_limit: Some(600),
+        tasks: array_tasks(f[5].as_deref()),
     };
-    match decide_submit(config, &s) {
+    // A limit of one job: an array of more tasks is a sweep if short.
+    let mut sweeps = SweepCounter::new(1, 900);
+    match decide_submit(config, &s, &mut sweeps, 0) {
         Ok((account, secs, admin)) => {
+            let short = config
+                .priority
+                .is_short(Tier::of(secs), s.gpus, s.time_limit);
+            assert_eq!(
+                recorded_sweep(&admin),
+                short && s.tasks > 1,
+                "sweep mark of {admin:?} ({} GPUs, {} tasks)",
+                s.gpus,
+                s.tasks
+            );
             assert!(
                 config.tree.leaf_of_account(&account).is_some(),
                 "accepted an account outside the tree"
