@@ -431,7 +431,7 @@ fn malformed_config_on_reconfigure_keeps_the_old_tree() {
             let text = std::fs::read_to_string(&log).unwrap();
             let new = &text[before.min(text.len())..];
             match new.lines().find(|l| {
-                l.contains("tree.perception.b2: share must be > 0")
+                l.contains("tree.perception.b2: share cannot be negative")
                     && l.contains("keeping the last good configuration")
             }) {
                 Some(l) => Ok(l.to_string()),

@@ -47,7 +47,7 @@ fn check_config_lists_every_error_and_fails() {
     let e = String::from_utf8(out.stderr).unwrap();
     assert!(e.contains("2 errors"), "{e}");
     assert!(
-        e.contains("tree.nlp.a2: share must be > 0 (found -3)"),
+        e.contains("tree.nlp.a2: share cannot be negative (found -3)"),
         "{e}"
     );
     assert!(e.contains("window: must be longer than 0"), "{e}");

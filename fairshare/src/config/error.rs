@@ -19,7 +19,7 @@ pub enum ConfigError {
         path: String,
     },
     /// A negative share.
-    #[error("{path}: share must be > 0 (found {found}); use share = 0 only for a node that should never be served")]
+    #[error("{path}: share cannot be negative (found {found}); give a whole number > 0 relative to its siblings, or 0 for a node that should never be served")]
     ShareNegative {
         /// Node path.
         path: String,

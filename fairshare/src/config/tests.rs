@@ -63,7 +63,7 @@ fn negative_share_names_the_node_and_the_fix() {
     let m = message("[tree.nlp]\nshare = 60\n[tree.nlp.a2]\nshare = -3\n[tree.nlp.a1]\nshare = 1");
     assert_eq!(
         m,
-        "tree.nlp.a2: share must be > 0 (found -3); use share = 0 only for a node that should never be served"
+        "tree.nlp.a2: share cannot be negative (found -3); give a whole number > 0 relative to its siblings, or 0 for a node that should never be served"
     );
 }
 
