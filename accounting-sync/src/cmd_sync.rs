@@ -354,6 +354,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         if !args.no_drain {
             match watcher.pass(&ledger, now()) {
                 Ok(r) => {
+                    if let Some(m) = &metrics {
+                        m.record_drain_pass(&r);
+                    }
                     if let Some(t) = r.next_look {
                         let secs = (t - now()).max(0) as u64;
                         wake = wake.min(std::time::Instant::now() + Duration::from_secs(secs));

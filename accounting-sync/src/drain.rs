@@ -23,6 +23,20 @@ pub struct DrainingNode {
     pub reason: String,
 }
 
+/// When a draining node will be empty, from its [`Plan`] at `now` (epoch
+/// s): the instant its last protected job's minimum runtime ends (`now`
+/// when no job is protected: every job is being requeued). `None` when that
+/// is unknown: a `--no-requeue` job left to finish (it runs until it ends),
+/// or a protected job suspended (its clock is stopped).
+pub fn empty_by(plan: &Plan, now: u64) -> Option<u64> {
+    if !plan.keep.is_empty() {
+        return None;
+    }
+    plan.wait
+        .iter()
+        .try_fold(now, |latest, (_, until)| until.map(|t| latest.max(t)))
+}
+
 /// The sinfo format [`parse_sinfo`] reads (run with `SLURM_TIME_FORMAT=%s`).
 pub const SINFO_FORMAT: &str = "%N|%T|%H|%E";
 
@@ -139,6 +153,34 @@ impl SqueueJob {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn empty_by_is_the_last_contract_end() {
+        let now = 1000;
+        let p = Plan {
+            requeue: vec![1],
+            wait: vec![(2, Some(1500)), (3, Some(4000))],
+            next_look: Some(1500),
+            ..Default::default()
+        };
+        assert_eq!(empty_by(&p, now), Some(4000));
+        let p = Plan {
+            requeue: vec![1],
+            ..Default::default()
+        };
+        assert_eq!(empty_by(&p, now), Some(now), "requeued now");
+        let p = Plan {
+            wait: vec![(2, Some(1500)), (3, None)],
+            ..Default::default()
+        };
+        assert_eq!(empty_by(&p, now), None, "suspended: clock stopped");
+        let p = Plan {
+            keep: vec![4],
+            wait: vec![(2, Some(1500))],
+            ..Default::default()
+        };
+        assert_eq!(empty_by(&p, now), None, "--no-requeue: runs to its end");
+    }
 
     #[test]
     fn sinfo_lines() {

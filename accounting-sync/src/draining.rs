@@ -25,6 +25,21 @@ pub struct PassReport {
     pub requeued: Vec<u64>,
     /// When a protected job's contract ends next (epoch s): look again then.
     pub next_look: Option<i64>,
+    /// Each node draining in this pass whose jobs could be read.
+    pub nodes: Vec<DrainingStatus>,
+}
+
+/// One draining node as this pass saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DrainingStatus {
+    /// Node name.
+    pub node: String,
+    /// Jobs running or suspended on it (the ones requeued now included).
+    pub jobs: u64,
+    /// When it will be empty (epoch s; [`drain::empty_by`]), `None` when
+    /// unknown (a `--no-requeue` job, a suspended protected job, a requeue
+    /// that failed).
+    pub empty_by: Option<i64>,
 }
 
 /// Runs the draining passes; remembers what it already warned about.
@@ -135,6 +150,7 @@ impl DrainWatcher {
             .map(|j| j.node_job(&self.policy, now_u))
             .collect();
         let plan = drain::plan(&node_jobs, now_u);
+        let mut empty_by = drain::empty_by(&plan, now_u).map(|t| t as i64);
         let describe = |id: u64| {
             let j = node_jobs
                 .iter()
@@ -165,6 +181,8 @@ impl DrainWatcher {
                     );
                 }
                 Err(e) => {
+                    // It stays on the node until it ends.
+                    empty_by = None;
                     if self.warned.insert(id) {
                         tracing::warn!(job = id, node = %n.node, "cannot requeue ({why}): {e:#}; it is left to finish");
                     }
@@ -180,6 +198,11 @@ impl DrainWatcher {
                 tracing::warn!(job = id, node = %n.node, "not requeued: {why}");
             }
         }
+        report.nodes.push(DrainingStatus {
+            node: n.node.clone(),
+            jobs: node_jobs.len() as u64,
+            empty_by,
+        });
         if let Some(t) = plan.next_look {
             let t = t as i64;
             report.next_look = Some(report.next_look.map_or(t, |x| x.min(t)));

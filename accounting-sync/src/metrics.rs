@@ -92,6 +92,15 @@ pub struct SidecarMetrics {
     running_jobs: Family<Labels, IGauge>,
     pending_jobs: Family<Labels, IGauge>,
     node_events: Family<Labels, Counter>,
+    requeues: Family<Labels, Counter>,
+    preemptions: Family<Labels, Counter>,
+    health_drains: Family<Labels, Counter>,
+    drain_emptied_after: Family<Labels, IGauge>,
+    draining_jobs: Family<Labels, IGauge>,
+    draining_time_to_empty: Family<Labels, IGauge>,
+    /// Per draining node, when it will be empty (epoch s), from the last
+    /// draining pass: the time to empty is measured from it at each scrape.
+    draining_empty_by: Mutex<BTreeMap<String, i64>>,
     passes: Family<Labels, Counter>,
     last_success: IGauge,
     last_duration: FGauge,
@@ -127,6 +136,13 @@ impl SidecarMetrics {
             running_jobs: Default::default(),
             pending_jobs: Default::default(),
             node_events: Default::default(),
+            requeues: Default::default(),
+            preemptions: Default::default(),
+            health_drains: Default::default(),
+            drain_emptied_after: Default::default(),
+            draining_jobs: Default::default(),
+            draining_time_to_empty: Default::default(),
+            draining_empty_by: Mutex::new(BTreeMap::new()),
             passes: Default::default(),
             last_success: Default::default(),
             last_duration: Default::default(),
@@ -208,6 +224,39 @@ impl SidecarMetrics {
             m.node_events.clone(),
         );
         r.register(
+            "allot_requeues",
+            "Ended job attempts in the ledger whose job went back to the queue, by account, tier and reason \
+             (preempted, drain: allot's automatic requeue on a draining node, node_fail, other: scontrol requeue or Slurm)",
+            m.requeues.clone(),
+        );
+        r.register(
+            "allot_preemptions",
+            "Job attempts in the ledger that ended PREEMPTED (requeued or cancelled), by account and tier",
+            m.preemptions.clone(),
+        );
+        r.register(
+            "allot_health_drains",
+            "Nodes drained by `allot health --drain` (ledger health events) per Slurm node and failed check \
+             (the first failure of the drain reason: present, xid, ecc, retired_pages, row_remap, recovery_action, count, other)",
+            m.health_drains.clone(),
+        );
+        r.register(
+            "allot_node_drain_emptied_after_seconds",
+            "How long the Slurm node's latest completed drain took to empty: from the drain to DRAINED (ledger events)",
+            m.drain_emptied_after.clone(),
+        );
+        r.register(
+            "allot_draining_node_jobs",
+            "Jobs still running or suspended on a draining Slurm node at the last draining pass (requeued ones included)",
+            m.draining_jobs.clone(),
+        );
+        r.register(
+            "allot_draining_node_time_to_empty_seconds",
+            "Seconds until the last protected job on a draining Slurm node reaches its minimum runtime \
+             (0: every job is being requeued); absent when unknown (--no-requeue or suspended job)",
+            m.draining_time_to_empty.clone(),
+        );
+        r.register(
             "allot_sync_passes",
             "Sync passes of this sidecar by result (success, failure)",
             m.passes.clone(),
@@ -272,6 +321,7 @@ impl SidecarMetrics {
         let open = reader.open_gpus()?;
         let events = reader.events(i64::MIN, i64::MAX)?;
         let rows = reader.attempt_count()?;
+        let interrupted = reader.interrupted_attempts()?;
 
         let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         self.capacity.set(capacity as i64);
@@ -360,24 +410,76 @@ impl SidecarMetrics {
                 .get_or_create(&labels)
                 .set(o.pending as i64);
         }
-        // Counters: the ledger keeps every event, so its counts only grow;
-        // each counter is brought up to its count.
+        // Counters: the ledger keeps every event and attempt, so its counts
+        // only grow; each counter is brought up to its count.
         let mut counts: BTreeMap<(String, EventKind), u64> = BTreeMap::new();
+        let mut health: BTreeMap<Labels, u64> = BTreeMap::new();
+        // Job id -> times of allot's automatic requeues of it.
+        let mut drain_requeues: BTreeMap<u64, Vec<i64>> = BTreeMap::new();
         for e in &events {
-            *counts
-                .entry((e.event.node.clone(), e.event.kind))
-                .or_insert(0) += 1;
+            let e = &e.event;
+            *counts.entry((e.node.clone(), e.kind)).or_insert(0) += 1;
+            match e.kind {
+                EventKind::Health => {
+                    let check = crate::health::check_of_reason(&e.reason);
+                    *health
+                        .entry(vec![("node", e.node.clone()), ("check", check.to_string())])
+                        .or_insert(0) += 1;
+                }
+                EventKind::Requeue => {
+                    if let Some(j) = e.job_id {
+                        drain_requeues.entry(j).or_default().push(e.time);
+                    }
+                }
+                _ => {}
+            }
         }
         for ((node, kind), n) in counts {
-            let c = self
-                .node_events
-                .get_or_create(&vec![("node", node), ("kind", kind.as_str().to_string())]);
-            let have = c.get();
-            if n > have {
-                c.inc_by(n - have);
+            bring_up(
+                &self.node_events,
+                &vec![("node", node), ("kind", kind.as_str().to_string())],
+                n,
+            );
+        }
+        for (labels, n) in health {
+            bring_up(&self.health_drains, &labels, n);
+        }
+        let (requeues, preemptions) = interruptions(&interrupted, &drain_requeues);
+        for (labels, n) in requeues {
+            bring_up(&self.requeues, &labels, n);
+        }
+        for (labels, n) in preemptions {
+            bring_up(&self.preemptions, &labels, n);
+        }
+        self.drain_emptied_after.clear();
+        for d in crate::health_report::build(events).drains {
+            if let Some(s) = d.emptied_after {
+                // Oldest first: the latest episode's value stays.
+                self.drain_emptied_after
+                    .get_or_create(&vec![("node", d.node)])
+                    .set(s);
             }
         }
         Ok(())
+    }
+
+    /// Replaces the draining gauges with what a draining pass saw.
+    pub fn record_drain_pass(&self, report: &crate::draining::PassReport) {
+        let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.draining_jobs.clear();
+        let mut empty_by = self
+            .draining_empty_by
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        empty_by.clear();
+        for n in &report.nodes {
+            self.draining_jobs
+                .get_or_create(&vec![("node", n.node.clone())])
+                .set(n.jobs as i64);
+            if let Some(t) = n.empty_by {
+                empty_by.insert(n.node.clone(), t);
+            }
+        }
     }
 
     /// The OpenMetrics text of every metric, the lag measured at `now`.
@@ -386,6 +488,17 @@ impl SidecarMetrics {
         let w = self.watermark.load(std::sync::atomic::Ordering::Relaxed);
         if w != i64::MIN {
             self.lag.set((now - w).max(0));
+        }
+        self.draining_time_to_empty.clear();
+        for (node, t) in self
+            .draining_empty_by
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            self.draining_time_to_empty
+                .get_or_create(&vec![("node", node.clone())])
+                .set((t - now).max(0));
         }
         let mut text = String::new();
         encode(&mut text, &self.registry).expect("writing to a String cannot fail");
@@ -461,6 +574,68 @@ impl SidecarMetrics {
             _ => req.respond(Response::from_string("not found\n").with_status_code(404)),
         }
     }
+}
+
+/// Raises counter `labels` of `family` to `n` (never lowers it).
+fn bring_up(family: &Family<Labels, Counter>, labels: &Labels, n: u64) {
+    let c = family.get_or_create(labels);
+    let have = c.get();
+    if n > have {
+        c.inc_by(n - have);
+    }
+}
+
+/// Seconds within which an attempt's end follows allot's requeue event of
+/// its job (the draining pass records the event, then runs `scontrol
+/// requeue`; Slurm ends the attempt then).
+const DRAIN_REQUEUE_SLACK: i64 = 60;
+
+/// Counts of the requeue and preemption counters from the ledger's
+/// interrupted attempts and allot's requeue events (job id -> times):
+/// `({account, tier, reason} -> requeues, {account, tier} -> preemptions)`.
+/// - `PREEMPTED`: a preemption; a requeue (`preempted`) when a later
+///   attempt of the job is in the ledger (`PreemptMode=CANCEL` ends it).
+/// - `REQUEUED`, `REQUEUE_HOLD`, `REQUEUE_FED`: a requeue, `drain` when
+///   allot's draining pass recorded a requeue of the job while the attempt
+///   ran (up to [`DRAIN_REQUEUE_SLACK`] after its end), else `other`
+///   (`scontrol requeue` by someone else, Slurm's own).
+/// - `NODE_FAIL`: a requeue (`node_fail`) when a later attempt exists.
+fn interruptions(
+    attempts: &[allot_ledger::InterruptedAttempt],
+    drain_requeues: &BTreeMap<u64, Vec<i64>>,
+) -> (BTreeMap<Labels, u64>, BTreeMap<Labels, u64>) {
+    let mut requeues: BTreeMap<Labels, u64> = BTreeMap::new();
+    let mut preemptions: BTreeMap<Labels, u64> = BTreeMap::new();
+    for a in attempts {
+        let tier = if a.min_runtime == 0 {
+            "free"
+        } else {
+            "allocated"
+        };
+        let base: Labels = vec![("account", a.account.clone()), ("tier", tier.to_string())];
+        let reason = match a.state.as_str() {
+            "PREEMPTED" => {
+                *preemptions.entry(base.clone()).or_insert(0) += 1;
+                a.requeued.then_some("preempted")
+            }
+            "NODE_FAIL" => a.requeued.then_some("node_fail"),
+            s if s.starts_with("REQUEUE") => {
+                let by_drain = drain_requeues.get(&a.job_id).is_some_and(|ts| {
+                    ts.iter().any(|&t| {
+                        t >= a.start.unwrap_or(i64::MIN) && t <= a.end + DRAIN_REQUEUE_SLACK
+                    })
+                });
+                Some(if by_drain { "drain" } else { "other" })
+            }
+            _ => None,
+        };
+        if let Some(r) = reason {
+            let mut l = base;
+            l.push(("reason", r.to_string()));
+            *requeues.entry(l).or_insert(0) += 1;
+        }
+    }
+    (requeues, preemptions)
 }
 
 /// Parsed exposition: (metric name, sorted (label, value) pairs) -> value.
@@ -637,6 +812,203 @@ mod tests {
             ),
             Some(f64::INFINITY)
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn requeues_preemptions_health_and_drains() {
+        use crate::draining::{DrainingStatus, PassReport};
+        use allot_ledger::events::{append_event, Event};
+        let dir = std::env::temp_dir().join(format!("allot-metrics-rq-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ledger.sqlite");
+        let cfg = Arc::new(config(&path));
+        let now = 1_750_000_000;
+        let (s, e) = (now - 7200, now - 3600);
+        let r = e + 5; // the requeued attempts' next submit
+        let dump = format!(
+            "JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
+             10|10|a1|alice|gpu|gres/gpu=2|{s}|{s}|{e}|01:00:00|PREEMPTED|\n\
+             10|10|a1|alice|gpu|gres/gpu=2|{r}|{r}||00:10:00|RUNNING|\n\
+             11|11|b1|bob|gpu|gres/gpu=1|{s}|{s}|{e}|01:00:00|REQUEUED|\n\
+             11|11|b1|bob|gpu|gres/gpu=1|{r}|||00:00:00|PENDING|\n\
+             12|12|a2|carol|gpu|gres/gpu=1|{s}|{s}|{e}|01:00:00|REQUEUED|\n\
+             12|12|a2|carol|gpu|gres/gpu=1|{r}|{r}|{now}|00:59:55|COMPLETED|\n\
+             13|13|b1|bob|gpu|gres/gpu=4|{s}|{s}|{e}|01:00:00|NODE_FAIL|\n\
+             13|13|b1|bob|gpu|gres/gpu=4|{r}|||00:00:00|PENDING|\n\
+             14|14|b1|bob|gpu|gres/gpu=4|{s}|{s}|{e}|01:00:00|NODE_FAIL|\n\
+             15|15|a1|alice|gpu|gres/gpu=1|{s}|{s}|{e}|01:00:00|PREEMPTED|allot:min_runtime=0\n\
+             16|16|a1|alice|gpu|gres/gpu=1|{s}|{s}|{e}|01:00:00|CANCELLED by 0|\n"
+        );
+        let mut ledger = Ledger::open(&path).unwrap();
+        crate::sync::import_dump(
+            &mut ledger,
+            &Charging::from_config(&cfg),
+            dump.as_bytes(),
+            jiff::tz::TimeZone::UTC,
+            100,
+        )
+        .unwrap();
+        let ev = |time, node: &str, kind, since, job_id, reason: &str| Event {
+            time,
+            node: node.into(),
+            kind,
+            since,
+            job_id,
+            gpu: None,
+            serial: None,
+            reason: reason.into(),
+        };
+        let drain = e - 600;
+        for event in [
+            ev(
+                drain,
+                "gpu-a01",
+                EventKind::Drain,
+                Some(drain),
+                None,
+                "maint",
+            ),
+            // allot requeued job 11 on the draining node (not job 12).
+            ev(
+                e - 1,
+                "gpu-a01",
+                EventKind::Requeue,
+                Some(drain),
+                Some(11),
+                "served",
+            ),
+            ev(
+                e + 300,
+                "gpu-a01",
+                EventKind::Drained,
+                Some(drain),
+                None,
+                "maint",
+            ),
+            ev(
+                s,
+                "gpu-a02",
+                EventKind::Health,
+                None,
+                None,
+                "allot: gpu3 Xid 79 serial=7 (+1 more)",
+            ),
+            ev(
+                s + 1,
+                "gpu-a02",
+                EventKind::Health,
+                None,
+                None,
+                "allot: gpu0 Xid 48 serial=8",
+            ),
+            ev(
+                s + 2,
+                "gpu-a03",
+                EventKind::Health,
+                None,
+                None,
+                "allot: 7 of 8 GPUs visible",
+            ),
+        ] {
+            append_event(&path, &event).unwrap();
+        }
+        let reader = ledger.reader().unwrap();
+        let m = SidecarMetrics::new();
+        // Twice: counters follow the ledger's counts, never add them up.
+        m.update_from_ledger(&reader, cfg.clone(), 16, now).unwrap();
+        m.update_from_ledger(&reader, cfg.clone(), 16, now).unwrap();
+        m.record_drain_pass(&PassReport {
+            draining: vec!["gpu-b01".into(), "gpu-b02".into()],
+            nodes: vec![
+                DrainingStatus {
+                    node: "gpu-b01".into(),
+                    jobs: 2,
+                    empty_by: Some(now + 1800),
+                },
+                DrainingStatus {
+                    node: "gpu-b02".into(),
+                    jobs: 1,
+                    empty_by: None,
+                },
+            ],
+            ..Default::default()
+        });
+        let text = m.encode(now + 5);
+        let v = parse_exposition(&text);
+        let rq = |account: &str, tier: &str, reason: &str| {
+            get(
+                &v,
+                "allot_requeues_total",
+                &[("account", account), ("tier", tier), ("reason", reason)],
+            )
+        };
+        assert_eq!(rq("a1", "allocated", "preempted"), Some(1.0), "{text}");
+        assert_eq!(rq("b1", "allocated", "drain"), Some(1.0));
+        assert_eq!(rq("a2", "allocated", "other"), Some(1.0));
+        assert_eq!(
+            rq("b1", "allocated", "node_fail"),
+            Some(1.0),
+            "job 14 ended"
+        );
+        assert_eq!(rq("a1", "free", "preempted"), None, "job 15 was cancelled");
+        let requeues: f64 = v
+            .iter()
+            .filter(|((n, _), _)| n == "allot_requeues_total")
+            .map(|(_, x)| x)
+            .sum();
+        assert_eq!(requeues, 4.0);
+        let pre = |tier| {
+            get(
+                &v,
+                "allot_preemptions_total",
+                &[("account", "a1"), ("tier", tier)],
+            )
+        };
+        assert_eq!(pre("allocated"), Some(1.0));
+        assert_eq!(pre("free"), Some(1.0));
+        let health = |node, check| {
+            get(
+                &v,
+                "allot_health_drains_total",
+                &[("node", node), ("check", check)],
+            )
+        };
+        assert_eq!(health("gpu-a02", "xid"), Some(2.0));
+        assert_eq!(health("gpu-a03", "count"), Some(1.0));
+        assert_eq!(
+            get(
+                &v,
+                "allot_node_events_total",
+                &[("node", "gpu-a01"), ("kind", "requeue")]
+            ),
+            Some(1.0)
+        );
+        assert_eq!(
+            get(
+                &v,
+                "allot_node_drain_emptied_after_seconds",
+                &[("node", "gpu-a01")]
+            ),
+            Some(900.0)
+        );
+        let node = |name, n| get(&v, name, &[("node", n)]);
+        assert_eq!(node("allot_draining_node_jobs", "gpu-b01"), Some(2.0));
+        assert_eq!(node("allot_draining_node_jobs", "gpu-b02"), Some(1.0));
+        assert_eq!(
+            node("allot_draining_node_time_to_empty_seconds", "gpu-b01"),
+            Some(1795.0)
+        );
+        assert_eq!(
+            node("allot_draining_node_time_to_empty_seconds", "gpu-b02"),
+            None,
+            "a --no-requeue or suspended job: unknown"
+        );
+        // The next pass sees no draining node: the gauges go.
+        m.record_drain_pass(&PassReport::default());
+        let v = parse_exposition(&m.encode(now + 6));
+        assert!(!v.keys().any(|(n, _)| n.starts_with("allot_draining_node_")));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use allot_ledger::events::{append_event, Event, EventKind};
 use allot_ledger::Ledger;
+use allot_sync::draining::{DrainingStatus, PassReport};
 use allot_sync::metrics::{to_text_format, SidecarMetrics};
 
 fn dashboard() -> serde_json::Value {
@@ -55,7 +56,9 @@ fn served() -> (BTreeSet<String>, BTreeSet<String>) {
         "JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
          1|1|a1|alice|gpu|gres/gpu=2|{s}|{s}|{e}|01:00:00|COMPLETED|\n\
          2|2|b1|bob|gpu|gres/gpu=1|{s}|{s}||01:00:00|RUNNING|\n\
-         3|3|a2|carol|gpu|gres/gpu=3|{s}|||00:00:00|PENDING|\n"
+         3|3|a2|carol|gpu|gres/gpu=3|{s}|||00:00:00|PENDING|\n\
+         4|4|a1|alice|gpu|gres/gpu=1|{s}|{s}|{e}|01:00:00|PREEMPTED|\n\
+         4|4|a1|alice|gpu|gres/gpu=1|{e}|||00:00:00|PENDING|\n"
     );
     let mut ledger = Ledger::open(&path).unwrap();
     allot_sync::sync::import_dump(
@@ -80,10 +83,42 @@ fn served() -> (BTreeSet<String>, BTreeSet<String>) {
         },
     )
     .unwrap();
+    for (time, kind, since, reason) in [
+        (now - 50, EventKind::Drained, Some(now - 200), "test"),
+        (
+            now - 40,
+            EventKind::Health,
+            None,
+            "allot: gpu3 Xid 79 serial=1",
+        ),
+    ] {
+        append_event(
+            &path,
+            &Event {
+                time,
+                node: "gpu-a01".into(),
+                kind,
+                since,
+                job_id: None,
+                gpu: None,
+                serial: None,
+                reason: reason.into(),
+            },
+        )
+        .unwrap();
+    }
     let m = SidecarMetrics::new();
     m.update_from_ledger(&ledger.reader().unwrap(), config, 16, now)
         .unwrap();
     m.record_pass(true, std::time::Duration::from_secs(1), now, Some(now));
+    m.record_drain_pass(&PassReport {
+        nodes: vec![DrainingStatus {
+            node: "gpu-a02".into(),
+            jobs: 1,
+            empty_by: Some(now + 600),
+        }],
+        ..Default::default()
+    });
     let text = to_text_format(&m.encode(now));
     let _ = std::fs::remove_dir_all(&dir);
     let names: BTreeSet<String> = text
@@ -174,14 +209,21 @@ fn every_query_uses_served_metrics_and_labels() {
             }
         }
     }
-    // The panels the issue asks for: share vs usage, the rank, requeues,
-    // drains; and the sync's health.
+    // The panels the issue asks for: share vs usage, the rank, requeues
+    // and preemptions with their reasons, drains and time to empty, health
+    // failures by check; and the sync's health.
     for m in [
         "allot_node_window_usage_gpu_seconds",
         "allot_node_allocation_gpu_seconds",
         "allot_node_allocation_ratio",
         "allot_node_fair_share_factor",
         "allot_node_events_total",
+        "allot_requeues_total",
+        "allot_preemptions_total",
+        "allot_health_drains_total",
+        "allot_draining_node_jobs",
+        "allot_draining_node_time_to_empty_seconds",
+        "allot_node_drain_emptied_after_seconds",
         "allot_sync_last_success_timestamp_seconds",
     ] {
         assert!(used.contains(m), "no panel uses {m}");

@@ -278,6 +278,27 @@ pub struct OpenGpus {
     pub pending_gpus: u64,
 }
 
+/// An ended attempt whose state says the job was interrupted
+/// ([`LedgerReader::interrupted_attempts`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InterruptedAttempt {
+    /// `JobIDRaw`.
+    pub job_id: u64,
+    /// Slurm account.
+    pub account: String,
+    /// Minimum runtime, seconds (0 = free tier).
+    pub min_runtime: u64,
+    /// Base state: `PREEMPTED`, `REQUEUED`, `REQUEUE_HOLD`, `REQUEUE_FED`
+    /// or `NODE_FAIL`.
+    pub state: String,
+    /// Start; `None`: never started.
+    pub start: Option<i64>,
+    /// End.
+    pub end: i64,
+    /// True when the ledger holds a later attempt of the same job.
+    pub requeued: bool,
+}
+
 /// Counts of one write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BatchStats {

@@ -334,6 +334,41 @@ impl LedgerReader {
         rows.collect::<rusqlite::Result<_>>().map_err(self.sql())
     }
 
+    /// Ended attempts whose state says the job was interrupted
+    /// (`PREEMPTED`, `REQUEUED`/`REQUEUE_HOLD`/`REQUEUE_FED`, `NODE_FAIL`),
+    /// by job id then submit time, each with whether a later attempt of
+    /// the same job is in the ledger (the job went back to the queue). For
+    /// the sidecar's requeue and preemption metrics.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn interrupted_attempts(&self) -> Result<Vec<InterruptedAttempt>> {
+        let mut st = self
+            .conn
+            .prepare_cached(
+                "SELECT a.job_id, a.account, a.min_runtime, a.state, a.start, a.\"end\", \
+                 EXISTS (SELECT 1 FROM attempts b WHERE b.job_id = a.job_id AND b.submit > a.submit) \
+                 FROM attempts a WHERE a.\"end\" IS NOT NULL \
+                 AND (a.state = 'PREEMPTED' OR a.state LIKE 'REQUEUE%' OR a.state = 'NODE_FAIL') \
+                 ORDER BY a.job_id, a.submit",
+            )
+            .map_err(self.sql())?;
+        let rows = st
+            .query_map([], |r| {
+                Ok(InterruptedAttempt {
+                    job_id: r.get::<_, i64>(0)?.max(0) as u64,
+                    account: r.get(1)?,
+                    min_runtime: r.get::<_, i64>(2)?.max(0) as u64,
+                    state: r.get(3)?,
+                    start: r.get(4)?,
+                    end: r.get(5)?,
+                    requeued: r.get(6)?,
+                })
+            })
+            .map_err(self.sql())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.sql())
+    }
+
     /// How many attempts (rows of the `attempts` table) the ledger holds.
     ///
     /// # Errors

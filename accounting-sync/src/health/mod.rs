@@ -557,6 +557,47 @@ pub fn drain_reason(r: &NodeReport) -> Option<String> {
     Some(s)
 }
 
+/// The check named by a drain reason of [`drain_reason`] (the `reason` of
+/// a ledger `health` event): one of [`GPU_CHECKS`], `count` for the node's
+/// GPU count, `other` for a text this allot does not write. Only the first
+/// failure is named in a reason; the `(+N more)` are not.
+pub fn check_of_reason(reason: &str) -> &'static str {
+    let r = reason.strip_prefix("allot: ").unwrap_or(reason);
+    let fault = match r.strip_prefix("gpu") {
+        Some(rest) if rest.starts_with(|c: char| c.is_ascii_digit()) => rest
+            .trim_start_matches(|c: char| c.is_ascii_digit())
+            .trim_start(),
+        _ => {
+            // The count check: `7 of 8 GPUs visible`.
+            let mut w = r.split_whitespace();
+            return match (w.next(), w.next(), w.next(), w.next()) {
+                (Some(a), Some("of"), Some(b), Some("GPUs"))
+                    if a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok() =>
+                {
+                    "count"
+                }
+                _ => "other",
+            };
+        }
+    };
+    let starts = |p: &str| fault.starts_with(p);
+    if starts("Xid ") {
+        "xid"
+    } else if starts("uncorrectable ECC") {
+        "ecc"
+    } else if starts("retired pages") {
+        "retired_pages"
+    } else if starts("row remap") || starts("reset required (row remap") {
+        "row_remap"
+    } else if starts("recovery action") || starts("reset required (recovery action") {
+        "recovery_action"
+    } else if fault == "lost" || starts("lost ") {
+        "present"
+    } else {
+        "other"
+    }
+}
+
 /// Text output: one line per GPU, then the node summary.
 pub fn render_text(r: &NodeReport) -> String {
     let mut out = String::new();

@@ -427,3 +427,73 @@ fn reset_required_fixture_drains_with_the_first_reset() {
         "node gpu-a01: RESET: 8 GPUs (8 expected), 0 failed, 2 reset required, 0 unknown; count ok"
     ));
 }
+
+#[test]
+fn check_of_reason_names_the_first_failed_check() {
+    let gpu = |xids: &str, ecc: u32, pages: bool, remap: &str, action: &str| {
+        let text = format!(
+            r#"{{"gpus": [{{"serial": "S", "xids": [{xids}], "ecc_uncorrected": {ecc},
+                "retired_pages_pending": {pages}, "row_remap": {remap},
+                "recovery_action": "{action}"}}]}}"#
+        );
+        check_node("n", &mut FixtureSource::parse(&text).unwrap(), Some(2))
+    };
+    let ok_remap = r#"{"pending": false, "failure": false}"#;
+    // The count check fails too (1 of 2 visible); a GPU failure comes first.
+    let cases = [
+        (gpu("79", 0, false, ok_remap, "none"), "xid"),
+        (gpu("", 2, false, ok_remap, "none"), "ecc"),
+        (gpu("", 0, true, ok_remap, "none"), "retired_pages"),
+        (
+            gpu(
+                "",
+                0,
+                false,
+                r#"{"pending": false, "failure": true}"#,
+                "none",
+            ),
+            "row_remap",
+        ),
+        (
+            gpu("", 0, false, ok_remap, "node_reboot"),
+            "recovery_action",
+        ),
+    ];
+    for (r, want) in &cases {
+        let reason = drain_reason(r).unwrap();
+        assert_eq!(check_of_reason(&reason), *want, "{reason}");
+        // The same check as the report's own first failure.
+        let first = r.gpus[0]
+            .checks
+            .iter()
+            .find(|(_, c)| matches!(c, Check::Failed(_)))
+            .map(|(n, _)| n.as_str());
+        assert_eq!(first, Some(*want));
+    }
+    // Reset required only: the count is the failure, named first.
+    let r = gpu(
+        "",
+        0,
+        false,
+        r#"{"pending": true, "failure": false}"#,
+        "none",
+    );
+    assert_eq!(check_of_reason(&drain_reason(&r).unwrap()), "count");
+    let r = check_node(
+        "n",
+        &mut FixtureSource::parse(
+            r#"{"gpus": [{"xids": [], "ecc_uncorrected": 0, "retired_pages_pending": false,
+            "row_remap": {"pending": true, "failure": false}, "recovery_action": "none"}]}"#,
+        )
+        .unwrap(),
+        Some(1),
+    );
+    assert_eq!(check_of_reason(&drain_reason(&r).unwrap()), "row_remap");
+    assert_eq!(check_of_reason("allot: gpu5 lost"), "present");
+    assert_eq!(
+        check_of_reason("allot: gpu2 reset required (recovery action: gpu reset)"),
+        "recovery_action"
+    );
+    assert_eq!(check_of_reason("allot: 7 of 8 GPUs visible"), "count");
+    assert_eq!(check_of_reason("maintenance"), "other");
+}
