@@ -336,6 +336,17 @@ fn a_sweep_is_marked_at_submission_and_never_preempts() {
         requeued, 2,
         "one b1 job for each debug job, none for the sweep"
     );
+    // allot explain says why the sweep waits.
+    let why = tb.ok(
+        tb.allot_bin().to_str().unwrap(),
+        &[
+            "explain",
+            &short[2].to_string(),
+            "--config",
+            conf.to_str().unwrap(),
+        ],
+    );
+    assert!(why.contains("part of a sweep (allot:sweep)"), "{why}");
     tb.cancel_all();
     std::fs::write(&conf, good).unwrap();
     tb.ok("scontrol", &["reconfigure"]);

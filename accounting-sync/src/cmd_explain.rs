@@ -11,7 +11,7 @@ use std::sync::Arc;
 use allot_ledger::{LedgerReader, StoredAttempt};
 use anyhow::{bail, Context};
 use fairshare::duration::SlurmDuration;
-use fairshare::record::recorded_min_runtime;
+use fairshare::record::{recorded_min_runtime, recorded_sweep};
 use fairshare::{Contract, ContractPolicy, Engine, Explanation, PendingJob, RunClock};
 use serde::Serialize;
 
@@ -202,14 +202,20 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let explanation = match live.as_ref().map(|l| l.state.as_str()) {
         Some("PENDING") => {
             let l = live.as_ref().expect("live");
-            engine.explain_pending(&PendingJob {
+            let mut e = engine.explain_pending(&PendingJob {
                 account: &account,
                 min_runtime,
                 nice: l.nice,
                 eligible_time: l.eligible.max(l.submit),
                 gpus: l.gpus,
                 time_limit: l.time_limit,
-            })
+            });
+            if recorded_sweep(&l.admin_comment) {
+                e.summary.push_str(
+                    "; part of a sweep (allot:sweep): it waits for GPUs to come free and never preempts",
+                );
+            }
+            e
         }
         Some("RUNNING") | Some("SUSPENDED") => {
             let l = live.as_ref().expect("live");
