@@ -112,6 +112,25 @@ pub fn capacity(flag: Option<u64>, config: &Config) -> anyhow::Result<u64> {
     )))
 }
 
+/// Opens the ledger for a report; a ledger that is missing or holds no job
+/// (never synced) is an error saying how to fill it, not a table of zeros.
+fn open_with_jobs(path: &Path) -> anyhow::Result<LedgerReader> {
+    let fill = "fill it with `allot sync` (reads sacct) or `allot sync --from DUMP` (a saved \
+                sacct --parsable2 dump), or pass --ledger PATH (or [ledger] path in allot.toml) \
+                naming the ledger that allot sync writes";
+    let reader = match LedgerReader::open(path) {
+        Ok(r) => r,
+        Err(allot_ledger::LedgerError::Missing { .. }) => {
+            bail!("no ledger at {} yet (never synced): {fill}", path.display())
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if reader.attempt_count()? == 0 {
+        bail!("the ledger {} has no jobs yet: {fill}", path.display());
+    }
+    Ok(reader)
+}
+
 /// Runs the subcommand.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     crate::cmd_sync::init_logging();
@@ -154,9 +173,17 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let cap = capacity(args.capacity, &config)?;
-    let reader = LedgerReader::open(&path)?;
+    let reader = open_with_jobs(&path)?;
     let config = Arc::new(config);
     let r = report::build(&reader, config.clone(), cap, start, end, args.users)?;
+    if r.totals.occupied_gpu_h == 0.0 && r.lines.iter().all(|l| l.running + l.pending == 0) {
+        // Legitimately zero: the ledger has jobs, none in this window.
+        eprintln!(
+            "allot report: no GPU use in this window: the ledger {} has {} job attempt(s), none using GPUs between -S and -E; widen the window (-S, --window) to see them",
+            path.display(),
+            reader.attempt_count()?
+        );
+    }
     if let Some(file) = &args.html {
         let days = ((args.windows as i64 * (end - start)) / 86_400).clamp(1, 3660) as u32;
         let daily = allot_sync::budget_page::daily(&reader, &config, end, days)?;

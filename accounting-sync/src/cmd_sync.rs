@@ -26,6 +26,11 @@ pub struct Args {
     /// instead of running sacct
     #[arg(long, value_name = "FILE", conflicts_with = "follow")]
     pub from: Option<PathBuf>,
+    /// With --from: succeed even when the dump holds no job attempt (a
+    /// header only, only job steps or unreadable rows), e.g. to create an
+    /// empty ledger; without it such a dump is an error
+    #[arg(long, requires = "from")]
+    pub allow_empty: bool,
     /// Time zone of the dump's local times, e.g. Europe/Paris [default: the system's]
     #[arg(long, value_name = "TZ", requires = "from")]
     pub timezone: Option<String>,
@@ -233,48 +238,82 @@ fn update_metrics(
     }
 }
 
-/// Runs the subcommand.
-pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    init_logging();
-    let config_file = args.config.path();
-    let config = config_path::load(&config_file)?;
-    let path = ledger_path(args.ledger.as_deref(), &config);
-    let charging = Charging::from_config(&config);
-    let mut ledger = Ledger::open(&path)?;
-    give_to_slurm_user(&path);
+/// `--interval`, `--no-drain` and `--metrics-listen` act only with
+/// `--follow`, which `--from` excludes: clap's `requires = "follow"` is
+/// waived when `--from` is present (a conflicting argument), so it is
+/// checked here. The message names both flags and the fix; `main` reports it
+/// as a usage error.
+pub fn follow_only_with_from(args: &Args) -> Option<String> {
+    args.from.as_ref()?;
+    let flag = if args.metrics_listen.is_some() {
+        "--metrics-listen"
+    } else if args.interval.is_some() {
+        "--interval"
+    } else if args.no_drain {
+        "--no-drain"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "{flag} acts only with --follow, and --from imports the dump once and exits: \
+         drop {flag} from `allot sync --from`, or run the sidecar separately: \
+         allot sync --follow {flag}{}",
+        if flag == "--no-drain" { "" } else { " ..." }
+    ))
+}
+
+/// What a run does, every input checked before the ledger is opened.
+enum Plan {
+    /// `--from`: the dump, its name, the zone of its local times.
+    Dump(
+        Box<dyn std::io::BufRead>,
+        Option<PathBuf>,
+        jiff::tz::TimeZone,
+    ),
+    /// One live pass, retried for the duration.
+    Once(SyncOptions, Duration),
+    /// `--follow`: options, interval in seconds, the metrics server
+    /// (already listening).
+    Follow(
+        SyncOptions,
+        u64,
+        Option<std::sync::Arc<allot_sync::metrics::SidecarMetrics>>,
+    ),
+}
+
+/// Checks every input of `args` and opens what they name (the dump, the
+/// metrics port), so that a bad one fails before the ledger is created.
+fn plan(args: &Args, config: &fairshare::Config) -> anyhow::Result<Plan> {
     if let Some(from) = &args.from {
         let tz = match &args.timezone {
             Some(name) => jiff::tz::TimeZone::get(name)
                 .with_context(|| format!("--timezone {name:?}: unknown time zone; use an IANA name such as UTC or Europe/Paris"))?,
             None => jiff::tz::TimeZone::system(),
         };
-        let stats = if from.as_os_str() == "-" {
-            sync::import_dump(
-                &mut ledger,
-                &charging,
-                std::io::stdin().lock(),
+        if from.as_os_str() == "-" {
+            return Ok(Plan::Dump(
+                Box::new(BufReader::new(std::io::stdin())),
+                None,
                 tz,
-                args.batch_size,
-            )?
-        } else {
-            let f = std::fs::File::open(from)
-                .with_context(|| format!("cannot open the dump {}", from.display()))?;
-            sync::import_dump(
-                &mut ledger,
-                &charging,
-                BufReader::new(f),
-                tz,
-                args.batch_size,
+            ));
+        }
+        let f = std::fs::File::open(from).with_context(|| {
+            format!(
+                "--from {}: cannot open the dump; give the path of a saved `sacct --parsable2` output (- = stdin)",
+                from.display()
             )
-            .with_context(|| format!("importing {}", from.display()))?
-        };
-        println!("{}: {}", path.display(), summary(&stats));
-        return Ok(ExitCode::SUCCESS);
+        })?;
+        return Ok(Plan::Dump(
+            Box::new(BufReader::new(f)),
+            Some(from.clone()),
+            tz,
+        ));
     }
     let first_start = match &args.since {
         Some(s) => parse_when(s)?,
         None => now() - config.window as i64,
     };
+    let overlap = parse_interval(&args.overlap).context("--overlap")? as i64;
     // A missing program never appears by retrying: say so at once.
     if !program_exists(&args.sacct) {
         anyhow::bail!(
@@ -285,23 +324,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     let opts = SyncOptions {
         sacct: args.sacct.clone(),
-        overlap: parse_interval(&args.overlap).context("--overlap")? as i64,
+        overlap,
         first_start,
         batch: args.batch_size,
     };
     if !args.follow {
         let retry_for =
             Duration::from_secs(parse_interval(&args.retry_for).context("--retry-for")?);
-        let stats = sync::sync_with_retry(
-            &mut ledger,
-            &charging,
-            &opts,
-            now,
-            retry_for,
-            Duration::from_secs(60),
-        )?;
-        println!("{}: {}", path.display(), summary(&stats));
-        return Ok(ExitCode::SUCCESS);
+        return Ok(Plan::Once(opts, retry_for));
     }
     let interval = match &args.interval {
         Some(s) => match parse_interval(s).context("--interval")? {
@@ -311,8 +341,6 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         None => config.sync_interval,
     }
     .max(1);
-    tracing::info!(ledger = %path.display(), interval_s = interval, drain = !args.no_drain, "following sacct");
-    let config = std::sync::Arc::new(config);
     let metrics = match &args.metrics_listen {
         Some(addr) => {
             let m = std::sync::Arc::new(allot_sync::metrics::SidecarMetrics::new());
@@ -322,6 +350,105 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    Ok(Plan::Follow(opts, interval, metrics))
+}
+
+/// After a failed run: removes the ledger at `path` if this run created it
+/// and it holds no attempt, so that a failure leaves nothing new behind.
+fn remove_if_new_and_empty(path: &std::path::Path) {
+    let empty = allot_ledger::LedgerReader::open(path)
+        .and_then(|r| r.attempt_count())
+        .is_ok_and(|n| n == 0);
+    if !empty {
+        return;
+    }
+    for suffix in ["", "-wal", "-shm", ".lock"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
+
+/// `--from`: imports the dump; one that holds no job attempt is an error
+/// unless `--allow-empty`.
+fn import(
+    ledger: &mut Ledger,
+    charging: &Charging,
+    input: Box<dyn std::io::BufRead>,
+    name: Option<PathBuf>,
+    tz: jiff::tz::TimeZone,
+    args: &Args,
+) -> anyhow::Result<ImportStats> {
+    let what = match &name {
+        Some(p) => format!("importing {}", p.display()),
+        None => "importing the dump on stdin".to_string(),
+    };
+    let stats =
+        sync::import_dump(ledger, charging, input, tz, args.batch_size).context(what.clone())?;
+    if !args.allow_empty {
+        if let Some(e) = stats.nothing_imported() {
+            anyhow::bail!(
+                "{what}: {e}. To create or keep a ledger without jobs on purpose, pass --allow-empty"
+            );
+        }
+    }
+    Ok(stats)
+}
+
+/// Runs the subcommand.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    init_logging();
+    let config_file = args.config.path();
+    let config = config_path::load(&config_file)?;
+    let path = ledger_path(args.ledger.as_deref(), &config);
+    let charging = Charging::from_config(&config);
+    let plan = plan(args, &config)?;
+    let existed = path.exists();
+    let mut ledger = Ledger::open(&path)?;
+    give_to_slurm_user(&path);
+    let result = match plan {
+        Plan::Follow(opts, interval, metrics) => {
+            return follow(
+                args, config, &path, ledger, &charging, opts, interval, metrics,
+            )
+        }
+        Plan::Dump(input, name, tz) => import(&mut ledger, &charging, input, name, tz, args),
+        Plan::Once(opts, retry_for) => sync::sync_with_retry(
+            &mut ledger,
+            &charging,
+            &opts,
+            now,
+            retry_for,
+            Duration::from_secs(60),
+        ),
+    };
+    drop(ledger);
+    match result {
+        Ok(stats) => {
+            println!("{}: {}", path.display(), summary(&stats));
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            if !existed {
+                remove_if_new_and_empty(&path);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// `--follow`: a pass every `interval` seconds, and the drain watcher.
+#[allow(clippy::too_many_arguments)]
+fn follow(
+    args: &Args,
+    config: fairshare::Config,
+    path: &std::path::Path,
+    mut ledger: Ledger,
+    charging: &Charging,
+    opts: SyncOptions,
+    interval: u64,
+    metrics: Option<std::sync::Arc<allot_sync::metrics::SidecarMetrics>>,
+) -> anyhow::Result<ExitCode> {
+    tracing::info!(ledger = %path.display(), interval_s = interval, drain = !args.no_drain, "following sacct");
+    let config = std::sync::Arc::new(config);
     let mut watcher = allot_sync::draining::DrainWatcher::new(config.contract.clone());
     let mut next_sync = std::time::Instant::now();
     // A failed pass (slurmdbd down) is retried sooner than the interval:
@@ -331,7 +458,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     loop {
         if std::time::Instant::now() >= next_sync {
             let started = std::time::Instant::now();
-            let result = sync::sync_once(&mut ledger, &charging, &opts, now());
+            let result = sync::sync_once(&mut ledger, charging, &opts, now());
             if let Some(m) = &metrics {
                 update_metrics(m, &ledger, &config, result.is_ok(), started.elapsed());
             }

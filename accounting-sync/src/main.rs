@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd_config;
 mod cmd_explain;
@@ -50,6 +50,18 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Sync(a) = &cli.command {
+        if let Some(msg) = cmd_sync::follow_only_with_from(a) {
+            let mut cmd = Cli::command();
+            let sync = cmd
+                .find_subcommand_mut("sync")
+                .expect("sync is a subcommand");
+            sync.clone()
+                .bin_name("allot sync")
+                .error(clap::error::ErrorKind::ArgumentConflict, msg)
+                .exit();
+        }
+    }
     // A one-shot command piped into `head` should end quietly when the pipe
     // closes, as coreutils do, not panic in println!. Rust ignores SIGPIPE
     // by default; restore the default action except for the long-running

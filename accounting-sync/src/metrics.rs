@@ -108,6 +108,24 @@ pub struct SidecarMetrics {
     ledger_rows: IGauge,
 }
 
+/// The address of `--metrics-listen`: `ADDR:PORT` (an IP address or a
+/// host name, and a port; `[::1]:9817` for IPv6), checked before anything
+/// else is done.
+///
+/// # Errors
+/// Not of that form, or a host name that does not resolve; the message
+/// shows the form with an example.
+pub fn listen_addr(addr: &str) -> anyhow::Result<SocketAddr> {
+    use std::net::ToSocketAddrs;
+    let fix = "write ADDR:PORT, e.g. 127.0.0.1:9817 (port 0 picks a free one)";
+    let mut found = addr
+        .to_socket_addrs()
+        .map_err(|e| anyhow::anyhow!("--metrics-listen {addr:?}: not ADDR:PORT ({e}); {fix}"))?;
+    found
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("--metrics-listen {addr:?}: no address found; {fix}"))
+}
+
 impl Default for SidecarMetrics {
     fn default() -> Self {
         Self::new()
@@ -529,8 +547,12 @@ impl SidecarMetrics {
     /// # Errors
     /// The address cannot be bound.
     pub fn serve(self: &Arc<Self>, addr: &str) -> anyhow::Result<SocketAddr> {
-        let server = tiny_http::Server::http(addr)
-            .map_err(|e| anyhow::anyhow!("--metrics-listen {addr}: cannot listen: {e}"))?;
+        let server = tiny_http::Server::http(listen_addr(addr)?).map_err(|e| {
+            anyhow::anyhow!(
+                "--metrics-listen {addr}: cannot listen: {e}; is another program on that port? \
+                 Pick another ADDR:PORT, e.g. 127.0.0.1:9817, or port 0 for a free one"
+            )
+        })?;
         let bound = server
             .server_addr()
             .to_ip()

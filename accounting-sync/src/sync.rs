@@ -27,7 +27,7 @@ use allot_ledger::sacct::{Parser, RowOutcome, LIVE_FIELDS};
 use allot_ledger::{AttemptRecord, BatchStats, Ledger};
 
 /// Counts of one import.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ImportStats {
     /// Lines read (header excluded).
     pub rows: u64,
@@ -38,6 +38,8 @@ pub struct ImportStats {
     pub steps: u64,
     /// Rows that could not be parsed (logged, skipped).
     pub bad: u64,
+    /// Why the first of them could not (the JobID, field, value, reason).
+    pub first_bad: Option<String>,
     /// Ledger writes.
     pub written: BatchStats,
 }
@@ -86,6 +88,9 @@ where
             Ok(RowOutcome::Step) => stats.steps += 1,
             Err(e) => {
                 stats.bad += 1;
+                if stats.first_bad.is_none() {
+                    stats.first_bad = Some(e.to_string());
+                }
                 tracing::warn!(job = %e.job_id, field = e.field, "skipping sacct row: {e}");
             }
         }
@@ -115,8 +120,9 @@ pub fn import_dump<R: BufRead>(
     let header = match lines.next() {
         Some(h) => h.context("reading the dump's header")?,
         None => bail!(
-            "the dump is empty: expected a header line such as {}",
-            LIVE_FIELDS.join("|")
+            "the dump is empty: its first line must be the sacct --parsable2 header, such as {}; save it with: {}",
+            LIVE_FIELDS.join("|"),
+            allot_ledger::sacct::dump_command()
         ),
     };
     let parser = Parser::from_header_line(&header, tz)?;
@@ -124,6 +130,73 @@ pub fn import_dump<R: BufRead>(
         tracing::info!("{note}");
     }
     Ok(import_lines(ledger, charging, &parser, lines, batch, None)?.0)
+}
+
+impl ImportStats {
+    /// Job attempts read (written, updated or already stored).
+    pub fn attempts(&self) -> u64 {
+        self.written.inserted + self.written.updated + self.written.unchanged
+    }
+
+    /// When a dump import read no job attempt at all (a header only, only
+    /// job steps, only unreadable rows): what was read and what to do.
+    /// `None` when it read at least one.
+    pub fn nothing_imported(&self) -> Option<String> {
+        if self.attempts() > 0 {
+            return None;
+        }
+        if self.rows == 0 {
+            return Some(format!(
+                "the dump has a header but no rows: nothing to import. \
+                 Check the sacct command that saved it (-a for all users, -S/-E for the \
+                 time range): {}",
+                allot_ledger::sacct::dump_command()
+            ));
+        }
+        let mut read = vec![format!(
+            "{} row{} read",
+            self.rows,
+            if self.rows == 1 { "" } else { "s" }
+        )];
+        if self.steps > 0 {
+            read.push(format!(
+                "{} job step{} skipped",
+                self.steps,
+                if self.steps == 1 { "" } else { "s" }
+            ));
+        }
+        if self.skipped > 0 {
+            read.push(format!(
+                "{} not jobs (pending array ranges, or jobs that never started in a dump without Submit)",
+                self.skipped
+            ));
+        }
+        if self.bad > 0 {
+            read.push(format!(
+                "{} unreadable (the first: {})",
+                self.bad,
+                self.first_bad.as_deref().unwrap_or("?")
+            ));
+        }
+        let mut fix = Vec::new();
+        if self.steps > 0 {
+            fix.push(
+                "save the dump with sacct -X, which lists each job's allocation (the row that is charged), not its steps",
+            );
+        }
+        if self.bad > 0 {
+            fix.push("fix or re-save the unreadable rows (each is logged with its JobID, field and value)");
+        }
+        if fix.is_empty() {
+            fix.push("save the jobs themselves");
+        }
+        Some(format!(
+            "no job attempt in the dump: {}. Nothing imported; {}. Recommended: {}",
+            read.join(", "),
+            fix.join("; "),
+            allot_ledger::sacct::dump_command()
+        ))
+    }
 }
 
 /// Options of a live sync pass.
@@ -275,6 +348,9 @@ pub fn sync_once(
         stats.rows += s.rows;
         stats.skipped += s.skipped;
         stats.bad += s.bad;
+        if stats.first_bad.is_none() {
+            stats.first_bad = s.first_bad;
+        }
         stats.add(s.written);
     }
     ledger.write_batch(&[], Some(now))?;

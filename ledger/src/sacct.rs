@@ -78,17 +78,47 @@ pub const OPTIONAL_FIELDS: &[&str] = &[
     "AdminComment",
 ];
 
+/// The `sacct` command that saves a dump `allot sync --from` reads: every
+/// user, allocations only (`-X`), every attempt (`-D`), with the header line
+/// (no `--noheader`). `-S` is the history to import.
+pub fn dump_command() -> String {
+    format!(
+        "sacct -a -X -D --parsable2 -S 2024-01-01 -E now -o {} > dump",
+        LIVE_FIELDS.join(",")
+    )
+}
+
 /// The header of a dump lacks fields the import needs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "the sacct dump lacks the field(s) {missing}; re-run sacct with -o {all} \
-     (and --parsable2, with the header line)",
-    missing = .missing.join(", "),
-    all = LIVE_FIELDS.join(",")
-)]
 pub struct MissingFields {
     /// The required field names not found in the header.
     pub missing: Vec<String>,
+    /// The first line, cut to 80 characters, when it names no sacct field
+    /// allot reads: most likely a row (a dump saved with `--noheader`), not
+    /// a header.
+    pub not_a_header: Option<String>,
+}
+
+impl std::fmt::Display for MissingFields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.not_a_header {
+            Some(line) => write!(
+                f,
+                "the dump's first line {line:?} is not a sacct --parsable2 header \
+                 (it names none of the fields {}): the first line must be the header; \
+                 save the dump without --noheader: {}",
+                LIVE_FIELDS.join(", "),
+                dump_command()
+            ),
+            None => write!(
+                f,
+                "the sacct dump lacks the field(s) {}; re-run sacct with -o {} \
+                 (and --parsable2, with the header line)",
+                self.missing.join(", "),
+                LIVE_FIELDS.join(",")
+            ),
+        }
+    }
 }
 
 /// Why one row could not be read.
@@ -229,7 +259,22 @@ impl Parser {
             })
             .collect();
         if !missing.is_empty() {
-            return Err(MissingFields { missing });
+            let known = LIVE_FIELDS.iter().any(|f| find(f).is_some());
+            let not_a_header = (!known).then(|| {
+                let line = header
+                    .iter()
+                    .map(|h| h.as_ref())
+                    .collect::<Vec<_>>()
+                    .join("|");
+                match line.char_indices().nth(80) {
+                    Some((i, _)) => format!("{}...", &line[..i]),
+                    None => line,
+                }
+            });
+            return Err(MissingFields {
+                missing,
+                not_a_header,
+            });
         }
         let req = |name: &str| find(name).expect("checked above");
         let job_id_raw = raw.expect("checked above");

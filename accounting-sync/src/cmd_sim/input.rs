@@ -5,6 +5,14 @@ use super::*;
 
 /// Reads a trace in any supported format.
 pub(super) fn load_trace(path: &Path, format: Option<&str>) -> anyhow::Result<(Trace, String)> {
+    if !path.exists() {
+        anyhow::bail!(
+            "--trace {}: no such file; give the path of an existing trace: a workload file \
+             (allot CSV, Philly, Helios/Acme, Alibaba), a sacct --parsable2 dump, or a ledger \
+             written by `allot sync` (its path is [ledger] path in allot.toml)",
+            path.display()
+        );
+    }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     if format == Some("ledger") || (format.is_none() && matches!(ext, "sqlite" | "db")) {
         return Ok((ledger_trace(path)?, "ledger".into()));
@@ -140,8 +148,17 @@ pub(super) fn sacct_trace(text: &str) -> anyhow::Result<Trace> {
 }
 
 pub(super) fn ledger_trace(path: &Path) -> anyhow::Result<Trace> {
-    let reader = allot_ledger::LedgerReader::open(path)
-        .with_context(|| format!("cannot open the ledger {}", path.display()))?;
+    let reader = match allot_ledger::LedgerReader::open(path) {
+        Ok(r) => r,
+        Err(allot_ledger::LedgerError::Missing { .. }) => anyhow::bail!(
+            "--trace {}: not an allot ledger (no ledger schema in it); give a ledger written by \
+             `allot sync`, or name the file's format with --format",
+            path.display()
+        ),
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot open the ledger {}", path.display()))
+        }
+    };
     let attempts = reader.all_attempts()?;
     Ok(attempts_to_trace(attempts.into_iter().enumerate().map(
         |(i, a)| {

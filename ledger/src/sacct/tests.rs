@@ -183,6 +183,35 @@ fn header_in_any_order_and_missing_fields_named() {
 }
 
 #[test]
+fn a_row_as_first_line_is_not_a_header() {
+    // A dump saved with --noheader: its first line is a job's row.
+    let e = Parser::from_header_line(
+        "5101|5101|a1|alice|gpu|gres/gpu=1|100|110|3710|01:00:00|COMPLETED|",
+        utc(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.not_a_header.as_deref(),
+        Some("5101|5101|a1|alice|gpu|gres/gpu=1|100|110|3710|01:00:00|COMPLETED|")
+    );
+    let m = e.to_string();
+    assert!(
+        m.contains("is not a sacct --parsable2 header")
+            && m.contains("the first line must be the header")
+            && m.contains("sacct -a -X -D --parsable2 -S 2024-01-01 -E now -o JobID,JobIDRaw,"),
+        "{m}"
+    );
+    assert!(!m.contains("lacks"), "{m}");
+    // A long one is cut.
+    let long = "9|".repeat(100);
+    let e = Parser::from_header_line(&long, utc()).unwrap_err();
+    assert!(e.not_a_header.unwrap().ends_with("..."));
+    // A header with some known fields still says which are missing.
+    let e = Parser::from_header_line("JobID|Account|User|Start", utc()).unwrap_err();
+    assert_eq!(e.not_a_header, None);
+}
+
+#[test]
 fn monitoring_dumps_without_jobid_and_submit() {
     // What monitoring tools save: JobIDRaw, no JobID, no Submit, epoch times.
     let p = Parser::from_header_line(
