@@ -192,11 +192,54 @@ pub fn epoch() -> i64 {
 }
 
 impl Testbed {
-    /// The `allot` binary of this build (scripts/test builds the workspace).
+    /// The `allot` binary the tests run: the packaged one when the testbed
+    /// was brought up from the packages (`scripts/testbed` unpacks the
+    /// allot package next to ALLOT_TB_PLUGIN_DEB under `pkgroot/`, as
+    /// scripts/test does on the host), else the one of this build
+    /// (scripts/test builds the workspace).
     pub fn allot_bin(&self) -> PathBuf {
+        let packaged = self.packaged("usr/bin/allot");
+        if packaged.exists() {
+            return packaged;
+        }
         let dir = std::env::var_os("CARGO_TARGET_DIR")
             .map_or_else(|| self.root.join("target"), PathBuf::from);
         dir.join("debug/allot")
+    }
+
+    /// `path` (relative to `/`) in the packages the testbed was brought up
+    /// from (it may not exist).
+    pub fn packaged(&self, path: &str) -> PathBuf {
+        self.dir.join("pkgroot").join(path)
+    }
+
+    /// The sidecar's command as the shipped `allot-sync.service` runs it:
+    /// its `ExecStart=` with `$ALLOT_SYNC_OPTS` (the EnvironmentFile's
+    /// options, split on whitespace as systemd splits `$VAR`) replaced by
+    /// `opts` and `/usr/bin/allot` by [`Testbed::allot_bin`]. The unit is the
+    /// packaged one when the testbed came from the packages, else the
+    /// repository's `packaging/allot-sync.service`.
+    pub fn unit_command(&self, opts: &[String]) -> Vec<String> {
+        let packaged = self.packaged("lib/systemd/system/allot-sync.service");
+        let unit = if packaged.exists() {
+            packaged
+        } else {
+            self.root.join("packaging/allot-sync.service")
+        };
+        let text =
+            std::fs::read_to_string(&unit).unwrap_or_else(|e| panic!("{}: {e}", unit.display()));
+        let exec = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("ExecStart="))
+            .unwrap_or_else(|| panic!("{}: no ExecStart=", unit.display()));
+        let bin = self.allot_bin().display().to_string();
+        exec.split_whitespace()
+            .flat_map(|w| match w {
+                "$ALLOT_SYNC_OPTS" => opts.to_vec(),
+                "/usr/bin/allot" => vec![bin.clone()],
+                w => vec![w.to_string()],
+            })
+            .collect()
     }
 
     /// The testbed's allot.toml (written by `scripts/testbed up`).

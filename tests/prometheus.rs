@@ -184,22 +184,30 @@ fn prometheus_sees_the_report() {
     std::fs::create_dir_all(&dir).unwrap();
     let ledger = dir.join("ledger.sqlite");
     let metrics_port = free_port();
+    // The sidecar as the shipped allot-sync.service runs it (the packaged
+    // unit and binary on the host testbed), its options as
+    // /etc/default/allot-sync's ALLOT_SYNC_OPTS would give them.
+    let opts: Vec<String> = [
+        "--no-drain",
+        "--interval",
+        "2s",
+        "--overlap",
+        "0s",
+        "--since",
+        &since.to_string(),
+        "--ledger",
+        ledger.to_str().unwrap(),
+        "--metrics-listen",
+        &format!("127.0.0.1:{metrics_port}"),
+    ]
+    .map(String::from)
+    .to_vec();
+    let sidecar = tb.unit_command(&opts);
+    assert_eq!(sidecar[1..3], ["sync", "--follow"], "{sidecar:?}");
+    eprintln!("sidecar: {}", sidecar.join(" "));
     let _sidecar = Killed(
-        allot(&tb)
-            .args([
-                "sync",
-                "--follow",
-                "--no-drain",
-                "--interval",
-                "2s",
-                "--overlap",
-                "0s",
-            ])
-            .arg("--since")
-            .arg(since.to_string())
-            .arg("--ledger")
-            .arg(&ledger)
-            .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
+        Command::new(&sidecar[0])
+            .args(&sidecar[1..])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.join("sidecar.log")).unwrap())
