@@ -41,7 +41,6 @@ use super::trace::{NodeEvent, NodeEventKind};
 use super::workload::Workload;
 use super::{ClusterSpec, Policy, PreemptionRecord, SimReport};
 use fairshare::config::Config;
-use fairshare::contract::Tier;
 use fairshare::contract::{protected_until, Contract, RunClock};
 use fairshare::drain::{self, NodeJob};
 use fairshare::engine::Engine;

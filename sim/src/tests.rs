@@ -453,13 +453,7 @@ fn philly_slice_replays_under_every_policy() {
     let short = w
         .jobs
         .iter()
-        .filter(|j| {
-            c.priority.is_short(
-                fairshare::Tier::of(j.min_runtime),
-                u64::from(j.gpus()),
-                Some(j.duration),
-            )
-        })
+        .filter(|j| j.in_short_band(&c.priority))
         .count();
     let debug = w.jobs.iter().filter(|j| j.class == JobClass::Debug).count();
     let sweep = w.jobs.iter().filter(|j| j.class == JobClass::Sweep).count();

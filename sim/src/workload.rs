@@ -90,12 +90,7 @@ fn mark_sweeps(jobs: &mut [SimJob], config: &Config) {
     order.sort_by_key(|&i| (jobs[i].submit, i));
     for i in order {
         let j = &mut jobs[i];
-        let short = config.priority.is_short(
-            fairshare::Tier::of(j.min_runtime),
-            u64::from(j.gpus()),
-            Some(j.duration),
-        );
-        if short && counter.submit(j.account, j.submit, 1) {
+        if j.in_short_band(&config.priority) && counter.submit(j.account, j.submit, 1) {
             j.sweep = true;
             j.class = JobClass::Sweep;
         }
@@ -133,6 +128,16 @@ impl SimJob {
     /// GPUs it holds while running.
     pub fn gpus(&self) -> u32 {
         self.nodes * self.gpus_per_node
+    }
+
+    /// True when the short band of `weights` ([`fairshare::priority`]) takes
+    /// it, its runtime standing for its time limit (a trace has none).
+    pub fn in_short_band(&self, weights: &fairshare::PriorityWeights) -> bool {
+        weights.is_short(
+            fairshare::Tier::of(self.min_runtime),
+            u64::from(self.gpus()),
+            Some(self.duration),
+        )
     }
 }
 

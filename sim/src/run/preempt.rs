@@ -7,12 +7,7 @@ use super::*;
 impl Sim<'_> {
     /// True for a job of the short band ([`fairshare::priority`]).
     pub(super) fn is_short(&self, id: u32) -> bool {
-        let sj = &self.w.jobs[id as usize];
-        self.config.priority.is_short(
-            Tier::of(sj.min_runtime),
-            u64::from(sj.gpus()),
-            Some(sj.duration),
-        )
+        self.w.jobs[id as usize].in_short_band(&self.config.priority)
     }
 
     /// Under `allot`: asks the engine for victims so that `id` can start.
