@@ -81,6 +81,12 @@ impl<K: Hash + Eq> SweepCounter<K> {
         self.limit == 0
     }
 
+    /// True when it counts with `weights`' `sweep_jobs` and `sweep_window`
+    /// (a counter kept across config reloads starts again when they change).
+    pub fn counts_for(&self, weights: &PriorityWeights) -> bool {
+        (self.limit, self.window) == (weights.sweep_jobs, weights.sweep_window)
+    }
+
     /// Records `count` short-band jobs (1, or an array's tasks) of
     /// `account` submitted at `time` (seconds; an account's times should
     /// not go backwards, an earlier one only keeps more in the window) and
@@ -142,6 +148,21 @@ mod tests {
         let mut c = SweepCounter::new(16, 900);
         assert!(c.submit("a", 0, 17));
         assert!(c.submit("a", 1, 1), "the array's tasks count");
+    }
+
+    #[test]
+    fn counts_for_the_settings_it_was_made_with() {
+        let w = PriorityWeights {
+            sweep_jobs: 16,
+            ..PriorityWeights::default()
+        };
+        let c = SweepCounter::<&str>::of(&w);
+        assert!(c.counts_for(&w));
+        assert!(!c.counts_for(&PriorityWeights { sweep_jobs: 8, ..w }));
+        assert!(!c.counts_for(&PriorityWeights {
+            sweep_window: 60,
+            ..w
+        }));
     }
 
     #[test]

@@ -24,11 +24,9 @@ allot_ffi::slurm_plugin!(name: "allot job_submit plugin", kind: "job_submit/allo
 
 const P: &str = "job_submit/allot: ";
 static CONFIG: OnceLock<ConfigWatcher> = OnceLock::new();
-/// Each account's recent short-band submissions ([`fairshare::sweep`]),
-/// with the `(sweep_jobs, sweep_window)` they were counted for (a
-/// reconfigure that changes them starts the counts again).
-type Sweeps = Option<((u32, u64), SweepCounter<String>)>;
-static SWEEPS: Mutex<Sweeps> = Mutex::new(None);
+/// Each account's recent short-band submissions ([`fairshare::sweep`]); a
+/// reconfigure that changes `sweep_jobs` or `sweep_window` starts them again.
+static SWEEPS: Mutex<Option<SweepCounter<String>>> = Mutex::new(None);
 
 fn info(m: &str) {
     log::info(P, m)
@@ -108,11 +106,10 @@ pub extern "C" fn job_submit(
         let Ok(mut sweeps) = SWEEPS.lock() else {
             return sys::SLURM_ERROR;
         };
-        let limits = (config.priority.sweep_jobs, config.priority.sweep_window);
-        if !matches!(sweeps.as_ref(), Some((l, _)) if *l == limits) {
-            *sweeps = Some((limits, SweepCounter::of(&config.priority)));
-        }
-        let counter = &mut sweeps.as_mut().expect("set above").1;
+        let counter = match sweeps.as_mut() {
+            Some(c) if c.counts_for(&config.priority) => c,
+            _ => sweeps.insert(SweepCounter::of(&config.priority)),
+        };
         match decide_submit(&config, &sub, counter, slurm_plugin::snapshot::now()) {
             Ok((_account, _secs, admin_comment)) => {
                 desc.set_admin_comment(&admin_comment);
