@@ -722,6 +722,20 @@ mod tests {
         Config::from_toml_str(&text).unwrap()
     }
 
+    /// A ledger at `path` holding the attempts of a `sacct --parsable2` dump.
+    fn ledger_of(path: &std::path::Path, cfg: &Config, dump: &str) -> Ledger {
+        let mut ledger = Ledger::open(path).unwrap();
+        crate::sync::import_dump(
+            &mut ledger,
+            &Charging::from_config(cfg),
+            dump.as_bytes(),
+            jiff::tz::TimeZone::UTC,
+            100,
+        )
+        .unwrap();
+        ledger
+    }
+
     fn get(m: &Exposition, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
         let mut l: Vec<(String, String)> = labels
             .iter()
@@ -746,15 +760,7 @@ mod tests {
              2|2|b1|bob|gpu|gres/gpu=4|{s}|{s}|{e}|01:00:00|COMPLETED|\n\
              3|3|a2|carol|gpu|gres/gpu=3|{s}|||00:00:00|PENDING|\n"
         );
-        let mut ledger = Ledger::open(&path).unwrap();
-        crate::sync::import_dump(
-            &mut ledger,
-            &Charging::from_config(&cfg),
-            dump.as_bytes(),
-            jiff::tz::TimeZone::UTC,
-            100,
-        )
-        .unwrap();
+        let ledger = ledger_of(&path, &cfg, &dump);
         let reader = ledger.reader().unwrap();
         let m = SidecarMetrics::new();
         m.update_from_ledger(&reader, cfg.clone(), 16, now).unwrap();
@@ -863,15 +869,7 @@ mod tests {
              15|15|a1|alice|gpu|gres/gpu=1|{s}|{s}|{e}|01:00:00|PREEMPTED|allot:min_runtime=0\n\
              16|16|a1|alice|gpu|gres/gpu=1|{s}|{s}|{e}|01:00:00|CANCELLED by 0|\n"
         );
-        let mut ledger = Ledger::open(&path).unwrap();
-        crate::sync::import_dump(
-            &mut ledger,
-            &Charging::from_config(&cfg),
-            dump.as_bytes(),
-            jiff::tz::TimeZone::UTC,
-            100,
-        )
-        .unwrap();
+        let ledger = ledger_of(&path, &cfg, &dump);
         let ev = |time, node: &str, kind, since, job_id, reason: &str| Event {
             time,
             node: node.into(),
