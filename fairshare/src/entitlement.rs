@@ -107,35 +107,78 @@ pub struct Entitlements {
     entitled: Vec<f64>,
 }
 
+/// Buffers of [`Entitlements::recompute`], kept by a caller between calls:
+/// per tree node its subtree demand and entitlement, and one node's
+/// children's weights, demands and split.
+#[derive(Debug, Default, Clone)]
+pub struct Scratch {
+    sub: Vec<f64>,
+    ent: Vec<f64>,
+    weight: Vec<f64>,
+    demand: Vec<f64>,
+    split: Vec<f64>,
+}
+
 impl Entitlements {
     /// Water-fills `capacity` GPUs over the tree (module doc). `running[l]`
     /// and `pending[l]` are the GPUs of leaf `l`'s allocated jobs running and
     /// pending (missing entries count as 0, extra ones are ignored).
     pub fn compute(tree: &Tree, capacity: u64, running: &[u64], pending: &[u64]) -> Entitlements {
+        let mut e = Entitlements {
+            capacity,
+            running: Vec::new(),
+            demand: Vec::new(),
+            entitled: Vec::new(),
+        };
+        e.recompute(tree, capacity, running, pending, &mut Scratch::default());
+        e
+    }
+
+    /// [`Entitlements::compute`] in place: the same result, reusing this
+    /// value's vectors and `scratch`'s, so that a caller recomputing on every
+    /// change of the load (the simulator) allocates nothing once they have
+    /// the room.
+    pub fn recompute(
+        &mut self,
+        tree: &Tree,
+        capacity: u64,
+        running: &[u64],
+        pending: &[u64],
+        scratch: &mut Scratch,
+    ) {
         let leaves = tree.leaves().len();
-        let mut run = running.to_vec();
-        run.resize(leaves, 0);
-        let mut pend = pending.to_vec();
-        pend.resize(leaves, 0);
-        let demand: Vec<u64> = run
-            .iter()
-            .zip(&pend)
-            .map(|(r, p)| r.saturating_add(*p))
-            .collect();
+        let fill = |out: &mut Vec<u64>, from: &[u64]| {
+            out.clear();
+            out.extend(from.iter().take(leaves));
+            out.resize(leaves, 0);
+        };
+        self.capacity = capacity;
+        fill(&mut self.running, running);
+        fill(&mut self.demand, pending);
+        for (d, r) in self.demand.iter_mut().zip(&self.running) {
+            *d = r.saturating_add(*d);
+        }
         let nodes = tree.nodes();
+        let Scratch {
+            sub,
+            ent,
+            weight: w,
+            demand: d,
+            split,
+        } = scratch;
         // Subtree demand, children after parents in `nodes`.
-        let mut sub = vec![0.0f64; nodes.len()];
+        sub.clear();
+        sub.resize(nodes.len(), 0.0);
         for (l, &n) in tree.leaves().iter().enumerate() {
-            sub[n.0 as usize] = demand[l] as f64;
+            sub[n.0 as usize] = self.demand[l] as f64;
         }
         for i in (1..nodes.len()).rev() {
             let p = nodes[i].parent.expect("non-root").0 as usize;
             sub[p] += sub[i];
         }
-        let mut ent = vec![0.0f64; nodes.len()];
+        ent.clear();
+        ent.resize(nodes.len(), 0.0);
         ent[0] = (capacity as f64).min(sub[0]);
-        // Buffers for one node's children, reused across nodes.
-        let (mut w, mut d, mut split) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..nodes.len() {
             let kids = &nodes[i].children;
             if kids.is_empty() || ent[i] <= 0.0 {
@@ -145,18 +188,14 @@ impl Entitlements {
             w.extend(kids.iter().map(|k| f64::from(nodes[k.0 as usize].share)));
             d.clear();
             d.extend(kids.iter().map(|k| sub[k.0 as usize]));
-            waterfill_into(ent[i], &w, &d, &mut split);
-            for (k, &e) in kids.iter().zip(&split) {
+            waterfill_into(ent[i], w, d, split);
+            for (k, &e) in kids.iter().zip(split.iter()) {
                 ent[k.0 as usize] = e;
             }
         }
-        let entitled = tree.leaves().iter().map(|n| ent[n.0 as usize]).collect();
-        Entitlements {
-            capacity,
-            running: run,
-            demand,
-            entitled,
-        }
+        self.entitled.clear();
+        self.entitled
+            .extend(tree.leaves().iter().map(|n| ent[n.0 as usize]));
     }
 
     /// GPUs usable now.
@@ -332,5 +371,31 @@ mod tests {
         e.shift(b, 2);
         assert_eq!(e.covered(), 8.0);
         assert!(!e.below(b));
+    }
+
+    #[test]
+    fn recompute_in_place_equals_compute() {
+        // The simulator recomputes one value as the load moves; each result
+        // must be what a fresh compute gives, whatever the value held.
+        let t = tree(&[
+            NodeSpec::group(
+                "p",
+                50,
+                vec![NodeSpec::leaf("x", 1), NodeSpec::leaf("y", 0)],
+            ),
+            NodeSpec::leaf("q", 50),
+        ]);
+        let loads: [(u64, &[u64], &[u64]); 4] = [
+            (16, &[0, 0, 16], &[0, 100, 0]),
+            (0, &[], &[]),
+            (32, &[4, 4], &[1, 0, 7, 99]),
+            (8, &[8, 0, 0], &[0, 0, 8]),
+        ];
+        let mut e = Entitlements::compute(&t, 3, &[1, 2, 3], &[3, 2, 1]);
+        let mut scratch = Scratch::default();
+        for (capacity, running, pending) in loads {
+            e.recompute(&t, capacity, running, pending, &mut scratch);
+            assert_eq!(e, Entitlements::compute(&t, capacity, running, pending));
+        }
     }
 }

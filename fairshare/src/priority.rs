@@ -88,7 +88,12 @@ impl PriorityWeights {
     pub fn age_points(&self, age: u64) -> u32 {
         let max_age = self.max_age.max(1);
         let capped = age.min(max_age);
-        (u128::from(self.age_weight) * u128::from(capped) / u128::from(max_age)) as u32
+        // u64 whenever the product fits (always, for ages up to 136 years
+        // at the largest weight): a u128 division is a library call.
+        match u64::from(self.age_weight).checked_mul(capped) {
+            Some(p) => (p / max_age) as u32,
+            None => (u128::from(self.age_weight) * u128::from(capped) / u128::from(max_age)) as u32,
+        }
     }
 
     /// The within-account score (see the module doc).
@@ -242,5 +247,32 @@ mod tests {
             ..w
         };
         assert_eq!(heavy.score(i64::MAX, 0), 0);
+    }
+
+    #[test]
+    fn age_points_agree_with_the_exact_formula_at_any_size() {
+        // The u64 fast path and the u128 fallback give weight x age / max
+        // age, rounded down, for ages within and beyond the u64 product.
+        for (weight, max_age, age) in [
+            (1000, 604_800, 0),
+            (1000, 604_800, 302_400),
+            (1000, 604_800, u64::MAX),
+            (u32::MAX, u64::MAX, u64::MAX - 1),
+            (u32::MAX, u64::MAX / 2, u64::MAX / 3),
+            (7, 3, 2),
+        ] {
+            let w = PriorityWeights {
+                age_weight: weight,
+                max_age,
+                ..PriorityWeights::default()
+            };
+            let capped = age.min(max_age);
+            let exact = u128::from(weight) * u128::from(capped) / u128::from(max_age);
+            assert_eq!(
+                u128::from(w.age_points(age)),
+                exact,
+                "{weight} {max_age} {age}"
+            );
+        }
     }
 }

@@ -27,7 +27,7 @@
 //! oracle: real users' time limits are longer, making real backfill worse).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -109,7 +109,13 @@ pub(crate) struct Sim<'w> {
     policy: Policy,
     cluster: Cluster,
     jobs: Vec<JobState>,
-    queues: Vec<BTreeSet<(u64, u32)>>,
+    /// Per queue: pending jobs by (eligible time, index), each with its
+    /// shape, so that a pass reads the jobs it looks at from the queue alone.
+    queues: Vec<BTreeMap<(u64, u32), Shape>>,
+    /// Per queue: its first job (`queues[q].first_key_value()`), kept up to date by
+    /// `enqueue` and `start` so that a pass reads the heads from one vector
+    /// instead of walking every queue's B-tree.
+    heads: Vec<Option<(u64, u32)>>,
     pending: usize,
     running_by_end: BTreeSet<(u64, u32)>,
     events: BinaryHeap<Reverse<(u64, u8, u32, u32)>>,
@@ -137,7 +143,7 @@ pub(crate) struct Sim<'w> {
     /// Bumped whenever a leaf's running or pending GPUs or the capacity
     /// change; the entitlements computed at one version are reused.
     load_version: u64,
-    load_cache: std::cell::RefCell<Option<(u64, std::rc::Rc<Entitlements>)>>,
+    load_cache: std::cell::RefCell<LoadCache>,
     epoch: u64,
     failed_attempt: Option<(u32, u64)>,
     /// Times of pending WAKE events (one event per time).
@@ -155,10 +161,18 @@ pub(crate) struct Sim<'w> {
     /// Buffers of [`Sim::pass`], kept between passes: the heap of queue
     /// heads, and per queue the jobs read ahead once the pass is blocked.
     pass_heap: Vec<PassEntry>,
-    pass_ahead: Vec<std::collections::VecDeque<(u64, u32, Shape)>>,
+    pass_ahead: Vec<ReadAhead>,
     /// Buffers of [`Sim::try_preempt`], kept between calls.
     scratch: std::cell::RefCell<PreemptScratch>,
     m: Metrics,
+}
+
+/// The entitlements at one `load_version`, recomputed in place (no
+/// allocation) when the load has changed and nobody holds the last ones.
+struct LoadCache {
+    version: Option<u64>,
+    value: std::rc::Rc<Entitlements>,
+    scratch: fairshare::entitlement::Scratch,
 }
 
 /// Buffers of [`Sim::try_preempt`] (and `per_node` of the backfill
@@ -188,6 +202,14 @@ const QUEUES_PER_TEAM: usize = 3;
 
 /// A pending job's GPUs per node, nodes and remaining run time (seconds).
 type Shape = (u32, u32, u64);
+
+/// Jobs of one queue read ahead by a blocked pass, taken from `next` on
+/// (a plain vector and a cursor: cheaper than a deque for read-once chunks).
+#[derive(Default)]
+struct ReadAhead {
+    jobs: Vec<(u64, u32, Shape)>,
+    next: usize,
+}
 
 /// An entry of a scheduling pass's heap: priority key, eligible time, job
 /// index, queue, and the job's shape when it was read ahead.
@@ -279,7 +301,8 @@ impl<'w> Sim<'w> {
                     unprotected: false,
                 })
                 .collect(),
-            queues: vec![BTreeSet::new(); teams * QUEUES_PER_TEAM],
+            queues: vec![BTreeMap::new(); teams * QUEUES_PER_TEAM],
+            heads: vec![None; teams * QUEUES_PER_TEAM],
             pending: 0,
             running_by_end: BTreeSet::new(),
             events: heap,
@@ -300,7 +323,11 @@ impl<'w> Sim<'w> {
             leaf_running: vec![0; config.tree.leaves().len()],
             leaf_pending: vec![0; config.tree.leaves().len()],
             load_version: 0,
-            load_cache: std::cell::RefCell::new(None),
+            load_cache: std::cell::RefCell::new(LoadCache {
+                version: None,
+                value: std::rc::Rc::new(Entitlements::compute(&config.tree, 0, &[], &[])),
+                scratch: Default::default(),
+            }),
             epoch: 0,
             failed_attempt: None,
             wakes: std::collections::BTreeSet::new(),
@@ -317,7 +344,9 @@ impl<'w> Sim<'w> {
             slices,
             head_cache: vec![(u32::MAX, u32::MAX, 0); teams * QUEUES_PER_TEAM],
             pass_heap: Vec::new(),
-            pass_ahead: vec![std::collections::VecDeque::new(); teams * QUEUES_PER_TEAM],
+            pass_ahead: (0..teams * QUEUES_PER_TEAM)
+                .map(|_| ReadAhead::default())
+                .collect(),
             scratch: std::cell::RefCell::new(PreemptScratch {
                 per_node: vec![0; cluster.nodes as usize],
                 ..PreemptScratch::default()
@@ -524,7 +553,10 @@ impl<'w> Sim<'w> {
         let q = queue_of(sj.team, sj.min_runtime, self.is_short(id));
         let j = &mut self.jobs[id as usize];
         j.state = State::Pending;
-        self.queues[q].insert((j.eligible, id));
+        self.queues[q].insert((j.eligible, id), (sj.gpus_per_node, sj.nodes, j.remaining));
+        if self.heads[q].map_or(true, |h| (j.eligible, id) < h) {
+            self.heads[q] = Some((j.eligible, id));
+        }
         self.pending += 1;
         self.load_version += 1;
         if sj.min_runtime > 0 {
@@ -576,20 +608,21 @@ impl<'w> Sim<'w> {
     /// The leaves' allocated GPUs running and pending now, and their
     /// entitlements to the capacity now.
     fn entitlements(&self) -> std::rc::Rc<Entitlements> {
-        let mut cache = self.load_cache.borrow_mut();
-        if let Some((v, e)) = &*cache {
-            if *v == self.load_version {
-                return e.clone();
+        let mut guard = self.load_cache.borrow_mut();
+        let cache = &mut *guard;
+        if cache.version != Some(self.load_version) {
+            let (tree, capacity) = (&self.config.tree, self.cluster.capacity);
+            let (running, pending) = (&self.leaf_running, &self.leaf_pending);
+            match std::rc::Rc::get_mut(&mut cache.value) {
+                Some(e) => e.recompute(tree, capacity, running, pending, &mut cache.scratch),
+                None => {
+                    cache.value =
+                        std::rc::Rc::new(Entitlements::compute(tree, capacity, running, pending))
+                }
             }
+            cache.version = Some(self.load_version);
         }
-        let e = std::rc::Rc::new(Entitlements::compute(
-            &self.config.tree,
-            self.cluster.capacity,
-            &self.leaf_running,
-            &self.leaf_pending,
-        ));
-        *cache = Some((self.load_version, e.clone()));
-        e
+        cache.value.clone()
     }
 
     fn start(&mut self, id: u32, alloc: Vec<NodeGpus>) {
@@ -599,7 +632,11 @@ impl<'w> Sim<'w> {
         let team = sj.team as usize;
         let gpus = sj.gpus();
         let j = &mut self.jobs[id as usize];
-        self.queues[queue_of(sj.team, sj.min_runtime, short)].remove(&(j.eligible, id));
+        let q = queue_of(sj.team, sj.min_runtime, short);
+        self.queues[q].remove(&(j.eligible, id));
+        if self.heads[q] == Some((j.eligible, id)) {
+            self.heads[q] = self.queues[q].first_key_value().map(|(&k, _)| k);
+        }
         self.pending -= 1;
         self.load_version += 1;
         if sj.min_runtime > 0 {

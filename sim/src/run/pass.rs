@@ -87,8 +87,8 @@ impl Sim<'_> {
         let mut heap = BinaryHeap::from(std::mem::take(&mut self.pass_heap));
         heap.clear();
         let mut ahead = std::mem::take(&mut self.pass_ahead);
-        for q in 0..self.queues.len() {
-            if let Some(&(el, id)) = self.queues[q].first() {
+        for q in 0..self.heads.len() {
+            if let Some((el, id)) = self.heads[q] {
                 // Under allot a head's key changes only with the snapshot.
                 let c = self.head_cache[q];
                 let key = if self.policy == Policy::Allot && c.0 == self.snapshot && c.1 == id {
@@ -126,21 +126,19 @@ impl Sim<'_> {
                     // joins a queue and only the job just taken leaves one:
                     // read each queue ahead in chunks instead of one B-tree
                     // lookup per job.
-                    // Each job's shape is read with the chunk: one pass
-                    // over memory instead of a cache miss per job taken.
                     let a = &mut ahead[q as usize];
-                    if a.is_empty() {
-                        for &(e, i) in self.queues[q as usize].range(after).take(32) {
-                            let sj = &self.w.jobs[i as usize];
-                            let shape =
-                                (sj.gpus_per_node, sj.nodes, self.jobs[i as usize].remaining);
-                            a.push_back((e, i, shape));
-                        }
+                    if a.next == a.jobs.len() {
+                        a.jobs.clear();
+                        a.next = 0;
+                        let chunk = self.queues[q as usize].range(after).take(32);
+                        a.jobs.extend(chunk.map(|(&(e, i), &shape)| (e, i, shape)));
                     }
-                    a.pop_front().map(|(e, i, shape)| (e, i, Some(shape)))
+                    let next = a.jobs.get(a.next).map(|&(e, i, shape)| (e, i, Some(shape)));
+                    a.next += 1;
+                    next
                 } else {
                     let next = self.queues[q as usize].range(after).next();
-                    next.map(|&(e, i)| (e, i, None))
+                    next.map(|(&(e, i), &shape)| (e, i, Some(shape)))
                 };
                 successor = next.map(|(el2, id2, shape)| {
                     (
@@ -238,7 +236,8 @@ impl Sim<'_> {
             reservation = self.reservation(id);
         }
         for a in &mut ahead {
-            a.clear();
+            a.jobs.clear();
+            a.next = 0;
         }
         self.pass_ahead = ahead;
         self.pass_heap = heap.into_vec();
