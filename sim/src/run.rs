@@ -132,10 +132,10 @@ pub(crate) struct Sim<'w> {
     team_below: Vec<bool>,
     rate: Vec<u64>,
     /// Per team: running allocated jobs past their contract, by (start, id).
-    unprot: Vec<BTreeSet<(u64, u32)>>,
+    unprot: Vec<BTreeMap<(u64, u32), Held>>,
     unprot_gpus: Vec<u64>,
-    /// Per team: running free-tier jobs.
-    free_tier: Vec<BTreeSet<(u64, u32)>>,
+    /// Per team: running free-tier jobs, by (start, id).
+    free_tier: Vec<BTreeMap<(u64, u32), Held>>,
     free_tier_gpus: Vec<u64>,
     /// Per leaf: GPUs of allocated jobs running and pending (entitlement).
     leaf_running: Vec<u64>,
@@ -202,6 +202,27 @@ const QUEUES_PER_TEAM: usize = 3;
 
 /// A pending job's GPUs per node, nodes and remaining run time (seconds).
 type Shape = (u32, u32, u64);
+
+/// What a preemption candidate holds, kept beside it in `unprot` and
+/// `free_tier` so that tallying candidates reads no job state: its GPUs, and
+/// its one node (`node: None` for a job on several nodes: read its `alloc`).
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    gpus: u32,
+    node: Option<NodeGpus>,
+}
+
+impl Held {
+    fn of(alloc: &[NodeGpus]) -> Held {
+        Held {
+            gpus: alloc.iter().map(|a| a.gpus).sum(),
+            node: match alloc {
+                [one] => Some(*one),
+                _ => None,
+            },
+        }
+    }
+}
 
 /// Jobs of one queue read ahead by a blocked pass, taken from `next` on
 /// (a plain vector and a cursor: cheaper than a deque for read-once chunks).
@@ -316,9 +337,9 @@ impl<'w> Sim<'w> {
             team_rank: vec![0; teams],
             team_below: vec![false; teams],
             rate,
-            unprot: vec![BTreeSet::new(); teams],
+            unprot: vec![BTreeMap::new(); teams],
             unprot_gpus: vec![0; teams],
-            free_tier: vec![BTreeSet::new(); teams],
+            free_tier: vec![BTreeMap::new(); teams],
             free_tier_gpus: vec![0; teams],
             leaf_running: vec![0; config.tree.leaves().len()],
             leaf_pending: vec![0; config.tree.leaves().len()],
@@ -457,9 +478,9 @@ impl<'w> Sim<'w> {
                     && !self.is_short(a)
                 {
                     let team = self.w.jobs[a as usize].team as usize;
-                    let start = j.start;
+                    let (start, held) = (j.start, Held::of(&j.alloc));
                     self.jobs[a as usize].unprotected = true;
-                    self.unprot[team].insert((start, a));
+                    self.unprot[team].insert((start, a), held);
                     self.unprot_gpus[team] += u64::from(self.w.jobs[a as usize].gpus());
                     self.epoch += 1;
                 }
@@ -672,7 +693,7 @@ impl<'w> Sim<'w> {
                 }
             } else {
                 j.unprotected = true;
-                self.free_tier[team].insert((now, id));
+                self.free_tier[team].insert((now, id), Held::of(&j.alloc));
                 self.free_tier_gpus[team] += u64::from(gpus);
                 self.epoch += 1;
             }

@@ -118,16 +118,20 @@ impl Sim<'_> {
                     .map(|&(_, t)| (&self.unprot[t], gives[t])),
             );
         'outer: for (set, mut budget) in sources {
-            for &(_, r) in set.iter().rev() {
+            for (&(_, r), held) in set.iter().rev() {
                 if budget == 0 {
                     break;
                 }
-                let gpus = u64::from(self.w.jobs[r as usize].gpus());
+                let gpus = u64::from(held.gpus);
                 if gpus > budget {
                     continue;
                 }
                 budget -= gpus;
-                for a in &self.jobs[r as usize].alloc {
+                let alloc = match &held.node {
+                    Some(one) => std::slice::from_ref(one),
+                    None => &self.jobs[r as usize].alloc[..],
+                };
+                for a in alloc {
                     if !self.cluster.usable(a.node) {
                         continue;
                     }
