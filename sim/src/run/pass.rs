@@ -84,8 +84,8 @@ impl Sim<'_> {
             return false;
         }
         self.refresh();
-        let mut heap = BinaryHeap::from(std::mem::take(&mut self.pass_heap));
-        heap.clear();
+        let mut heads = std::mem::take(&mut self.pass_heap);
+        heads.clear();
         let mut ahead = std::mem::take(&mut self.pass_ahead);
         for q in 0..self.heads.len() {
             if let Some((el, id)) = self.heads[q] {
@@ -98,9 +98,11 @@ impl Sim<'_> {
                     self.head_cache[q] = (self.snapshot, id, k);
                     k
                 };
-                heap.push((key, Reverse(el), Reverse(id), q as u32, None));
+                heads.push((key, Reverse(el), Reverse(id), q as u32, None));
             }
         }
+        // One heapify of all heads instead of a sift per push.
+        let mut heap = BinaryHeap::from(heads);
         let mut reservation: Option<Reservation> = None;
         let mut blocked = false;
         let mut looked = 0u32;
