@@ -35,17 +35,11 @@ impl Sim<'_> {
         match self.policy {
             Policy::Allot => {
                 let engine = self.engine.as_ref().expect("refreshed");
-                let band = match q % QUEUES_PER_TEAM {
-                    0 => Band::Free,
-                    2 => Band::Short,
-                    _ if self.team_below[team] => Band::Entitled,
-                    _ => Band::Allocated,
-                };
                 let score = self
                     .config
                     .priority
                     .score(0, engine.now().saturating_sub(eligible));
-                u64::from(compose(band, self.team_rank[team], score))
+                u64::from(compose(self.queue_band(q), self.team_rank[team], score))
             }
             Policy::Fifo | Policy::Static => 0,
             Policy::Classic | Policy::FairTree => {
@@ -57,6 +51,30 @@ impl Sim<'_> {
                 (p * 1e6) as u64
             }
         }
+    }
+
+    /// Under `allot`, the band of queue `q`'s jobs at this snapshot.
+    fn queue_band(&self, q: usize) -> Band {
+        match q % QUEUES_PER_TEAM {
+            0 => Band::Free,
+            2 => Band::Short,
+            _ if self.team_below[q / QUEUES_PER_TEAM] => Band::Entitled,
+            _ => Band::Allocated,
+        }
+    }
+
+    /// Under `allot`, a lower bound of every key of queue `q`
+    /// ([`Sim::queue_key`] with a score of 0): band and rank are the high
+    /// bits of a priority, so a job of a queue whose floor is above another
+    /// job's key sorts first whatever its age, without computing its score.
+    fn queue_floor(&self, q: usize) -> Option<u64> {
+        (self.policy == Policy::Allot).then(|| {
+            u64::from(compose(
+                self.queue_band(q),
+                self.team_rank[q / QUEUES_PER_TEAM],
+                0,
+            ))
+        })
     }
 
     /// Job `id` as the engine's priority sees it. Its time limit is its
@@ -120,7 +138,7 @@ impl Sim<'_> {
             // only when it sorts below it (one sift instead of a push and a
             // pop; a queue's jobs come out in order, so a long run of one
             // queue touches the heap not at all). Ids are unique: no ties.
-            let mut successor = None;
+            let (mut successor, mut taken_now) = (None, None);
             if let Some((q, el, id)) = advance.take() {
                 let after = (Bound::Excluded((el, id)), Bound::Unbounded);
                 let next = if blocked {
@@ -142,21 +160,33 @@ impl Sim<'_> {
                     let next = self.queues[q as usize].range(after).next();
                     next.map(|(&(e, i), &shape)| (e, i, Some(shape)))
                 };
-                successor = next.map(|(el2, id2, shape)| {
-                    (
-                        self.queue_key(q as usize, el2),
-                        Reverse(el2),
-                        Reverse(id2),
-                        q,
-                        shape,
-                    )
-                });
+                if let Some((el2, id2, shape)) = next {
+                    // Its exact key matters only if it may sort below the
+                    // heap's top (then it joins the heap). A successor whose
+                    // queue's floor is above the top, as in a long run of one
+                    // queue, is taken at once and its key is never read.
+                    let above = match (self.queue_floor(q as usize), heap.peek()) {
+                        (_, None) => true,
+                        (Some(floor), Some(top)) => floor > top.0,
+                        (None, Some(_)) => false,
+                    };
+                    if above {
+                        taken_now = Some((0, Reverse(el2), Reverse(id2), q, shape));
+                    } else {
+                        let key = self.queue_key(q as usize, el2);
+                        successor = Some((key, Reverse(el2), Reverse(id2), q, shape));
+                    }
+                }
             }
-            let taken = match (successor, heap.peek_mut()) {
-                (Some(x), Some(mut top)) if x < *top => Some(std::mem::replace(&mut *top, x)),
-                (Some(x), _) => Some(x),
-                (None, Some(top)) => Some(std::collections::binary_heap::PeekMut::pop(top)),
-                (None, None) => None,
+            let taken = if taken_now.is_some() {
+                taken_now
+            } else {
+                match (successor, heap.peek_mut()) {
+                    (Some(x), Some(mut top)) if x < *top => Some(std::mem::replace(&mut *top, x)),
+                    (Some(x), _) => Some(x),
+                    (None, Some(top)) => Some(std::collections::binary_heap::PeekMut::pop(top)),
+                    (None, None) => None,
+                }
             };
             let Some((_, Reverse(el), Reverse(id), q, shape)) = taken else {
                 break;
