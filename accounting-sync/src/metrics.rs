@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use allot_ledger::events::EventKind;
-use allot_ledger::LedgerReader;
+use allot_ledger::{InterruptedAttempt, InterruptedScan, LedgerReader};
 use fairshare::{Config, Tree};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -101,6 +101,9 @@ pub struct SidecarMetrics {
     /// Per draining node, when it will be empty (epoch s), from the last
     /// draining pass: the time to empty is measured from it at each scrape.
     draining_empty_by: Mutex<BTreeMap<String, i64>>,
+    /// The ledger's interrupted attempts, read incrementally pass after
+    /// pass (the requeue and preemption counters are counted from them).
+    interrupted: Mutex<InterruptedScan>,
     passes: Family<Labels, Counter>,
     last_success: IGauge,
     last_duration: FGauge,
@@ -161,6 +164,7 @@ impl SidecarMetrics {
             draining_jobs: Default::default(),
             draining_time_to_empty: Default::default(),
             draining_empty_by: Mutex::new(BTreeMap::new()),
+            interrupted: Mutex::new(InterruptedScan::new()),
             passes: Default::default(),
             last_success: Default::default(),
             last_duration: Default::default(),
@@ -339,7 +343,8 @@ impl SidecarMetrics {
         let open = reader.open_gpus()?;
         let events = reader.events(i64::MIN, i64::MAX)?;
         let rows = reader.attempt_count()?;
-        let interrupted = reader.interrupted_attempts()?;
+        let mut interrupted = self.interrupted.lock().unwrap_or_else(|e| e.into_inner());
+        interrupted.update(reader)?;
 
         let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         self.capacity.set(capacity as i64);
@@ -462,7 +467,7 @@ impl SidecarMetrics {
         for (labels, n) in health {
             bring_up(&self.health_drains, &labels, n);
         }
-        let (requeues, preemptions) = interruptions(&interrupted, &drain_requeues);
+        let (requeues, preemptions) = interruptions(interrupted.attempts(), &drain_requeues);
         for (labels, n) in requeues {
             bring_up(&self.requeues, &labels, n);
         }
@@ -622,8 +627,8 @@ const DRAIN_REQUEUE_SLACK: i64 = 60;
 ///   ran (up to [`DRAIN_REQUEUE_SLACK`] after its end), else `other`
 ///   (`scontrol requeue` by someone else, Slurm's own).
 /// - `NODE_FAIL`: a requeue (`node_fail`) when a later attempt exists.
-fn interruptions(
-    attempts: &[allot_ledger::InterruptedAttempt],
+fn interruptions<'a>(
+    attempts: impl IntoIterator<Item = &'a InterruptedAttempt>,
     drain_requeues: &BTreeMap<u64, Vec<i64>>,
 ) -> (BTreeMap<Labels, u64>, BTreeMap<Labels, u64>) {
     let mut requeues: BTreeMap<Labels, u64> = BTreeMap::new();

@@ -279,7 +279,7 @@ pub struct OpenGpus {
 }
 
 /// An ended attempt whose state says the job was interrupted
-/// ([`LedgerReader::interrupted_attempts`]).
+/// ([`LedgerReader::interrupted_attempts`], [`InterruptedScan`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InterruptedAttempt {
     /// `JobIDRaw`.
@@ -359,10 +359,12 @@ pub(crate) fn set_meta(conn: &Connection, key: &str, value: i64) -> rusqlite::Re
 }
 
 mod buckets;
+mod interrupted;
 mod reader;
 mod writer;
 
 use buckets::*;
+pub use interrupted::InterruptedScan;
 pub use reader::LedgerReader;
 pub use writer::{lock_path, set_owner, Ledger};
 

@@ -338,20 +338,22 @@ impl LedgerReader {
     /// (`PREEMPTED`, `REQUEUED`/`REQUEUE_HOLD`/`REQUEUE_FED`, `NODE_FAIL`),
     /// by job id then submit time, each with whether a later attempt of
     /// the same job is in the ledger (the job went back to the queue). For
-    /// the sidecar's requeue and preemption metrics.
+    /// the sidecar's requeue and preemption metrics. Reads every interrupted
+    /// attempt: [`crate::InterruptedScan`] keeps the same list up to date
+    /// reading only what changed.
     ///
     /// # Errors
     /// SQLite errors.
     pub fn interrupted_attempts(&self) -> Result<Vec<InterruptedAttempt>> {
         let mut st = self
             .conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT a.job_id, a.account, a.min_runtime, a.state, a.start, a.\"end\", \
                  EXISTS (SELECT 1 FROM attempts b WHERE b.job_id = a.job_id AND b.submit > a.submit) \
-                 FROM attempts a WHERE a.\"end\" IS NOT NULL \
-                 AND (a.state = 'PREEMPTED' OR a.state LIKE 'REQUEUE%' OR a.state = 'NODE_FAIL') \
+                 FROM attempts a WHERE a.\"end\" IS NOT NULL AND {} \
                  ORDER BY a.job_id, a.submit",
-            )
+                super::interrupted::INTERRUPTED_STATE
+            ))
             .map_err(self.sql())?;
         let rows = st
             .query_map([], |r| {
