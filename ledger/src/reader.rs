@@ -24,39 +24,16 @@ impl LedgerReader {
     /// [`LedgerError::Missing`] when there is no initialised ledger there,
     /// [`LedgerError::NewerSchema`], SQLite errors.
     pub fn open(path: &Path) -> Result<LedgerReader> {
-        let sql = |source| LedgerError::Sqlite {
-            path: path.to_path_buf(),
-            source,
-        };
-        if !path.exists() {
-            return Err(LedgerError::Missing {
-                path: path.to_path_buf(),
-                found: 0,
-            });
-        }
-        let conn = Connection::open_with_flags(
+        let (conn, version) = open_existing(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX
                 | OpenFlags::SQLITE_OPEN_URI,
-        )
-        .map_err(sql)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(sql)?;
-        let version: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(sql)?;
+        )?;
         if version == 0 {
             return Err(LedgerError::Missing {
                 path: path.to_path_buf(),
                 found: 0,
-            });
-        }
-        if version > SCHEMA_VERSION {
-            return Err(LedgerError::NewerSchema {
-                path: path.to_path_buf(),
-                found: version,
-                known: SCHEMA_VERSION,
             });
         }
         Ok(LedgerReader {

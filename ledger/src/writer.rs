@@ -174,17 +174,7 @@ impl Ledger {
             path: path.clone(),
             source,
         };
-        let version: i64 = self
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(&sql)?;
-        if version > SCHEMA_VERSION {
-            return Err(LedgerError::NewerSchema {
-                path: self.path.clone(),
-                found: version,
-                known: SCHEMA_VERSION,
-            });
-        }
+        let version = schema_version(&self.conn, &self.path)?;
         for (i, m) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             let tx = self.conn.transaction().map_err(&sql)?;
             tx.execute_batch(m).map_err(&sql)?;
