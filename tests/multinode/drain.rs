@@ -1,0 +1,265 @@
+//! Draining one node (for maintenance, or by `allot health --drain` on a
+//! recorded GPU failure) requeues only its jobs, each at its minimum
+//! runtime, while the other nodes keep running and take new work.
+
+use super::*;
+
+/// `(job, reason)` of the requeue events in `allot report --health --json`.
+fn requeue_events(tb: &Testbed) -> Vec<(u64, String)> {
+    let out = allot(
+        tb,
+        &[
+            "report",
+            "--health",
+            "--json",
+            "--config",
+            tb.allot_conf().to_str().unwrap(),
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "requeue")
+        .map(|e| {
+            (
+                e["job_id"].as_u64().unwrap(),
+                e["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// How a node is drained in [`drain_one_node`].
+enum Drain {
+    /// An admin's `scontrol update state=drain reason=maintenance`.
+    Maintenance,
+    /// `allot health --drain` on a recorded GPU failure (Xid 79 on gpu3).
+    Health,
+}
+
+/// Maintenance of one node: see [`drain_one_node`].
+#[test]
+fn draining_one_node_requeues_only_its_jobs_and_the_others_take_new_work() {
+    drain_one_node(Drain::Maintenance);
+}
+
+/// A GPU failure on one node (`allot health --drain`, a fixture): the same
+/// as a maintenance drain, with allot's reason.
+#[test]
+fn health_drain_of_one_node_requeues_only_its_jobs_and_the_others_take_new_work() {
+    drain_one_node(Drain::Health);
+}
+
+/// Jobs with minimum runtimes of 5 s and 30 s on one node, and jobs whose
+/// 5 s contracts end meanwhile on every other node; the node is drained.
+/// Only its jobs are requeued by `allot sync --follow`, each once its own
+/// minimum runtime has passed; the other nodes' jobs run on, and a job
+/// submitted during the drain starts on another node.
+fn drain_one_node(how: Drain) {
+    let _one = serial();
+    let tb = Testbed::from_env();
+    let nodes = tb.nodes();
+    assert!(
+        nodes.len() >= 2,
+        "this test needs 2 nodes or more: {nodes:?}"
+    );
+    let mut guard = Cleanup {
+        tb: &tb,
+        sync: None,
+    };
+    reset_cluster(&tb);
+    let drained = nodes[1].clone();
+    let others: Vec<String> = nodes.iter().filter(|n| **n != drained).cloned().collect();
+    // Pinned (-w): the drained node's jobs wait for it after their requeue.
+    let on = |node: &str, account: &str, min: &str| {
+        tb.sbatch(&[
+            "-w",
+            node,
+            "--gres=gpu:1",
+            "-A",
+            account,
+            &format!("--min-runtime={min}"),
+            "--wrap",
+            "sleep 600",
+        ])
+    };
+    let short = on(&drained, "b1", "0:05");
+    let long = on(&drained, "b2", "0:30");
+    let elsewhere: Vec<(u32, String)> = others
+        .iter()
+        .map(|n| (on(n, "b1", "0:05"), n.clone()))
+        .collect();
+    for j in [short, long]
+        .into_iter()
+        .chain(elsewhere.iter().map(|(j, _)| *j))
+    {
+        tb.wait_state(j, "RUNNING", Duration::from_secs(60));
+    }
+    match how {
+        Drain::Maintenance => {
+            tb.ok(
+                "scontrol",
+                &[
+                    "update",
+                    &format!("nodename={drained}"),
+                    "state=drain",
+                    "reason=maintenance",
+                ],
+            );
+        }
+        Drain::Health => {
+            let fixture = tb.root.join("accounting-sync/fixtures/health/xid79.json");
+            let out = Command::new(tb.allot_bin())
+                .args([
+                    "health",
+                    "--drain",
+                    "--json",
+                    "--node",
+                    &drained,
+                    "--fixture",
+                ])
+                .arg(&fixture)
+                .arg("--config")
+                .arg(tb.allot_conf())
+                .output()
+                .unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+            assert_eq!(v["verdict"], "failed", "{v}");
+        }
+    }
+    assert_eq!(tb.node_state(&drained), "draining");
+    // The drain's reason as Slurm holds it: `maintenance`, or allot's
+    // `allot: gpu3 Xid 79 ...`.
+    let drain_reason = tb
+        .ok("sinfo", &["-h", "-N", "-n", &drained, "-o", "%E"])
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    match how {
+        Drain::Maintenance => assert_eq!(drain_reason, "maintenance"),
+        Drain::Health => assert!(
+            drain_reason.starts_with("allot: gpu3 Xid 79"),
+            "{drain_reason}"
+        ),
+    }
+    let log = std::fs::File::create(tb.dir.join("multinode-sync.log")).unwrap();
+    guard.sync = Some(
+        Command::new(tb.allot_bin())
+            .args(["sync", "--follow", "--interval", "1s", "--config"])
+            .arg(tb.allot_conf())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("cannot start allot sync --follow"),
+    );
+    // New work during the drain: half a node, not pinned; it must start on
+    // another node (the drained one takes nothing new).
+    let g = tb.gpus_per_node();
+    let fresh = tb.sbatch(&[
+        &format!("--gres=gpu:{}", g / 2),
+        "-A",
+        "a1",
+        "--min-runtime=5:00",
+        "--wrap",
+        "sleep 600",
+    ]);
+    tb.wait_state(fresh, "RUNNING", Duration::from_secs(30));
+    let fresh_on = tb.job_nodes(fresh);
+    assert!(
+        !fresh_on.contains(&drained),
+        "new work started on the draining node: {fresh_on:?}"
+    );
+    tb.wait_left_state(
+        short,
+        "RUNNING",
+        Duration::from_secs(30),
+        "the 5 s job to be requeued",
+    );
+    assert_eq!(
+        tb.squeue(long, "%T"),
+        "RUNNING",
+        "the 30 s job keeps its contract"
+    );
+    tb.wait_left_state(
+        long,
+        "RUNNING",
+        Duration::from_secs(60),
+        "the 30 s job to be requeued",
+    );
+    tb.wait_node_state(
+        &drained,
+        "drained",
+        Duration::from_secs(30),
+        "the node to be drained",
+    );
+    // A few more sidecar passes: the other nodes' jobs, past their own 5 s
+    // contracts, are never requeued; the new job runs on.
+    std::thread::sleep(Duration::from_secs(5));
+    for (j, n) in &elsewhere {
+        assert_eq!(tb.squeue(*j, "%T"), "RUNNING", "job {j} on {n}");
+        assert_eq!(restarts(&tb, *j), 0, "job {j} on {n} was requeued");
+    }
+    assert_eq!(tb.squeue(fresh, "%T"), "RUNNING");
+    assert_eq!(restarts(&tb, fresh), 0);
+    for j in [short, long] {
+        assert_eq!(tb.squeue(j, "%T"), "PENDING", "job {j} waits for its node");
+        assert_eq!(restarts(&tb, j), 1, "job {j} requeued once");
+    }
+    // Slurm's record: each first attempt REQUEUED after its contract.
+    for (job, min) in [(short, 5), (long, 30)] {
+        let rows = wait_until(
+            Duration::from_secs(20),
+            "slurmdbd to record the requeue",
+            || {
+                let rows = tb.sacct(job, "State,ElapsedRaw,NodeList");
+                if rows.first().is_some_and(|r| r[0] == "REQUEUED") {
+                    Ok(rows)
+                } else {
+                    Err(format!("{rows:?}"))
+                }
+            },
+        );
+        let elapsed: u64 = rows[0][1].parse().unwrap();
+        assert!(
+            (min..=min + 6).contains(&elapsed),
+            "job {job} ran {elapsed} s before its requeue; expected {min}..={} s",
+            min + 6
+        );
+        assert_eq!(rows[0][2], drained);
+    }
+    // The ledger's events: requeues of the drained node's jobs only.
+    let events = wait_until(
+        Duration::from_secs(10),
+        "both requeues in the report",
+        || {
+            let ev = requeue_events(&tb);
+            if [short, long]
+                .iter()
+                .all(|j| ev.iter().any(|(e, _)| *e == u64::from(*j)))
+            {
+                Ok(ev)
+            } else {
+                Err(format!("{ev:?}"))
+            }
+        },
+    );
+    for (j, n) in &elsewhere {
+        assert!(
+            !events.iter().any(|(e, _)| *e == u64::from(*j)),
+            "job {j} on {n} in the requeue events: {events:?}"
+        );
+    }
+    for (job, reason) in &events {
+        if [short, long].iter().any(|j| u64::from(*j) == *job) {
+            assert!(
+                reason.starts_with(&format!("node {drained} draining ({drain_reason})")),
+                "{reason}"
+            );
+        }
+    }
+}
