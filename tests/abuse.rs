@@ -389,10 +389,7 @@ fn free_tier_job_cannot_buy_protection_after_start() {
         assert_eq!(admin_comment(&tb, *j), "allot:min_runtime=0");
     }
     // ...and another team's allocated job still preempts one at once.
-    let a2 = tb.sbatch_gpus(
-        quarter,
-        &["-A", "a2", "--min-runtime=5:00", "--wrap", "sleep 300"],
-    );
+    let a2 = tb.sbatch_quarter("a2", "5:00");
     tb.wait_state(a2, "RUNNING", Duration::from_secs(30));
     let requeued: u32 = free.iter().map(|j| requeue_count(&tb, *j)).sum();
     assert_eq!(requeued, 1, "one free-tier job made room");

@@ -33,33 +33,6 @@ impl Drop for Cleanup<'_> {
     }
 }
 
-/// `(job, reason)` of the requeue events in `allot report --health --json`.
-fn requeues(tb: &Testbed) -> Vec<(u64, String)> {
-    let out = Command::new(tb.allot_bin())
-        .args(["report", "--health", "--json", "--config"])
-        .arg(tb.allot_conf())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "requeue")
-        .map(|e| {
-            (
-                e["job_id"].as_u64().unwrap(),
-                e["reason"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
 /// The running time the requeue reason reports (`... (ran N s)`).
 fn ran(reason: &str) -> u64 {
     let tail = reason.rsplit("(ran ").next().unwrap();
@@ -165,19 +138,14 @@ fn draining_node_requeues_each_job_at_its_contract_end() {
 
     // Slurm's own record of each first attempt: REQUEUED, ran its contract.
     for (job, min, slack) in [(short, 5, 6), (long, 40, 6)] {
-        let rows = wait_until(
+        let first = tb.wait_first_attempt(
+            job,
+            "REQUEUED",
+            "State,ElapsedRaw",
             Duration::from_secs(20),
             "slurmdbd to record the requeue",
-            || {
-                let rows = tb.sacct(job, "State,ElapsedRaw");
-                if rows.first().is_some_and(|r| r[0] == "REQUEUED") {
-                    Ok(rows)
-                } else {
-                    Err(format!("{rows:?}"))
-                }
-            },
         );
-        let elapsed: u64 = rows[0][1].parse().unwrap();
+        let elapsed: u64 = first[1].parse().unwrap();
         assert!(
             (min..=min + slack).contains(&elapsed),
             "job {job} ran {elapsed} s before its requeue; expected {min}..={} s",
@@ -190,7 +158,7 @@ fn draining_node_requeues_each_job_at_its_contract_end() {
         Duration::from_secs(10),
         "both requeues in the report",
         || {
-            let r = requeues(&tb);
+            let r = tb.requeue_events();
             if r.len() >= 2 {
                 Ok(r)
             } else {

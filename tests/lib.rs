@@ -93,6 +93,37 @@ impl Testbed {
             .map(|l| l.split('|').map(str::to_string).collect())
             .collect()
     }
+
+    /// Waits up to `timeout` (`what` names the wait) until sacct's first
+    /// attempt of `job` is in `state`; returns its `fields` (State first).
+    pub fn wait_first_attempt(
+        &self,
+        job: u32,
+        state: &str,
+        fields: &str,
+        timeout: Duration,
+        what: &str,
+    ) -> Vec<String> {
+        wait_until(timeout, what, || {
+            let rows = self.sacct(job, fields);
+            match rows.first() {
+                Some(r) if r[0] == state => Ok(r.clone()),
+                _ => Err(format!("{rows:?}")),
+            }
+        })
+    }
+
+    /// `(State, ElapsedRaw)` of each attempt of `job` in sacct; `None` where
+    /// ElapsedRaw is not a number.
+    pub fn attempt_states(&self, job: u32) -> Vec<(String, Option<u64>)> {
+        self.sacct(job, "State,ElapsedRaw")
+            .into_iter()
+            .map(|f| {
+                let elapsed = f.get(1).and_then(|e| e.trim().parse().ok());
+                (f[0].clone(), elapsed)
+            })
+            .collect()
+    }
 }
 
 /// The testbed's nodes (`sinfo`, partition `gpu`: every node), sorted:
@@ -154,6 +185,31 @@ impl Testbed {
         self.sbatch(&all)
     }
 
+    /// Submits a `sleep 300` job of `account` holding a quarter of the
+    /// cluster's GPUs, with minimum runtime `min_runtime` (Slurm time).
+    pub fn sbatch_quarter(&self, account: &str, min_runtime: &str) -> u32 {
+        let quarter = self.total_gpus() / 4;
+        let min_runtime = format!("--min-runtime={min_runtime}");
+        self.sbatch_gpus(
+            quarter,
+            &["-A", account, &min_runtime, "--wrap", "sleep 300"],
+        )
+    }
+
+    /// Submits one [`Testbed::sbatch_quarter`] job of `account` per minimum
+    /// runtime in `min_runtimes`, in that order, then waits (30 s each)
+    /// until every one runs; returns their ids in that order.
+    pub fn run_quarters(&self, account: &str, min_runtimes: &[&str]) -> Vec<u32> {
+        let jobs: Vec<u32> = min_runtimes
+            .iter()
+            .map(|m| self.sbatch_quarter(account, m))
+            .collect();
+        for j in &jobs {
+            self.wait_state(*j, "RUNNING", Duration::from_secs(30));
+        }
+        jobs
+    }
+
     /// The nodes a job runs on (`scontrol show job`'s NodeList, expanded
     /// with `scontrol show hostnames`); empty while it has none.
     pub fn job_nodes(&self, job: u32) -> Vec<String> {
@@ -205,6 +261,51 @@ impl Testbed {
         let dir = std::env::var_os("CARGO_TARGET_DIR")
             .map_or_else(|| self.root.join("target"), PathBuf::from);
         dir.join("debug/allot")
+    }
+
+    /// Runs the `allot` under test ([`Testbed::allot_bin`]) with `args` and
+    /// returns its stdout.
+    ///
+    /// # Panics
+    /// With its stdout and stderr when it exits non-zero.
+    pub fn allot_ok(&self, args: &[&str]) -> String {
+        let out = Command::new(self.allot_bin())
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", self.allot_bin().display()));
+        assert!(
+            out.status.success(),
+            "allot {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `(job, reason)` of the requeue events in `allot report --health
+    /// --json` (the testbed's allot.toml and ledger).
+    pub fn requeue_events(&self) -> Vec<(u64, String)> {
+        let conf = self.allot_conf();
+        let out = self.allot_ok(&[
+            "report",
+            "--health",
+            "--json",
+            "--config",
+            conf.to_str().unwrap(),
+        ]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "requeue")
+            .map(|e| {
+                (
+                    e["job_id"].as_u64().unwrap(),
+                    e["reason"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
     }
 
     /// `path` (relative to `/`) in the packages the testbed was brought up

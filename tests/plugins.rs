@@ -144,27 +144,10 @@ fn expired_contract_is_requeued_for_an_under_served_account_and_not_before() {
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
     // b1 fills the cluster with four quarters of it: one job with an 8 s
     // contract, three with 10 minutes.
-    let quarter = tb.total_gpus() / 4;
-    let short = tb.sbatch_gpus(
-        quarter,
-        &["-A", "b1", "--min-runtime=0:08", "--wrap", "sleep 300"],
-    );
-    let long: Vec<u32> = (0..3)
-        .map(|_| {
-            tb.sbatch_gpus(
-                quarter,
-                &["-A", "b1", "--min-runtime=10:00", "--wrap", "sleep 300"],
-            )
-        })
-        .collect();
-    for j in std::iter::once(short).chain(long.iter().copied()) {
-        tb.wait_state(j, "RUNNING", Duration::from_secs(30));
-    }
+    let jobs = tb.run_quarters("b1", &["0:08", "10:00", "10:00", "10:00"]);
+    let (short, long) = (jobs[0], jobs[1..].to_vec());
     let started = allot_e2e::epoch();
-    let b2 = tb.sbatch_gpus(
-        quarter,
-        &["-A", "b2", "--min-runtime=0:01", "--wrap", "sleep 300"],
-    );
+    let b2 = tb.sbatch_quarter("b2", "0:01");
     tb.wait_state(b2, "RUNNING", Duration::from_secs(60));
     // The contract is measured on Slurm's clock (whole seconds from the
     // short job's StartTime), not from when this test saw it running: the
@@ -173,24 +156,11 @@ fn expired_contract_is_requeued_for_an_under_served_account_and_not_before() {
         Duration::from_secs(30),
         "the preempted attempt in sacct",
         || {
-            let out = tb.ok(
-                "sacct",
-                &[
-                    "-n",
-                    "-P",
-                    "-D",
-                    "-X",
-                    "-j",
-                    &short.to_string(),
-                    "-o",
-                    "State,ElapsedRaw",
-                ],
-            );
-            out.lines()
-                .filter_map(|l| l.split_once('|'))
+            let rows = tb.attempt_states(short);
+            rows.iter()
                 .find(|(state, _)| state.starts_with("PREEMPTED") || state.starts_with("REQUEUED"))
-                .and_then(|(_, e)| e.trim().parse::<u64>().ok())
-                .ok_or(out)
+                .and_then(|(_, e)| *e)
+                .ok_or(format!("{rows:?}"))
         },
     );
     assert!(
@@ -222,31 +192,14 @@ fn free_tier_is_preempted_at_once_by_any_allocated_job_its_own_included() {
     tb.cancel_all();
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
     // Four free-tier jobs, a quarter of the cluster each, fill it.
-    let quarter = tb.total_gpus() / 4;
-    let free: Vec<u32> = (0..4)
-        .map(|_| {
-            tb.sbatch_gpus(
-                quarter,
-                &["-A", "b1", "--min-runtime=0", "--wrap", "sleep 300"],
-            )
-        })
-        .collect();
-    for j in &free {
-        tb.wait_state(*j, "RUNNING", Duration::from_secs(30));
-    }
+    let free = tb.run_quarters("b1", &["0"; 4]);
     // The same account's allocated job takes one of its own free-tier jobs'
     // GPUs at once: a team's free work never blocks its allocated work.
     let t0 = allot_e2e::epoch();
-    let own = tb.sbatch_gpus(
-        quarter,
-        &["-A", "b1", "--min-runtime=5:00", "--wrap", "sleep 300"],
-    );
+    let own = tb.sbatch_quarter("b1", "5:00");
     tb.wait_state(own, "RUNNING", Duration::from_secs(30));
     // Another account's allocated job likewise.
-    let a2 = tb.sbatch_gpus(
-        quarter,
-        &["-A", "a2", "--min-runtime=5:00", "--wrap", "sleep 300"],
-    );
+    let a2 = tb.sbatch_quarter("a2", "5:00");
     tb.wait_state(a2, "RUNNING", Duration::from_secs(30));
     assert!(
         allot_e2e::epoch() - t0 < 40,
@@ -358,18 +311,7 @@ fn contracts_hold_across_a_slurmctld_restart() {
     let tb = Testbed::from_env();
     tb.cancel_all();
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
-    let quarter = tb.total_gpus() / 4;
-    let jobs: Vec<u32> = (0..4)
-        .map(|_| {
-            tb.sbatch_gpus(
-                quarter,
-                &["-A", "b1", "--min-runtime=10:00", "--wrap", "sleep 300"],
-            )
-        })
-        .collect();
-    for j in &jobs {
-        tb.wait_state(*j, "RUNNING", Duration::from_secs(30));
-    }
+    let jobs = tb.run_quarters("b1", &["10:00"; 4]);
     // Stop slurmctld (SIGTERM: it saves its state, as `systemctl restart`
     // does) and start it again (testbed up starts what is missing). The
     // SIGKILL case belongs to the hardening tests.
@@ -396,10 +338,7 @@ fn contracts_hold_across_a_slurmctld_restart() {
         );
     }
     // An under-served account still cannot break the 10 minute contracts.
-    let b2 = tb.sbatch_gpus(
-        quarter,
-        &["-A", "b2", "--min-runtime=0:01", "--wrap", "sleep 300"],
-    );
+    let b2 = tb.sbatch_quarter("b2", "0:01");
     stays(&tb, b2, "PENDING", Duration::from_secs(10));
     for j in &jobs {
         assert_eq!(requeue_count(&tb, *j), 0);

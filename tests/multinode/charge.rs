@@ -8,16 +8,7 @@ use super::*;
 fn a_two_node_job_is_charged_for_all_its_gpus() {
     let _one = serial();
     let tb = Testbed::from_env();
-    let nodes = tb.nodes();
-    assert!(
-        nodes.len() >= 2,
-        "this test needs 2 nodes or more (ALLOT_TB_NODES), the testbed has {nodes:?}"
-    );
-    let _guard = Cleanup {
-        tb: &tb,
-        sync: None,
-    };
-    reset_cluster(&tb);
+    let (_, _guard) = take_cluster(&tb);
     let g = tb.gpus_per_node();
     let t0 = epoch();
     // Two whole nodes, a 5 s contract, 8 s of work.
@@ -35,16 +26,12 @@ fn a_two_node_job_is_charged_for_all_its_gpus() {
     let on = tb.job_nodes(job);
     assert_eq!(on.len(), 2, "two nodes: {on:?}");
     assert_ne!(on[0], on[1]);
-    let row = wait_until(
+    let row = tb.wait_first_attempt(
+        job,
+        "COMPLETED",
+        "State,AllocTRES,NodeList,ElapsedRaw",
         Duration::from_secs(60),
         "the job in sacct, completed",
-        || {
-            let rows = tb.sacct(job, "State,AllocTRES,NodeList,ElapsedRaw");
-            match rows.first() {
-                Some(r) if r[0] == "COMPLETED" => Ok(r.clone()),
-                other => Err(format!("{other:?}")),
-            }
-        },
     );
     assert!(
         row[1]
@@ -132,16 +119,7 @@ fn slurmd_pid(tb: &Testbed, node: &str) -> String {
 fn a_node_lost_mid_job_charges_the_attempt_up_to_the_failure_and_requeues_it() {
     let _one = serial();
     let tb = Testbed::from_env();
-    let nodes = tb.nodes();
-    assert!(
-        nodes.len() >= 2,
-        "this test needs 2 nodes or more: {nodes:?}"
-    );
-    let _guard = Cleanup {
-        tb: &tb,
-        sync: None,
-    };
-    reset_cluster(&tb);
+    let (_, _guard) = take_cluster(&tb);
     let g = tb.gpus_per_node();
     let t0 = epoch();
     let job = tb.sbatch(&[

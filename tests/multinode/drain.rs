@@ -4,33 +4,6 @@
 
 use super::*;
 
-/// `(job, reason)` of the requeue events in `allot report --health --json`.
-fn requeue_events(tb: &Testbed) -> Vec<(u64, String)> {
-    let out = allot(
-        tb,
-        &[
-            "report",
-            "--health",
-            "--json",
-            "--config",
-            tb.allot_conf().to_str().unwrap(),
-        ],
-    );
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    v["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "requeue")
-        .map(|e| {
-            (
-                e["job_id"].as_u64().unwrap(),
-                e["reason"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
 /// How a node is drained in [`drain_one_node`].
 enum Drain {
     /// An admin's `scontrol update state=drain reason=maintenance`.
@@ -60,16 +33,7 @@ fn health_drain_of_one_node_requeues_only_its_jobs_and_the_others_take_new_work(
 fn drain_one_node(how: Drain) {
     let _one = serial();
     let tb = Testbed::from_env();
-    let nodes = tb.nodes();
-    assert!(
-        nodes.len() >= 2,
-        "this test needs 2 nodes or more: {nodes:?}"
-    );
-    let mut guard = Cleanup {
-        tb: &tb,
-        sync: None,
-    };
-    reset_cluster(&tb);
+    let (nodes, mut guard) = take_cluster(&tb);
     let drained = nodes[1].clone();
     let others: Vec<String> = nodes.iter().filter(|n| **n != drained).cloned().collect();
     // Pinned (-w): the drained node's jobs wait for it after their requeue.
@@ -212,32 +176,27 @@ fn drain_one_node(how: Drain) {
     }
     // Slurm's record: each first attempt REQUEUED after its contract.
     for (job, min) in [(short, 5), (long, 30)] {
-        let rows = wait_until(
+        let first = tb.wait_first_attempt(
+            job,
+            "REQUEUED",
+            "State,ElapsedRaw,NodeList",
             Duration::from_secs(20),
             "slurmdbd to record the requeue",
-            || {
-                let rows = tb.sacct(job, "State,ElapsedRaw,NodeList");
-                if rows.first().is_some_and(|r| r[0] == "REQUEUED") {
-                    Ok(rows)
-                } else {
-                    Err(format!("{rows:?}"))
-                }
-            },
         );
-        let elapsed: u64 = rows[0][1].parse().unwrap();
+        let elapsed: u64 = first[1].parse().unwrap();
         assert!(
             (min..=min + 6).contains(&elapsed),
             "job {job} ran {elapsed} s before its requeue; expected {min}..={} s",
             min + 6
         );
-        assert_eq!(rows[0][2], drained);
+        assert_eq!(first[2], drained);
     }
     // The ledger's events: requeues of the drained node's jobs only.
     let events = wait_until(
         Duration::from_secs(10),
         "both requeues in the report",
         || {
-            let ev = requeue_events(&tb);
+            let ev = tb.requeue_events();
             if [short, long]
                 .iter()
                 .all(|j| ev.iter().any(|(e, _)| *e == u64::from(*j)))

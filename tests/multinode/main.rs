@@ -67,6 +67,20 @@ fn reset_cluster(tb: &Testbed) {
     });
 }
 
+/// Takes the whole cluster for one test: checks it has 2 nodes or more and
+/// resets it, now and however the test ends (the returned guard); returns
+/// its nodes too.
+fn take_cluster(tb: &Testbed) -> (Vec<String>, Cleanup<'_>) {
+    let nodes = tb.nodes();
+    assert!(
+        nodes.len() >= 2,
+        "this test needs 2 nodes or more (ALLOT_TB_NODES), the testbed has {nodes:?}"
+    );
+    let guard = Cleanup { tb, sync: None };
+    reset_cluster(tb);
+    (nodes, guard)
+}
+
 /// Runs `reset_cluster` (and stops a sidecar) however the test ends.
 struct Cleanup<'a> {
     tb: &'a Testbed,
@@ -83,20 +97,6 @@ impl Drop for Cleanup<'_> {
     }
 }
 
-fn allot(tb: &Testbed, args: &[&str]) -> String {
-    let out = Command::new(tb.allot_bin())
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", tb.allot_bin().display()));
-    assert!(
-        out.status.success(),
-        "allot {args:?} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// A fresh ledger of this test: `allot sync` of the testbed's sacct since
 /// `since` (epoch s) into `<testbed>/multinode/NAME`.
 fn sync_into(tb: &Testbed, name: &str, since: i64) -> PathBuf {
@@ -111,18 +111,15 @@ fn sync_into(tb: &Testbed, name: &str, since: i64) -> PathBuf {
 }
 
 fn sync_again(tb: &Testbed, ledger: &Path, since: i64) {
-    allot(
-        tb,
-        &[
-            "sync",
-            "--config",
-            tb.allot_conf().to_str().unwrap(),
-            "--ledger",
-            ledger.to_str().unwrap(),
-            "--since",
-            &since.to_string(),
-        ],
-    );
+    tb.allot_ok(&[
+        "sync",
+        "--config",
+        tb.allot_conf().to_str().unwrap(),
+        "--ledger",
+        ledger.to_str().unwrap(),
+        "--since",
+        &since.to_string(),
+    ]);
 }
 
 fn attempts(ledger: &Path, job: u32) -> Vec<StoredAttempt> {

@@ -20,11 +20,7 @@ fn a_preemptor_takes_its_victims_only_on_the_node_where_it_starts() {
         "this test needs 2 nodes or more of 4k GPUs, the testbed has {} x {g}",
         nodes.len()
     );
-    let _guard = Cleanup {
-        tb: &tb,
-        sync: None,
-    };
-    reset_cluster(&tb);
+    let (_, _guard) = take_cluster(&tb);
     // b1 used 2 GPUs for 10 h: over-served, and above its entitlement once
     // it holds the whole cluster; b2 (equal share) holds nothing.
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
