@@ -28,6 +28,31 @@ pub(crate) const ENDED_REWRITES: &str = "ended_rewrites";
 pub(crate) const INTERRUPTED_STATE: &str =
     "(a.state = 'PREEMPTED' OR a.state LIKE 'REQUEUE%' OR a.state = 'NODE_FAIL')";
 
+/// The columns [`interrupted_from_row`] reads, on table alias `a`: job id,
+/// account, minimum runtime, state, start, end, and (for an ended
+/// interrupted attempt) whether a later attempt of the job exists.
+pub(crate) fn interrupted_columns() -> String {
+    format!(
+        "a.job_id, a.account, a.min_runtime, a.state, a.start, a.\"end\", \
+         CASE WHEN a.\"end\" IS NOT NULL AND {INTERRUPTED_STATE} THEN \
+         EXISTS (SELECT 1 FROM attempts b WHERE b.job_id = a.job_id AND b.submit > a.submit) \
+         ELSE 0 END"
+    )
+}
+
+/// The attempt of [`interrupted_columns`] read from `r` at column `at`.
+pub(crate) fn interrupted_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<InterruptedAttempt> {
+    Ok(InterruptedAttempt {
+        job_id: r.get::<_, i64>(at)?.max(0) as u64,
+        account: r.get(at + 1)?,
+        min_runtime: r.get::<_, i64>(at + 2)?.max(0) as u64,
+        state: r.get(at + 3)?,
+        start: r.get(at + 4)?,
+        end: r.get(at + 5)?,
+        requeued: r.get(at + 6)?,
+    })
+}
+
 /// The interrupted attempts of a ledger, updated incrementally: after
 /// [`InterruptedScan::update`], [`InterruptedScan::attempts`] equals what
 /// [`LedgerReader::interrupted_attempts`] returns, in the same order.
@@ -106,32 +131,21 @@ impl InterruptedScan {
         // id, job id, submit, whether it is open, and the attempt when it
         // ended interrupted (with whether a later attempt exists).
         let select = format!(
-            "SELECT a.id, a.job_id, a.submit, a.\"end\" IS NULL, \
-             a.\"end\" IS NOT NULL AND {INTERRUPTED_STATE}, \
-             a.account, a.min_runtime, a.state, a.start, a.\"end\", \
-             CASE WHEN a.\"end\" IS NOT NULL AND {INTERRUPTED_STATE} THEN \
-             EXISTS (SELECT 1 FROM attempts b WHERE b.job_id = a.job_id AND b.submit > a.submit) \
-             ELSE 0 END FROM attempts a"
+            "SELECT a.id, a.submit, a.\"end\" IS NULL, \
+             a.\"end\" IS NOT NULL AND {INTERRUPTED_STATE}, {} FROM attempts a",
+            interrupted_columns()
         );
         let row = |r: &Row<'_>| -> rusqlite::Result<Scanned> {
-            let attempt = if r.get::<_, bool>(4)? {
-                Some(InterruptedAttempt {
-                    job_id: r.get::<_, i64>(1)?.max(0) as u64,
-                    account: r.get(5)?,
-                    min_runtime: r.get::<_, i64>(6)?.max(0) as u64,
-                    state: r.get(7)?,
-                    start: r.get(8)?,
-                    end: r.get(9)?,
-                    requeued: r.get(10)?,
-                })
+            let attempt = if r.get::<_, bool>(3)? {
+                Some(interrupted_from_row(r, 4)?)
             } else {
                 None
             };
             Ok(Scanned {
                 id: r.get(0)?,
-                job_id: r.get::<_, i64>(1)?.max(0) as u64,
-                submit: r.get(2)?,
-                open: r.get(3)?,
+                job_id: r.get::<_, i64>(4)?.max(0) as u64,
+                submit: r.get(1)?,
+                open: r.get(2)?,
                 attempt,
             })
         };

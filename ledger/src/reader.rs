@@ -325,25 +325,14 @@ impl LedgerReader {
         let mut st = self
             .conn
             .prepare_cached(&format!(
-                "SELECT a.job_id, a.account, a.min_runtime, a.state, a.start, a.\"end\", \
-                 EXISTS (SELECT 1 FROM attempts b WHERE b.job_id = a.job_id AND b.submit > a.submit) \
-                 FROM attempts a WHERE a.\"end\" IS NOT NULL AND {} \
+                "SELECT {} FROM attempts a WHERE a.\"end\" IS NOT NULL AND {} \
                  ORDER BY a.job_id, a.submit",
+                super::interrupted::interrupted_columns(),
                 super::interrupted::INTERRUPTED_STATE
             ))
             .map_err(self.sql())?;
         let rows = st
-            .query_map([], |r| {
-                Ok(InterruptedAttempt {
-                    job_id: r.get::<_, i64>(0)?.max(0) as u64,
-                    account: r.get(1)?,
-                    min_runtime: r.get::<_, i64>(2)?.max(0) as u64,
-                    state: r.get(3)?,
-                    start: r.get(4)?,
-                    end: r.get(5)?,
-                    requeued: r.get(6)?,
-                })
-            })
+            .query_map([], |r| super::interrupted::interrupted_from_row(r, 0))
             .map_err(self.sql())?;
         rows.collect::<rusqlite::Result<_>>().map_err(self.sql())
     }
