@@ -8,16 +8,13 @@ use std::process::{Command, Output};
 const HEADER: &str =
     "JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n";
 
-fn allot() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_allot"));
-    c.env_remove("ALLOT_CONF")
-        .env_remove("SLURM_CONF")
-        .env("ALLOT_LOG", "warn");
-    c
-}
+mod common;
+use common::example;
 
-fn example() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/allot.toml")
+fn allot() -> Command {
+    let mut c = common::allot();
+    c.env("ALLOT_LOG", "warn");
+    c
 }
 
 /// A fresh directory for one test.
