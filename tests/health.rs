@@ -6,7 +6,7 @@
 //! the node ends DRAINED; `allot report --health` lists both requeues with
 //! their reasons and how long the node took to empty.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use allot_e2e::{serial, wait_until, Testbed};
@@ -57,50 +57,15 @@ fn draining_node_requeues_each_job_at_its_contract_end() {
         sync: None,
     };
 
-    let short = tb.sbatch(&[
-        "-w",
-        &node,
-        "-A",
-        "b1",
-        "--gres=gpu:1",
-        "--min-runtime=0:05",
-        "--wrap",
-        "sleep 600",
-    ]);
-    let long = tb.sbatch(&[
-        "-w",
-        &node,
-        "-A",
-        "b2",
-        "--gres=gpu:1",
-        "--min-runtime=0:40",
-        "--wrap",
-        "sleep 600",
-    ]);
+    let short = tb.sbatch_pinned(&node, "b1", "0:05");
+    let long = tb.sbatch_pinned(&node, "b2", "0:40");
     tb.wait_state(short, "RUNNING", Duration::from_secs(30));
     tb.wait_state(long, "RUNNING", Duration::from_secs(30));
 
-    tb.ok(
-        "scontrol",
-        &[
-            "update",
-            &format!("nodename={node}"),
-            "state=drain",
-            "reason=maintenance",
-        ],
-    );
+    tb.drain_for_maintenance(&node);
     assert_eq!(tb.node_state(&node), "draining");
 
-    let log = std::fs::File::create(tb.dir.join("health-test-sync.log")).unwrap();
-    guard.sync = Some(
-        Command::new(tb.allot_bin())
-            .args(["sync", "--follow", "--interval", "1s", "--config"])
-            .arg(tb.allot_conf())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("cannot start allot sync --follow"),
-    );
+    guard.sync = Some(tb.start_sidecar("health-test-sync.log"));
 
     // The first job: requeued soon after its 5 s.
     tb.wait_left_state(

@@ -210,6 +210,36 @@ impl Testbed {
         jobs
     }
 
+    /// Submits a `sleep 600` job of `account` with one GPU and minimum
+    /// runtime `min_runtime`, pinned to `node` (`-w`: after a requeue it
+    /// waits for that node rather than start on another).
+    pub fn sbatch_pinned(&self, node: &str, account: &str, min_runtime: &str) -> u32 {
+        self.sbatch(&[
+            "-w",
+            node,
+            "--gres=gpu:1",
+            "-A",
+            account,
+            &format!("--min-runtime={min_runtime}"),
+            "--wrap",
+            "sleep 600",
+        ])
+    }
+
+    /// Drains `node` as an admin does for maintenance (`scontrol update
+    /// state=drain reason=maintenance`).
+    pub fn drain_for_maintenance(&self, node: &str) {
+        self.ok(
+            "scontrol",
+            &[
+                "update",
+                &format!("nodename={node}"),
+                "state=drain",
+                "reason=maintenance",
+            ],
+        );
+    }
+
     /// The nodes a job runs on (`scontrol show job`'s NodeList, expanded
     /// with `scontrol show hostnames`); empty while it has none.
     pub fn job_nodes(&self, job: u32) -> Vec<String> {
@@ -306,6 +336,19 @@ impl Testbed {
                 )
             })
             .collect()
+    }
+
+    /// Starts the sidecar, `allot sync --follow --interval 1s` on the
+    /// testbed's allot.toml, its log in `<testbed>/LOG`.
+    pub fn start_sidecar(&self, log: &str) -> std::process::Child {
+        let log = std::fs::File::create(self.dir.join(log)).unwrap();
+        Command::new(self.allot_bin())
+            .args(["sync", "--follow", "--interval", "1s", "--config"])
+            .arg(self.allot_conf())
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("cannot start allot sync --follow")
     }
 
     /// `path` (relative to `/`) in the packages the testbed was brought up

@@ -37,23 +37,11 @@ fn drain_one_node(how: Drain) {
     let drained = nodes[1].clone();
     let others: Vec<String> = nodes.iter().filter(|n| **n != drained).cloned().collect();
     // Pinned (-w): the drained node's jobs wait for it after their requeue.
-    let on = |node: &str, account: &str, min: &str| {
-        tb.sbatch(&[
-            "-w",
-            node,
-            "--gres=gpu:1",
-            "-A",
-            account,
-            &format!("--min-runtime={min}"),
-            "--wrap",
-            "sleep 600",
-        ])
-    };
-    let short = on(&drained, "b1", "0:05");
-    let long = on(&drained, "b2", "0:30");
+    let short = tb.sbatch_pinned(&drained, "b1", "0:05");
+    let long = tb.sbatch_pinned(&drained, "b2", "0:30");
     let elsewhere: Vec<(u32, String)> = others
         .iter()
-        .map(|n| (on(n, "b1", "0:05"), n.clone()))
+        .map(|n| (tb.sbatch_pinned(n, "b1", "0:05"), n.clone()))
         .collect();
     for j in [short, long]
         .into_iter()
@@ -62,17 +50,7 @@ fn drain_one_node(how: Drain) {
         tb.wait_state(j, "RUNNING", Duration::from_secs(60));
     }
     match how {
-        Drain::Maintenance => {
-            tb.ok(
-                "scontrol",
-                &[
-                    "update",
-                    &format!("nodename={drained}"),
-                    "state=drain",
-                    "reason=maintenance",
-                ],
-            );
-        }
+        Drain::Maintenance => tb.drain_for_maintenance(&drained),
         Drain::Health => {
             let fixture = tb.root.join("accounting-sync/fixtures/health/xid79.json");
             let out = Command::new(tb.allot_bin())
@@ -111,16 +89,7 @@ fn drain_one_node(how: Drain) {
             "{drain_reason}"
         ),
     }
-    let log = std::fs::File::create(tb.dir.join("multinode-sync.log")).unwrap();
-    guard.sync = Some(
-        Command::new(tb.allot_bin())
-            .args(["sync", "--follow", "--interval", "1s", "--config"])
-            .arg(tb.allot_conf())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("cannot start allot sync --follow"),
-    );
+    guard.sync = Some(tb.start_sidecar("multinode-sync.log"));
     // New work during the drain: half a node, not pinned; it must start on
     // another node (the drained one takes nothing new).
     let g = tb.gpus_per_node();
