@@ -210,6 +210,60 @@ impl Testbed {
         jobs
     }
 
+    /// The job's priority (`squeue %Q`).
+    ///
+    /// # Panics
+    /// When squeue shows none (the job is not queued).
+    pub fn priority(&self, job: u32) -> u64 {
+        self.squeue(job, "%Q")
+            .parse()
+            .unwrap_or_else(|_| panic!("no priority for {job}"))
+    }
+
+    /// How many times Slurm requeued the job (`Restarts=` of `scontrol
+    /// show job`; 0 when not shown).
+    pub fn restarts(&self, job: u32) -> u32 {
+        let out = self.ok("scontrol", &["show", "job", "-o", &job.to_string()]);
+        out.split_whitespace()
+            .find_map(|w| w.strip_prefix("Restarts="))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// AdminComment of a job from `scontrol show job -o` (squeue has no
+    /// such field): the text after `AdminComment=` up to the next ` Key=`
+    /// field; empty for `(null)`.
+    pub fn admin_comment(&self, job: u32) -> String {
+        let out = self.ok("scontrol", &["show", "job", "-o", &job.to_string()]);
+        let rest = out.split_once("AdminComment=").map_or("", |(_, r)| r);
+        let mut end = rest.len();
+        for (i, _) in rest.match_indices(' ') {
+            let word = rest[i + 1..].split(' ').next().unwrap_or("");
+            if word.starts_with(|c: char| c.is_ascii_uppercase()) && word.contains('=') {
+                end = i;
+                break;
+            }
+        }
+        let v = rest[..end].trim();
+        if v == "(null)" {
+            String::new()
+        } else {
+            v.to_string()
+        }
+    }
+
+    /// A job of account `vision` that holds every GPU of the cluster inside
+    /// a 10 minute contract, running, so that what is submitted next stays
+    /// pending and is ordered by priority alone.
+    pub fn block_cluster(&self) -> u32 {
+        let j = self.sbatch_gpus(
+            self.total_gpus(),
+            &["-A", "vision", "--min-runtime=10:00", "--wrap", "sleep 600"],
+        );
+        self.wait_state(j, "RUNNING", Duration::from_secs(30));
+        j
+    }
+
     /// Submits a `sleep 600` job of `account` with one GPU and minimum
     /// runtime `min_runtime`, pinned to `node` (`-w`: after a requeue it
     /// waits for that node rather than start on another).

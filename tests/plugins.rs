@@ -17,12 +17,6 @@ fn decode(p: u64) -> (u64, u64, u64) {
     (p >> 30, (p >> 16) & 0x3fff, p & 0xffff)
 }
 
-fn priority(tb: &Testbed, job: u32) -> u64 {
-    tb.squeue(job, "%Q")
-        .parse()
-        .unwrap_or_else(|_| panic!("no priority for {job}"))
-}
-
 /// sprio's PRIORITY and FAIRSHARE columns of a pending job.
 fn sprio(tb: &Testbed, job: u32) -> Option<(u64, u64)> {
     let out = tb.ok("sprio", &["-h", "-j", &job.to_string(), "-o", "%Y %F"]);
@@ -37,14 +31,6 @@ fn stays(tb: &Testbed, job: u32, state: &str, period: Duration) {
         assert_eq!(tb.squeue(job, "%T"), state, "job {job} left {state}");
         std::thread::sleep(Duration::from_millis(250));
     }
-}
-
-fn requeue_count(tb: &Testbed, job: u32) -> u32 {
-    let out = tb.ok("scontrol", &["show", "job", "-o", &job.to_string()]);
-    out.split_whitespace()
-        .find_map(|w| w.strip_prefix("Restarts="))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 #[test]
@@ -73,7 +59,7 @@ fn under_served_account_starts_first_and_sprio_agrees() {
     // At submit the snapshot's load predates the jobs (band 1); the next
     // refresh (2 s) counts them pending and re-prioritises.
     let (p1, p2) = wait_until(Duration::from_secs(20), "b2 to rank above b1", || {
-        let (p1, p2) = (priority(&tb, j1), priority(&tb, j2));
+        let (p1, p2) = (tb.priority(j1), tb.priority(j2));
         if p2 > p1 && decode(p1).0 == 2 && decode(p2).0 == 2 {
             Ok((p1, p2))
         } else {
@@ -93,7 +79,7 @@ fn under_served_account_starts_first_and_sprio_agrees() {
             "sprio to agree with squeue",
             || {
                 let s = sprio(&tb, job).ok_or("not in sprio")?;
-                let now = priority(&tb, job);
+                let now = tb.priority(job);
                 if s.0 == now {
                     Ok(s)
                 } else {
@@ -168,11 +154,7 @@ fn expired_contract_is_requeued_for_an_under_served_account_and_not_before() {
         "b1's short job was preempted after {elapsed}s, inside its 8 s contract (b2 ran {}s after the test saw b1 running)",
         allot_e2e::epoch() - started
     );
-    assert_eq!(
-        requeue_count(&tb, short),
-        1,
-        "the short-contract job was requeued"
-    );
+    assert_eq!(tb.restarts(short), 1, "the short-contract job was requeued");
     assert_ne!(tb.squeue(short, "%T"), "RUNNING");
     for j in &long {
         assert_eq!(
@@ -180,7 +162,7 @@ fn expired_contract_is_requeued_for_an_under_served_account_and_not_before() {
             "RUNNING",
             "job {j} inside its 10 min contract was left alone"
         );
-        assert_eq!(requeue_count(&tb, *j), 0);
+        assert_eq!(tb.restarts(*j), 0);
     }
     tb.cancel_all();
 }
@@ -205,24 +187,9 @@ fn free_tier_is_preempted_at_once_by_any_allocated_job_its_own_included() {
         allot_e2e::epoch() - t0 < 40,
         "free-tier preemption is immediate"
     );
-    let requeued: u32 = free.iter().map(|j| requeue_count(&tb, *j)).sum();
+    let requeued: u32 = free.iter().map(|j| tb.restarts(*j)).sum();
     assert_eq!(requeued, 2, "exactly one free-tier job made room for each");
     tb.cancel_all();
-}
-
-/// The AdminComment slurmctld keeps for a job (`scontrol show job -o`: its
-/// words up to the next `Key=` field).
-fn admin_comment(tb: &Testbed, job: u32) -> String {
-    let out = tb.ok("scontrol", &["show", "job", "-o", &job.to_string()]);
-    let mut words = out.split_whitespace();
-    let Some(first) = words.find_map(|w| w.strip_prefix("AdminComment=")) else {
-        return String::new();
-    };
-    let is_field = |w: &str| w.starts_with(|c: char| c.is_ascii_uppercase()) && w.contains('=');
-    std::iter::once(first)
-        .chain(words.take_while(|w| !is_field(w)))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[test]
@@ -262,15 +229,11 @@ fn a_sweep_is_marked_at_submission_and_never_preempts() {
         .collect();
     let marks: Vec<bool> = short
         .iter()
-        .map(|j| {
-            admin_comment(&tb, *j)
-                .split(' ')
-                .any(|t| t == "allot:sweep")
-        })
+        .map(|j| tb.admin_comment(*j).split(' ').any(|t| t == "allot:sweep"))
         .collect();
     assert_eq!(marks, [false, false, true, true], "job_submit's marks");
     for j in &short {
-        let (band, _, _) = decode(priority(&tb, *j));
+        let (band, _, _) = decode(tb.priority(*j));
         assert!(
             band == 3 || tb.squeue(*j, "%T") == "RUNNING",
             "job {j} in band {band}"
@@ -284,7 +247,7 @@ fn a_sweep_is_marked_at_submission_and_never_preempts() {
     for j in &short[2..] {
         stays(&tb, *j, "PENDING", Duration::from_secs(20));
     }
-    let requeued: u32 = b1.iter().map(|j| requeue_count(&tb, *j)).sum();
+    let requeued: u32 = b1.iter().map(|j| tb.restarts(*j)).sum();
     assert_eq!(
         requeued, 2,
         "one b1 job for each debug job, none for the sweep"
@@ -341,7 +304,7 @@ fn contracts_hold_across_a_slurmctld_restart() {
     let b2 = tb.sbatch_quarter("b2", "0:01");
     stays(&tb, b2, "PENDING", Duration::from_secs(10));
     for j in &jobs {
-        assert_eq!(requeue_count(&tb, *j), 0);
+        assert_eq!(tb.restarts(*j), 0);
     }
     tb.cancel_all();
 }
@@ -520,7 +483,7 @@ fn one_minute_contracts_converge_to_the_entitlement_with_bounded_preemption() {
         }
     });
     assert_eq!(held.1, 4, "b2 got its entitlement, no more: {held:?}");
-    let requeues = |jobs: &[u32]| jobs.iter().map(|j| requeue_count(&tb, *j)).sum::<u32>();
+    let requeues = |jobs: &[u32]| jobs.iter().map(|j| tb.restarts(*j)).sum::<u32>();
     let first = requeues(&b1);
     assert!(
         (4..=6).contains(&first),

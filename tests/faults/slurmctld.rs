@@ -5,12 +5,6 @@ use super::*;
 
 // ----- the priority plugin and a broken ledger -----
 
-fn priority(tb: &Testbed, job: u32) -> u64 {
-    tb.squeue(job, "%Q")
-        .parse()
-        .unwrap_or_else(|_| panic!("no priority for {job}"))
-}
-
 /// Lines of slurmctld.log from `plugin` (`priority/allot`, `preempt/allot`) containing `needle`.
 fn log_lines(tb: &Testbed, plugin: &str, needle: &str) -> usize {
     let log = std::fs::read_to_string(tb.dir.join("log/slurmctld.log")).unwrap_or_default();
@@ -42,16 +36,6 @@ fn counts(tb: &Testbed, needle: &str) -> Vec<usize> {
     PLUGINS.iter().map(|p| log_lines(tb, p, needle)).collect()
 }
 
-/// Every GPU of the cluster, protected for 10 minutes.
-fn block_the_node(tb: &Testbed) -> u32 {
-    let j = tb.sbatch_gpus(
-        tb.total_gpus(),
-        &["-A", "vision", "--min-runtime=10:00", "--wrap", "sleep 600"],
-    );
-    tb.wait_state(j, "RUNNING", Duration::from_secs(30));
-    j
-}
-
 /// Moves the ledger (and its -wal/-shm) aside, or back.
 fn move_ledger(from: &Path, to: &Path) {
     for suffix in ["", "-wal", "-shm"] {
@@ -71,7 +55,7 @@ fn broken_ledger_keeps_the_last_snapshot_and_logs_once_per_state() {
     let tb = Testbed::from_env();
     tb.cancel_all();
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
-    block_the_node(&tb);
+    tb.block_cluster();
     let b1 = tb.sbatch(&[
         "-A",
         "b1",
@@ -88,7 +72,7 @@ fn broken_ledger_keeps_the_last_snapshot_and_logs_once_per_state() {
         "--wrap",
         "true",
     ]);
-    let bands = || (priority(&tb, b1) >> 16, priority(&tb, b2) >> 16);
+    let bands = || (tb.priority(b1) >> 16, tb.priority(b2) >> 16);
     // b1 is the only account with usage, so once the priority plugin has
     // read the new ledger b1 ranks last of all (rank 1, under the tier bit);
     // before that every account ties and b2 > b1 holds by name order alone.
@@ -215,14 +199,6 @@ fn broken_ledger_keeps_the_last_snapshot_and_logs_once_per_state() {
 
 // ----- slurmctld SIGKILL -----
 
-fn requeue_count(tb: &Testbed, job: u32) -> u32 {
-    let out = tb.ok("scontrol", &["show", "job", "-o", &job.to_string()]);
-    out.split_whitespace()
-        .find_map(|w| w.strip_prefix("Restarts="))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn slurmctld_sigkill_keeps_contracts_priorities_and_preemption_rules() {
     let _one = serial();
@@ -257,7 +233,7 @@ fn slurmctld_sigkill_keeps_contracts_priorities_and_preemption_rules() {
         Duration::from_secs(20),
         "a priority for the pending job",
         || {
-            let p = priority(&tb, pending);
+            let p = tb.priority(pending);
             if p >> 30 == 2 {
                 Ok(p)
             } else {
@@ -301,7 +277,7 @@ fn slurmctld_sigkill_keeps_contracts_priorities_and_preemption_rules() {
         Duration::from_secs(20),
         "the pending job's priority after the restart",
         || {
-            let p = priority(&tb, pending);
+            let p = tb.priority(pending);
             if p >> 16 == before >> 16 {
                 Ok(())
             } else {
@@ -317,7 +293,7 @@ fn slurmctld_sigkill_keeps_contracts_priorities_and_preemption_rules() {
         &["-A", "b2", "--min-runtime=1:00", "--wrap", "sleep 600"],
     );
     tb.wait_state(b2, "RUNNING", Duration::from_secs(30));
-    assert_eq!(requeue_count(&tb, free), 1, "the free-tier job made room");
+    assert_eq!(tb.restarts(free), 1, "the free-tier job made room");
     let b2b = tb.sbatch_gpus(
         quarter,
         &["-A", "b2", "--min-runtime=1:00", "--wrap", "sleep 600"],
@@ -332,7 +308,7 @@ fn slurmctld_sigkill_keeps_contracts_priorities_and_preemption_rules() {
         std::thread::sleep(Duration::from_millis(500));
     }
     for j in &protected {
-        assert_eq!(requeue_count(&tb, *j), 0);
+        assert_eq!(tb.restarts(*j), 0);
     }
     tb.cancel_all();
 }

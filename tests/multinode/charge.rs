@@ -161,7 +161,7 @@ fn a_node_lost_mid_job_charges_the_attempt_up_to_the_failure_and_requeues_it() {
         "{lost} is {}",
         tb.node_state(&lost)
     );
-    assert_eq!(restarts(&tb, job), 1, "requeued once");
+    assert_eq!(tb.restarts(job), 1, "requeued once");
     // It starts again elsewhere (after the requeue's credential wait).
     tb.wait_state(job, "RUNNING", Duration::from_secs(90));
     let now_on = tb.job_nodes(job);

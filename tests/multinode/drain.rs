@@ -135,13 +135,13 @@ fn drain_one_node(how: Drain) {
     std::thread::sleep(Duration::from_secs(5));
     for (j, n) in &elsewhere {
         assert_eq!(tb.squeue(*j, "%T"), "RUNNING", "job {j} on {n}");
-        assert_eq!(restarts(&tb, *j), 0, "job {j} on {n} was requeued");
+        assert_eq!(tb.restarts(*j), 0, "job {j} on {n} was requeued");
     }
     assert_eq!(tb.squeue(fresh, "%T"), "RUNNING");
-    assert_eq!(restarts(&tb, fresh), 0);
+    assert_eq!(tb.restarts(fresh), 0);
     for j in [short, long] {
         assert_eq!(tb.squeue(j, "%T"), "PENDING", "job {j} waits for its node");
-        assert_eq!(restarts(&tb, j), 1, "job {j} requeued once");
+        assert_eq!(tb.restarts(j), 1, "job {j} requeued once");
     }
     // Slurm's record: each first attempt REQUEUED after its contract.
     for (job, min) in [(short, 5), (long, 30)] {

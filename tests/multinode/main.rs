@@ -25,14 +25,6 @@ mod preempt;
 
 const HOUR: i64 = 3600;
 
-fn restarts(tb: &Testbed, job: u32) -> u32 {
-    let out = tb.ok("scontrol", &["show", "job", "-o", &job.to_string()]);
-    out.split_whitespace()
-        .find_map(|w| w.strip_prefix("Restarts="))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 /// The cluster as every test wants it at start and leaves it: no job, every
 /// slurmd running (`scripts/testbed up` starts a missing one), every node
 /// resumed and idle.

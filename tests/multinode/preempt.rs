@@ -76,10 +76,7 @@ fn a_preemptor_takes_its_victims_only_on_the_node_where_it_starts() {
         assert_eq!(tb.squeue(b2, "%T"), "RUNNING");
         std::thread::sleep(Duration::from_millis(500));
     }
-    let victims: Vec<&(u32, String)> = placed
-        .iter()
-        .filter(|(j, _)| restarts(&tb, *j) > 0)
-        .collect();
+    let victims: Vec<&(u32, String)> = placed.iter().filter(|(j, _)| tb.restarts(*j) > 0).collect();
     let report = format!(
         "b2 {b2} on {node}; victims {victims:?}; layout {placed:?}; {}",
         tb.ok("scontrol", &["show", "job", "-o", &b2.to_string()])
@@ -97,7 +94,7 @@ fn a_preemptor_takes_its_victims_only_on_the_node_where_it_starts() {
     for (j, n) in &placed {
         if !victims.iter().any(|(v, _)| v == j) {
             assert_eq!(tb.squeue(*j, "%T"), "RUNNING", "job {j} on {n}: {report}");
-            assert_eq!(restarts(&tb, *j), 0);
+            assert_eq!(tb.restarts(*j), 0);
         }
     }
     // Slurm's record: each victim's first attempt ended PREEMPTED (requeued).
