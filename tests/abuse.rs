@@ -7,7 +7,7 @@
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use allot_e2e::{serial, wait_until, Testbed};
+use allot_e2e::{exclusive, serial, wait_until, Testbed, B1_OVER_SERVED};
 
 const HOUR: i64 = 3600;
 
@@ -42,11 +42,8 @@ fn sbatch_as(tb: &Testbed, user: &str, args: &str) -> u32 {
 
 #[test]
 fn user_cannot_raise_their_job_above_another_teams() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
     // b1 (alice's team here) used 2 GPUs for 10 h; b2 (equal share) nothing.
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     tb.block_cluster();
     let other = tb.sbatch(&[
         "-A",
@@ -160,10 +157,7 @@ fn user_lowered_priority_is_not_frozen() {
     // without direct_set_prio and answers "only admin can make persistent
     // change"); allot's next pass recomputes it, so a job cannot keep a
     // priority computed while its account was under-served.
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     tb.block_cluster();
     let mine = sbatch_as(
         &tb,
@@ -308,10 +302,7 @@ fn account_without_association_is_refused() {
 
 #[test]
 fn free_tier_job_cannot_buy_protection_after_start() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     // While pending, asking for a contract is allowed: the job becomes an
     // allocated job and pays for it (decision in docs/hardening.md).
     let held = sbatch_as(

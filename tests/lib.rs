@@ -574,6 +574,22 @@ impl Testbed {
     }
 }
 
+/// Two GPUs for ten hours of b1, ending two hours ago ([`Testbed::reset_ledger`]
+/// jobs): b1 is over-served in the window, b2 (its equal-share sibling)
+/// used nothing.
+pub const B1_OVER_SERVED: &[(&str, u32, i64, i64, u64)] = &[("b1", 2, 12 * 3600, 10 * 3600, 3600)];
+
+/// The start of a test that takes the whole cluster: the lock that runs
+/// such tests one at a time ([`serial`]), and the testbed with no job left
+/// and a ledger of `jobs` ([`Testbed::reset_ledger`]).
+pub fn exclusive(jobs: &[(&str, u32, i64, i64, u64)]) -> (MutexGuard<'static, ()>, Testbed) {
+    let one = serial();
+    let tb = Testbed::from_env();
+    tb.cancel_all();
+    tb.reset_ledger(jobs);
+    (one, tb)
+}
+
 /// Polls `check` every 200 ms until it returns `Some`, or panics after
 /// `timeout` with `what` and the last observation.
 pub fn wait_until<T>(

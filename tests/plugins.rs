@@ -8,9 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use allot_e2e::{serial, wait_until, Testbed};
-
-const HOUR: i64 = 3600;
+use allot_e2e::{exclusive, serial, wait_until, Testbed, B1_OVER_SERVED};
 
 /// (band, rank, score) of a priority (fairshare::priority's layout).
 fn decode(p: u64) -> (u64, u64, u64) {
@@ -35,11 +33,8 @@ fn stays(tb: &Testbed, job: u32, state: &str, period: Duration) {
 
 #[test]
 fn under_served_account_starts_first_and_sprio_agrees() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
     // b1 used 2 GPUs for 10 hours in the window; b2 (equal share) nothing.
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     let all = tb.total_gpus();
     // Hold the whole cluster, protected for 10 minutes.
     let blocker = tb.sbatch_gpus(
@@ -124,10 +119,7 @@ fn under_served_account_starts_first_and_sprio_agrees() {
 
 #[test]
 fn expired_contract_is_requeued_for_an_under_served_account_and_not_before() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     // b1 fills the cluster with four quarters of it: one job with an 8 s
     // contract, three with 10 minutes.
     let jobs = tb.run_quarters("b1", &["0:08", "10:00", "10:00", "10:00"]);
@@ -169,10 +161,7 @@ fn expired_contract_is_requeued_for_an_under_served_account_and_not_before() {
 
 #[test]
 fn free_tier_is_preempted_at_once_by_any_allocated_job_its_own_included() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     // Four free-tier jobs, a quarter of the cluster each, fill it.
     let free = tb.run_quarters("b1", &["0"; 4]);
     // The same account's allocated job takes one of its own free-tier jobs'
@@ -194,10 +183,7 @@ fn free_tier_is_preempted_at_once_by_any_allocated_job_its_own_included() {
 
 #[test]
 fn a_sweep_is_marked_at_submission_and_never_preempts() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     // sweep_jobs = 2: an account's third short job within 15 minutes is a
     // sweep (fairshare::sweep).
     let conf = tb.allot_conf();
@@ -270,10 +256,7 @@ fn a_sweep_is_marked_at_submission_and_never_preempts() {
 
 #[test]
 fn contracts_hold_across_a_slurmctld_restart() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     let jobs = tb.run_quarters("b1", &["10:00"; 4]);
     // Stop slurmctld (SIGTERM: it saves its state, as `systemctl restart`
     // does) and start it again (testbed up starts what is missing). The
@@ -378,11 +361,8 @@ fn malformed_config_on_reconfigure_keeps_the_old_tree() {
 
 #[test]
 fn sshare_shows_allots_usage_and_fair_share() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
     // b1: 2 GPUs for 10 h inside the window = 72000 GPU-seconds; b2 nothing.
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     let rows = wait_until(
         Duration::from_secs(20),
         "sshare to show the ledger's usage",

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use allot_e2e::{serial, Testbed};
+use allot_e2e::{exclusive, serial, Testbed, B1_OVER_SERVED};
 use fairshare::Config;
 
 fn allot(tb: &Testbed, args: &[&str]) -> String {
@@ -72,10 +72,7 @@ fn tree_apply_then_plan_is_empty_and_import_round_trips() {
 
 #[test]
 fn explain_names_the_preemptor_of_a_requeued_job() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * 3600, 10 * 3600, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     // Four quarters of the cluster.
     let victims = tb.run_quarters("b1", &["0:05"; 4]);
     let b2 = tb.sbatch_quarter("b2", "0:01");

@@ -12,14 +12,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use allot_e2e::{epoch, serial, wait_until, Testbed};
+use allot_e2e::{epoch, exclusive, serial, wait_until, Testbed, B1_OVER_SERVED};
 use allot_ledger::LedgerReader;
 
 mod health;
 mod slurmctld;
 mod sync;
-
-const HOUR: i64 = 3600;
 
 fn allot(tb: &Testbed, args: &[&str]) -> Output {
     Command::new(tb.allot_bin())

@@ -51,10 +51,7 @@ fn move_ledger(from: &Path, to: &Path) {
 
 #[test]
 fn broken_ledger_keeps_the_last_snapshot_and_logs_once_per_state() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     tb.block_cluster();
     let b1 = tb.sbatch(&[
         "-A",
@@ -201,10 +198,7 @@ fn broken_ledger_keeps_the_last_snapshot_and_logs_once_per_state() {
 
 #[test]
 fn slurmctld_sigkill_keeps_contracts_priorities_and_preemption_rules() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     // Three protected b1 jobs and one free-tier b1 job, a quarter of the
     // cluster each, fill it; a vision job waits.
     let quarter = tb.total_gpus() / 4;
