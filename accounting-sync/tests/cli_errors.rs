@@ -262,16 +262,22 @@ fn report_of_a_ledger_without_jobs_is_an_error() {
 #[test]
 fn sim_names_a_missing_or_foreign_trace() {
     let d = dir("sim");
+    // `allot sim --trace TRACE`, which must fail with exit status 1: its
+    // stderr.
+    let sim_error = |trace: &Path| {
+        let out = allot()
+            .args(["sim", "--config"])
+            .arg(example())
+            .arg("--trace")
+            .arg(trace)
+            .output()
+            .unwrap();
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{e}");
+        e
+    };
     let missing = d.join("missing.sqlite");
-    let out = allot()
-        .args(["sim", "--config"])
-        .arg(example())
-        .arg("--trace")
-        .arg(&missing)
-        .output()
-        .unwrap();
-    let e = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{e}");
+    let e = sim_error(&missing);
     assert!(
         e.contains(&format!("--trace {}: no such file", missing.display())),
         "{e}"
@@ -279,15 +285,7 @@ fn sim_names_a_missing_or_foreign_trace() {
     assert!(!e.contains("--ledger"), "sim has no --ledger: {e}");
     let foreign = d.join("other.sqlite");
     std::fs::write(&foreign, "").unwrap();
-    let out = allot()
-        .args(["sim", "--config"])
-        .arg(example())
-        .arg("--trace")
-        .arg(&foreign)
-        .output()
-        .unwrap();
-    let e = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{e}");
+    let e = sim_error(&foreign);
     assert!(
         e.contains("not an allot ledger") && !e.contains("--ledger"),
         "{e}"
