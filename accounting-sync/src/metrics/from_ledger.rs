@@ -61,28 +61,30 @@ impl SidecarMetrics {
                         .unwrap_or_default(),
                 ),
             ];
-            self.node_share
-                .get_or_create(&labels)
-                .set(if id == Tree::ROOT { 1.0 } else { n.norm_share });
-            self.node_allocation_ratio
-                .get_or_create(&labels)
-                .set(n.allocation);
             // Base units, as Prometheus wants: the report's GPU-seconds, and
             // its allocation (GPU-hours) in GPU-seconds.
-            self.node_allocation
-                .get_or_create(&labels)
-                .set(n.allocation * capacity as f64 * window as f64);
-            self.node_usage
-                .get_or_create(&labels)
-                .set(l.charged_gpu_seconds as f64);
-            self.node_free_usage
-                .get_or_create(&labels)
-                .set(l.unallocated_gpu_seconds as f64);
-            if let Some(v) = l.level_fs {
-                self.node_level_fs.get_or_create(&labels).set(v);
-            }
-            if let Some(v) = l.fair_share {
-                self.node_fair_share.get_or_create(&labels).set(v);
+            let values = [
+                (
+                    &self.node_share,
+                    Some(if id == Tree::ROOT { 1.0 } else { n.norm_share }),
+                ),
+                (&self.node_allocation_ratio, Some(n.allocation)),
+                (
+                    &self.node_allocation,
+                    Some(n.allocation * capacity as f64 * window as f64),
+                ),
+                (&self.node_usage, Some(l.charged_gpu_seconds as f64)),
+                (
+                    &self.node_free_usage,
+                    Some(l.unallocated_gpu_seconds as f64),
+                ),
+                (&self.node_level_fs, l.level_fs),
+                (&self.node_fair_share, l.fair_share),
+            ];
+            for (family, v) in values {
+                if let Some(v) = v {
+                    family.get_or_create(&labels).set(v);
+                }
             }
             for c in n.children.iter().rev() {
                 stack.push(*c);
@@ -99,20 +101,16 @@ impl SidecarMetrics {
         for ((account, free), o) in &open {
             let labels: Labels = vec![
                 ("account", account.clone()),
-                ("tier", if *free { "free" } else { "allocated" }.to_string()),
+                ("tier", tier(*free).to_string()),
             ];
-            self.running_gpus
-                .get_or_create(&labels)
-                .set(o.running_gpus as i64);
-            self.pending_gpus
-                .get_or_create(&labels)
-                .set(o.pending_gpus as i64);
-            self.running_jobs
-                .get_or_create(&labels)
-                .set(o.running as i64);
-            self.pending_jobs
-                .get_or_create(&labels)
-                .set(o.pending as i64);
+            for (family, v) in [
+                (&self.running_gpus, o.running_gpus),
+                (&self.pending_gpus, o.pending_gpus),
+                (&self.running_jobs, o.running),
+                (&self.pending_jobs, o.pending),
+            ] {
+                family.get_or_create(&labels).set(v as i64);
+            }
         }
         // Counters: the ledger keeps every event and attempt, so its counts
         // only grow; each counter is brought up to its count.
@@ -177,6 +175,15 @@ fn bring_up(family: &Family<Labels, Counter>, labels: &Labels, n: u64) {
     }
 }
 
+/// The `tier` label of a job: `free` (minimum runtime 0) or `allocated`.
+fn tier(free: bool) -> &'static str {
+    if free {
+        "free"
+    } else {
+        "allocated"
+    }
+}
+
 /// Seconds within which an attempt's end follows allot's requeue event of
 /// its job (the draining pass records the event, then runs `scontrol
 /// requeue`; Slurm ends the attempt then).
@@ -199,12 +206,10 @@ fn interruptions<'a>(
     let mut requeues: BTreeMap<Labels, u64> = BTreeMap::new();
     let mut preemptions: BTreeMap<Labels, u64> = BTreeMap::new();
     for a in attempts {
-        let tier = if a.min_runtime == 0 {
-            "free"
-        } else {
-            "allocated"
-        };
-        let base: Labels = vec![("account", a.account.clone()), ("tier", tier.to_string())];
+        let base: Labels = vec![
+            ("account", a.account.clone()),
+            ("tier", tier(a.min_runtime == 0).to_string()),
+        ];
         let reason = match a.state.as_str() {
             "PREEMPTED" => {
                 *preemptions.entry(base.clone()).or_insert(0) += 1;
