@@ -67,32 +67,10 @@ fn draining_node_requeues_each_job_at_its_contract_end() {
 
     guard.sync = Some(tb.start_sidecar("health-test-sync.log"));
 
-    // The first job: requeued soon after its 5 s.
-    tb.wait_left_state(
-        short,
-        "RUNNING",
-        Duration::from_secs(30),
-        "the 5 s job to be requeued",
-    );
-    assert_eq!(
-        tb.squeue(long, "%T"),
-        "RUNNING",
-        "the 40 s job stays inside its contract"
-    );
-    // The second: not before 40 s of running time.
-    tb.wait_left_state(
-        long,
-        "RUNNING",
-        Duration::from_secs(70),
-        "the 40 s job to be requeued",
-    );
-    // Neither runs again while the node drains, and the node ends DRAINED.
-    tb.wait_node_state(
-        &node,
-        "drained",
-        Duration::from_secs(30),
-        "the node to be drained",
-    );
+    // The first job: requeued soon after its 5 s; the second not before
+    // 40 s of running time. Neither runs again while the node drains, and
+    // the node ends DRAINED.
+    tb.wait_drain_requeues(&node, short, long, 40, Duration::from_secs(70));
     for j in [short, long] {
         assert_eq!(
             tb.squeue(j, "%T"),

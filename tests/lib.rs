@@ -280,6 +280,44 @@ impl Testbed {
         ])
     }
 
+    /// On draining `node`, the sidecar requeues each job at its minimum
+    /// runtime: waits (30 s) until `short`, the 5 s contract, leaves
+    /// RUNNING while `long`, the `long_secs` s contract, still runs; then
+    /// (up to `long_wait`) until `long` leaves RUNNING too; then (30 s) until
+    /// the node is DRAINED.
+    pub fn wait_drain_requeues(
+        &self,
+        node: &str,
+        short: u32,
+        long: u32,
+        long_secs: u64,
+        long_wait: Duration,
+    ) {
+        self.wait_left_state(
+            short,
+            "RUNNING",
+            Duration::from_secs(30),
+            "the 5 s job to be requeued",
+        );
+        assert_eq!(
+            self.squeue(long, "%T"),
+            "RUNNING",
+            "the {long_secs} s job stays inside its contract"
+        );
+        self.wait_left_state(
+            long,
+            "RUNNING",
+            long_wait,
+            &format!("the {long_secs} s job to be requeued"),
+        );
+        self.wait_node_state(
+            node,
+            "drained",
+            Duration::from_secs(30),
+            "the node to be drained",
+        );
+    }
+
     /// Drains `node` as an admin does for maintenance (`scontrol update
     /// state=drain reason=maintenance`).
     pub fn drain_for_maintenance(&self, node: &str) {

@@ -107,29 +107,7 @@ fn drain_one_node(how: Drain) {
         !fresh_on.contains(&drained),
         "new work started on the draining node: {fresh_on:?}"
     );
-    tb.wait_left_state(
-        short,
-        "RUNNING",
-        Duration::from_secs(30),
-        "the 5 s job to be requeued",
-    );
-    assert_eq!(
-        tb.squeue(long, "%T"),
-        "RUNNING",
-        "the 30 s job keeps its contract"
-    );
-    tb.wait_left_state(
-        long,
-        "RUNNING",
-        Duration::from_secs(60),
-        "the 30 s job to be requeued",
-    );
-    tb.wait_node_state(
-        &drained,
-        "drained",
-        Duration::from_secs(30),
-        "the node to be drained",
-    );
+    tb.wait_drain_requeues(&drained, short, long, 30, Duration::from_secs(60));
     // A few more sidecar passes: the other nodes' jobs, past their own 5 s
     // contracts, are never requeued; the new job runs on.
     std::thread::sleep(Duration::from_secs(5));
