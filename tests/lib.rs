@@ -628,6 +628,16 @@ pub fn exclusive(jobs: &[(&str, u32, i64, i64, u64)]) -> (MutexGuard<'static, ()
     (one, tb)
 }
 
+/// `dir/name`, with no ledger there: the file and its `-wal`, `-shm` and
+/// `.lock` removed.
+pub fn fresh_ledger(dir: &std::path::Path, name: &str) -> PathBuf {
+    let p = dir.join(name);
+    for suffix in ["", "-wal", "-shm", ".lock"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
+    }
+    p
+}
+
 /// Polls `check` every 200 ms until it returns `Some`, or panics after
 /// `timeout` with `what` and the last observation.
 pub fn wait_until<T>(

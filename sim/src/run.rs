@@ -297,22 +297,18 @@ impl<'w> Sim<'w> {
         for t in 0..self.w.teams.len() {
             self.m.change_team(t, end, 0, 0);
         }
-        let waits: Vec<(usize, u64)> = self
-            .w
-            .jobs
-            .iter()
-            .zip(&self.jobs)
-            .filter(|(_, j)| j.first_start != u64::MAX)
-            .map(|(s, j)| (s.class as usize, j.first_start - s.submit))
-            .collect();
-        let team_waits: Vec<(usize, u64)> = self
-            .w
-            .jobs
-            .iter()
-            .zip(&self.jobs)
-            .filter(|(_, j)| j.first_start != u64::MAX)
-            .map(|(s, j)| (s.team as usize, j.first_start - s.submit))
-            .collect();
+        // (key of the job, first start - submit) of every job that started.
+        let waits_by = |key: fn(&super::workload::SimJob) -> usize| -> Vec<(usize, u64)> {
+            self.w
+                .jobs
+                .iter()
+                .zip(&self.jobs)
+                .filter(|(_, j)| j.first_start != u64::MAX)
+                .map(|(s, j)| (key(s), j.first_start - s.submit))
+                .collect()
+        };
+        let waits = waits_by(|s| s.class as usize);
+        let team_waits = waits_by(|s| s.team as usize);
         let unfinished = self.jobs.iter().filter(|j| j.state != State::Done).count() as u64;
         let mut team_jobs = vec![0u64; self.w.teams.len()];
         for s in &self.w.jobs {

@@ -41,7 +41,7 @@ fn nvml_failing_intermittently_reports_unknown_and_never_drains() {
     let healthy = tb
         .root
         .join("accounting-sync/fixtures/health/healthy-8.json");
-    let ledger = fresh(&dir, "health.sqlite");
+    let ledger = fresh_ledger(&dir, "health.sqlite");
     for round in 0..4 {
         for (fx, want) in [
             (&init_failed, "unknown"),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use allot_e2e::{epoch, exclusive, serial, wait_until, Testbed, B1_OVER_SERVED};
+use allot_e2e::{epoch, exclusive, fresh_ledger, serial, wait_until, Testbed, B1_OVER_SERVED};
 use allot_ledger::LedgerReader;
 
 mod health;
@@ -32,14 +32,6 @@ fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
-}
-
-fn fresh(dir: &Path, name: &str) -> PathBuf {
-    let p = dir.join(name);
-    for suffix in ["", "-wal", "-shm", ".lock"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
-    }
-    p
 }
 
 fn dump(path: &Path) -> String {

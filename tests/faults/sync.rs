@@ -30,7 +30,7 @@ fn sync_killed_at_random_points_always_ends_identical() {
         .stderr(Stdio::null());
         c
     };
-    let reference = fresh(&dir, "reference.sqlite");
+    let reference = fresh_ledger(&dir, "reference.sqlite");
     let t0 = Instant::now();
     assert!(import(&reference).status().unwrap().success());
     let full = t0.elapsed();
@@ -38,7 +38,7 @@ fn sync_killed_at_random_points_always_ends_identical() {
 
     let mut seed = (epoch() as u64) | 1;
     println!("seed {seed}, an uninterrupted import takes {full:?}");
-    let ledger = fresh(&dir, "killed.sqlite");
+    let ledger = fresh_ledger(&dir, "killed.sqlite");
     for run in 0..12 {
         // Up to three kills in a row before the run that completes.
         for _ in 0..=(rng(&mut seed) % 3) {
@@ -64,7 +64,7 @@ fn two_concurrent_syncs_one_refuses() {
     let tb = Testbed::from_env();
     let dir = tb.dir.join("faults-sync");
     std::fs::create_dir_all(&dir).unwrap();
-    let ledger = fresh(&dir, "concurrent.sqlite");
+    let ledger = fresh_ledger(&dir, "concurrent.sqlite");
     // A sacct that takes 5 s: the first sync holds the writer lock meanwhile.
     let slow = dir.join("slow-sacct");
     std::fs::write(&slow, "#!/bin/sh\nsleep 5\n").unwrap();
@@ -140,7 +140,7 @@ fn slurmdbd_down_sync_retries_with_backoff_and_catches_up() {
     let tb = Testbed::from_env();
     let dir = tb.dir.join("faults-sync");
     std::fs::create_dir_all(&dir).unwrap();
-    let ledger = fresh(&dir, "dbd.sqlite");
+    let ledger = fresh_ledger(&dir, "dbd.sqlite");
     let since = (epoch() - 60).to_string();
     let before = tb.sbatch(&["-A", "a2", "--min-runtime=0", "--wrap", "true"]);
     wait_until(Duration::from_secs(30), "the first job in sacct", || {
@@ -267,7 +267,7 @@ fn ledger_is_0640_and_given_to_slurm_user() {
         assert!(out.status.success(), "{}", text(&out));
     };
     let path = std::env::var("PATH").unwrap();
-    let l = fresh(&dir, "root.sqlite");
+    let l = fresh_ledger(&dir, "root.sqlite");
     sync(&l, &path);
     for (suffix, uid, mode) in files(&l) {
         assert_eq!((uid, mode), (0, 0o640), "ledger{suffix}");
@@ -285,7 +285,7 @@ fn ledger_is_0640_and_given_to_slurm_user() {
         .arg(fake.join("scontrol"))
         .status()
         .unwrap();
-    let l = fresh(&dir, "slurm.sqlite");
+    let l = fresh_ledger(&dir, "slurm.sqlite");
     sync(&l, &format!("{}:{path}", fake.display()));
     for (suffix, uid, mode) in files(&l) {
         assert_eq!((uid, mode), (65534, 0o640), "ledger{suffix}");

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use allot_e2e::{epoch, serial, wait_until, Testbed};
+use allot_e2e::{epoch, fresh_ledger, serial, wait_until, Testbed};
 use allot_ledger::{LedgerReader, StoredAttempt};
 
 mod charge;
@@ -94,10 +94,7 @@ impl Drop for Cleanup<'_> {
 fn sync_into(tb: &Testbed, name: &str, since: i64) -> PathBuf {
     let dir = tb.dir.join("multinode");
     std::fs::create_dir_all(&dir).unwrap();
-    let ledger = dir.join(name);
-    for suffix in ["", "-wal", "-shm", ".lock"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", ledger.display()));
-    }
+    let ledger = fresh_ledger(&dir, name);
     sync_again(tb, &ledger, since);
     ledger
 }
