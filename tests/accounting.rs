@@ -306,9 +306,9 @@ fn sync_report_and_crash_safety() {
     assert!(out.contains(" 0 new attempts, 0 updated"), "{out}");
 
     let end_arg = report_end.to_string();
-    let report = allot_ok(
-        &tb,
-        &[
+    // `allot report` of ledger a from the report's start, with `more`.
+    let report_a = |more: &[&str]| {
+        let mut args = vec![
             "report",
             "--config",
             &config,
@@ -316,11 +316,11 @@ fn sync_report_and_crash_safety() {
             la,
             "-S",
             &report_start,
-            "-E",
-            &end_arg,
-            "--parsable2",
-        ],
-    );
+        ];
+        args.extend_from_slice(more);
+        allot_ok(&tb, &args)
+    };
+    let report = report_a(&["-E", &end_arg, "--parsable2"]);
     let mut lines = report.lines();
     let header: Vec<&str> = lines.next().unwrap().split('|').collect();
     let col = |name: &str| {
@@ -364,19 +364,7 @@ fn sync_report_and_crash_safety() {
         );
     }
     assert!(got[&accounts[0]].0 > 0.0);
-    let text = allot_ok(
-        &tb,
-        &[
-            "report",
-            "--config",
-            &config,
-            "--ledger",
-            la,
-            "-S",
-            &report_start,
-            "--users",
-        ],
-    );
+    let text = report_a(&["--users"]);
     assert!(
         text.contains("carol") && text.contains("Cluster: charged"),
         "{text}"
