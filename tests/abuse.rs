@@ -7,7 +7,7 @@
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use allot_e2e::{serial, wait_until, Testbed};
+use allot_e2e::{exclusive, serial, wait_until, Testbed, B1_OVER_SERVED};
 
 const HOUR: i64 = 3600;
 
@@ -40,48 +40,11 @@ fn sbatch_as(tb: &Testbed, user: &str, args: &str) -> u32 {
         .unwrap()
 }
 
-fn priority(tb: &Testbed, job: u32) -> u64 {
-    tb.squeue(job, "%Q")
-        .parse()
-        .unwrap_or_else(|_| panic!("no priority for {job}"))
-}
-
-fn admin_comment(tb: &Testbed, job: u32) -> String {
-    let out = tb.ok("scontrol", &["show", "job", "-o", &job.to_string()]);
-    out.split_whitespace()
-        .find_map(|w| w.strip_prefix("AdminComment="))
-        .unwrap_or("")
-        .to_string()
-}
-
-fn requeue_count(tb: &Testbed, job: u32) -> u32 {
-    let out = tb.ok("scontrol", &["show", "job", "-o", &job.to_string()]);
-    out.split_whitespace()
-        .find_map(|w| w.strip_prefix("Restarts="))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
-/// A job that holds every GPU of the cluster inside a 10 minute contract,
-/// so that what is submitted next stays pending and is ordered by priority
-/// alone.
-fn block_the_node(tb: &Testbed) -> u32 {
-    let j = tb.sbatch_gpus(
-        tb.total_gpus(),
-        &["-A", "vision", "--min-runtime=10:00", "--wrap", "sleep 600"],
-    );
-    tb.wait_state(j, "RUNNING", Duration::from_secs(30));
-    j
-}
-
 #[test]
 fn user_cannot_raise_their_job_above_another_teams() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
     // b1 (alice's team here) used 2 GPUs for 10 h; b2 (equal share) nothing.
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
-    block_the_node(&tb);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
+    tb.block_cluster();
     let other = tb.sbatch(&[
         "-A",
         "b2",
@@ -96,7 +59,7 @@ fn user_cannot_raise_their_job_above_another_teams() {
         "-A b1 --gres=gpu:2 --min-runtime=1:00 --wrap true",
     );
     wait_until(Duration::from_secs(20), "b1 to rank below b2", || {
-        let (m, o) = (priority(&tb, mine), priority(&tb, other));
+        let (m, o) = (tb.priority(mine), tb.priority(other));
         if m < o {
             Ok(())
         } else {
@@ -159,10 +122,10 @@ fn user_cannot_raise_their_job_above_another_teams() {
     let end = Instant::now() + Duration::from_secs(10);
     let mut since: Option<(Instant, String)> = None;
     while Instant::now() < end {
-        let o = priority(&tb, other);
-        let base = priority(&tb, mine);
+        let o = tb.priority(other);
+        let base = tb.priority(mine);
         let wrong = [mine, forced, nice].into_iter().find_map(|j| {
-            let p = priority(&tb, j);
+            let p = tb.priority(j);
             if p >= o {
                 Some(format!("b1 job {j} ({p}) rose above b2's job ({o})"))
             } else if p >> 16 != base >> 16 {
@@ -182,7 +145,7 @@ fn user_cannot_raise_their_job_above_another_teams() {
         std::thread::sleep(Duration::from_millis(500));
     }
     assert!(
-        priority(&tb, nice) <= priority(&tb, mine),
+        tb.priority(nice) <= tb.priority(mine),
         "positive nice orders inside the account"
     );
     tb.cancel_all();
@@ -194,11 +157,8 @@ fn user_lowered_priority_is_not_frozen() {
     // without direct_set_prio and answers "only admin can make persistent
     // change"); allot's next pass recomputes it, so a job cannot keep a
     // priority computed while its account was under-served.
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
-    block_the_node(&tb);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
+    tb.block_cluster();
     let mine = sbatch_as(
         &tb,
         "alice",
@@ -207,7 +167,7 @@ fn user_lowered_priority_is_not_frozen() {
     // At submit the snapshot predates the job; the next refresh counts it
     // waiting below a2's entitlement: band 2 (fairshare::priority).
     let computed = wait_until(Duration::from_secs(20), "a priority", || {
-        let p = priority(&tb, mine);
+        let p = tb.priority(mine);
         if p >> 30 == 2 {
             Ok(p)
         } else {
@@ -224,7 +184,7 @@ fn user_lowered_priority_is_not_frozen() {
         "allot to recompute the lowered priority",
         || {
             // (age adds a point every ~10 minutes: allow for one)
-            let p = priority(&tb, mine);
+            let p = tb.priority(mine);
             if p + 1 >= computed {
                 Ok(())
             } else {
@@ -238,7 +198,7 @@ fn user_lowered_priority_is_not_frozen() {
         Duration::from_secs(20),
         "the priority to follow a2's new usage",
         || {
-            let p = priority(&tb, mine);
+            let p = tb.priority(mine);
             if p < computed {
                 Ok(())
             } else {
@@ -255,7 +215,7 @@ fn contract_cannot_be_changed_or_removed_after_start() {
     let tb = Testbed::from_env();
     let job = sbatch_as(&tb, "alice", "-A a2 --min-runtime=10 --wrap 'sleep 120'");
     tb.wait_state(job, "RUNNING", Duration::from_secs(30));
-    assert_eq!(admin_comment(&tb, job), "allot:min_runtime=600");
+    assert_eq!(tb.admin_comment(job), "allot:min_runtime=600");
     for cmd in [
         format!("scontrol update jobid={job} comment=min_runtime=0"),
         format!("scontrol update jobid={job} comment=min_runtime=8:00:00"),
@@ -265,7 +225,7 @@ fn contract_cannot_be_changed_or_removed_after_start() {
         let out = as_user(&tb, "alice", &cmd);
         assert!(!out.status.success(), "{cmd}: {}", text(&out));
         assert_eq!(
-            admin_comment(&tb, job),
+            tb.admin_comment(job),
             "allot:min_runtime=600",
             "after {cmd}"
         );
@@ -278,7 +238,7 @@ fn contract_cannot_be_changed_or_removed_after_start() {
         &format!("scontrol update jobid={job} comment=just-notes"),
     );
     assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(admin_comment(&tb, job), "allot:min_runtime=600");
+    assert_eq!(tb.admin_comment(job), "allot:min_runtime=600");
     tb.ok("scancel", &[&job.to_string()]);
 }
 
@@ -342,10 +302,7 @@ fn account_without_association_is_refused() {
 
 #[test]
 fn free_tier_job_cannot_buy_protection_after_start() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     // While pending, asking for a contract is allowed: the job becomes an
     // allocated job and pays for it (decision in docs/hardening.md).
     let held = sbatch_as(
@@ -353,14 +310,14 @@ fn free_tier_job_cannot_buy_protection_after_start() {
         "alice",
         "-H -A b1 --gres=gpu:2 --min-runtime=0 --wrap true",
     );
-    assert_eq!(admin_comment(&tb, held), "allot:min_runtime=0");
+    assert_eq!(tb.admin_comment(held), "allot:min_runtime=0");
     let out = as_user(
         &tb,
         "alice",
         &format!("scontrol update jobid={held} comment=min_runtime=1:00:00"),
     );
     assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(admin_comment(&tb, held), "allot:min_runtime=3600");
+    assert_eq!(tb.admin_comment(held), "allot:min_runtime=3600");
     tb.ok("scancel", &[&held.to_string()]);
 
     // Four free-tier jobs, a quarter of the cluster each, fill it.
@@ -386,15 +343,12 @@ fn free_tier_job_cannot_buy_protection_after_start() {
             &format!("scontrol update jobid={j} comment=min_runtime=8:00:00"),
         );
         assert!(!out.status.success(), "{}", text(&out));
-        assert_eq!(admin_comment(&tb, *j), "allot:min_runtime=0");
+        assert_eq!(tb.admin_comment(*j), "allot:min_runtime=0");
     }
     // ...and another team's allocated job still preempts one at once.
-    let a2 = tb.sbatch_gpus(
-        quarter,
-        &["-A", "a2", "--min-runtime=5:00", "--wrap", "sleep 300"],
-    );
+    let a2 = tb.sbatch_quarter("a2", "5:00");
     tb.wait_state(a2, "RUNNING", Duration::from_secs(30));
-    let requeued: u32 = free.iter().map(|j| requeue_count(&tb, *j)).sum();
+    let requeued: u32 = free.iter().map(|j| tb.restarts(*j)).sum();
     assert_eq!(requeued, 1, "one free-tier job made room");
     tb.cancel_all();
 }

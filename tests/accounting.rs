@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use allot_e2e::{wait_until, Testbed};
+use allot_e2e::{fresh_ledger, wait_until, Testbed};
 use allot_ledger::{Ledger, LedgerReader};
 
 /// Minimum runtime of the test config, seconds ("0:20" = mm:ss).
@@ -74,14 +74,6 @@ fn recorded(admin_comment: &str) -> Option<i64> {
         .split([' ', ',', ';'])
         .find_map(|t| t.strip_prefix("allot:min_runtime="))
         .and_then(|v| v.parse().ok())
-}
-
-fn ledger_at(dir: &Path, name: &str) -> PathBuf {
-    let p = dir.join(name);
-    for suffix in ["", "-wal", "-shm", ".lock"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
-    }
-    p
 }
 
 fn dump(path: &Path) -> String {
@@ -300,7 +292,7 @@ fn sync_report_and_crash_safety() {
         );
     }
 
-    let ledger_a = ledger_at(&dir, "a.sqlite");
+    let ledger_a = fresh_ledger(&dir, "a.sqlite");
     let la = ledger_a.to_str().unwrap();
     let out = allot_ok(
         &tb,
@@ -314,9 +306,9 @@ fn sync_report_and_crash_safety() {
     assert!(out.contains(" 0 new attempts, 0 updated"), "{out}");
 
     let end_arg = report_end.to_string();
-    let report = allot_ok(
-        &tb,
-        &[
+    // `allot report` of ledger a from the report's start, with `more`.
+    let report_a = |more: &[&str]| {
+        let mut args = vec![
             "report",
             "--config",
             &config,
@@ -324,11 +316,11 @@ fn sync_report_and_crash_safety() {
             la,
             "-S",
             &report_start,
-            "-E",
-            &end_arg,
-            "--parsable2",
-        ],
-    );
+        ];
+        args.extend_from_slice(more);
+        allot_ok(&tb, &args)
+    };
+    let report = report_a(&["-E", &end_arg, "--parsable2"]);
     let mut lines = report.lines();
     let header: Vec<&str> = lines.next().unwrap().split('|').collect();
     let col = |name: &str| {
@@ -372,19 +364,7 @@ fn sync_report_and_crash_safety() {
         );
     }
     assert!(got[&accounts[0]].0 > 0.0);
-    let text = allot_ok(
-        &tb,
-        &[
-            "report",
-            "--config",
-            &config,
-            "--ledger",
-            la,
-            "-S",
-            &report_start,
-            "--users",
-        ],
-    );
+    let text = report_a(&["--users"]);
     assert!(
         text.contains("carol") && text.contains("Cluster: charged"),
         "{text}"
@@ -413,7 +393,7 @@ fn sync_report_and_crash_safety() {
 
     // SIGKILL a live sync at various points, then re-run: identical ledger.
     for delay_ms in [5u64, 40, 120] {
-        let ledger_b = ledger_at(&dir, "b.sqlite");
+        let ledger_b = fresh_ledger(&dir, "b.sqlite");
         let lb = ledger_b.to_str().unwrap();
         let mut child = Command::new(allot_bin(&tb))
             .args([
@@ -466,7 +446,7 @@ fn sync_report_and_crash_safety() {
     );
     let real_dump = dir.join("real.dump");
     std::fs::write(&real_dump, &saved).unwrap();
-    let ledger_c = ledger_at(&dir, "c.sqlite");
+    let ledger_c = fresh_ledger(&dir, "c.sqlite");
     let lc = ledger_c.to_str().unwrap();
     allot_ok(
         &tb,
@@ -500,7 +480,7 @@ fn sync_report_and_crash_safety() {
     let big_dump = dir.join("big.dump");
     std::fs::write(&big_dump, &big).unwrap();
     let bd = big_dump.to_str().unwrap();
-    let ledger_d = ledger_at(&dir, "d.sqlite");
+    let ledger_d = fresh_ledger(&dir, "d.sqlite");
     allot_ok(
         &tb,
         &[
@@ -514,7 +494,7 @@ fn sync_report_and_crash_safety() {
         ],
     );
     let clean = dump(&ledger_d);
-    let ledger_e = ledger_at(&dir, "e.sqlite");
+    let ledger_e = fresh_ledger(&dir, "e.sqlite");
     let le = ledger_e.to_str().unwrap();
     let mut child = Command::new(allot_bin(&tb))
         .args([

@@ -6,7 +6,7 @@
 //! the node ends DRAINED; `allot report --health` lists both requeues with
 //! their reasons and how long the node took to empty.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use allot_e2e::{serial, wait_until, Testbed};
@@ -33,33 +33,6 @@ impl Drop for Cleanup<'_> {
     }
 }
 
-/// `(job, reason)` of the requeue events in `allot report --health --json`.
-fn requeues(tb: &Testbed) -> Vec<(u64, String)> {
-    let out = Command::new(tb.allot_bin())
-        .args(["report", "--health", "--json", "--config"])
-        .arg(tb.allot_conf())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"] == "requeue")
-        .map(|e| {
-            (
-                e["job_id"].as_u64().unwrap(),
-                e["reason"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
-
 /// The running time the requeue reason reports (`... (ran N s)`).
 fn ran(reason: &str) -> u64 {
     let tail = reason.rsplit("(ran ").next().unwrap();
@@ -84,77 +57,20 @@ fn draining_node_requeues_each_job_at_its_contract_end() {
         sync: None,
     };
 
-    let short = tb.sbatch(&[
-        "-w",
-        &node,
-        "-A",
-        "b1",
-        "--gres=gpu:1",
-        "--min-runtime=0:05",
-        "--wrap",
-        "sleep 600",
-    ]);
-    let long = tb.sbatch(&[
-        "-w",
-        &node,
-        "-A",
-        "b2",
-        "--gres=gpu:1",
-        "--min-runtime=0:40",
-        "--wrap",
-        "sleep 600",
-    ]);
+    let short = tb.sbatch_pinned(&node, "b1", "0:05");
+    let long = tb.sbatch_pinned(&node, "b2", "0:40");
     tb.wait_state(short, "RUNNING", Duration::from_secs(30));
     tb.wait_state(long, "RUNNING", Duration::from_secs(30));
 
-    tb.ok(
-        "scontrol",
-        &[
-            "update",
-            &format!("nodename={node}"),
-            "state=drain",
-            "reason=maintenance",
-        ],
-    );
+    tb.drain_for_maintenance(&node);
     assert_eq!(tb.node_state(&node), "draining");
 
-    let log = std::fs::File::create(tb.dir.join("health-test-sync.log")).unwrap();
-    guard.sync = Some(
-        Command::new(tb.allot_bin())
-            .args(["sync", "--follow", "--interval", "1s", "--config"])
-            .arg(tb.allot_conf())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("cannot start allot sync --follow"),
-    );
+    guard.sync = Some(tb.start_sidecar("health-test-sync.log"));
 
-    // The first job: requeued soon after its 5 s.
-    tb.wait_left_state(
-        short,
-        "RUNNING",
-        Duration::from_secs(30),
-        "the 5 s job to be requeued",
-    );
-    assert_eq!(
-        tb.squeue(long, "%T"),
-        "RUNNING",
-        "the 40 s job stays inside its contract"
-    );
-    // The second: not before 40 s of running time.
-    tb.wait_left_state(
-        long,
-        "RUNNING",
-        Duration::from_secs(70),
-        "the 40 s job to be requeued",
-    );
-    // Neither runs again while the node drains, and the node ends DRAINED.
-    tb.wait_node_state(
-        &node,
-        "drained",
-        Duration::from_secs(30),
-        "the node to be drained",
-    );
+    // The first job: requeued soon after its 5 s; the second not before
+    // 40 s of running time. Neither runs again while the node drains, and
+    // the node ends DRAINED.
+    tb.wait_drain_requeues(&node, short, long, 40, Duration::from_secs(70));
     for j in [short, long] {
         assert_eq!(
             tb.squeue(j, "%T"),
@@ -165,19 +81,14 @@ fn draining_node_requeues_each_job_at_its_contract_end() {
 
     // Slurm's own record of each first attempt: REQUEUED, ran its contract.
     for (job, min, slack) in [(short, 5, 6), (long, 40, 6)] {
-        let rows = wait_until(
+        let first = tb.wait_first_attempt(
+            job,
+            "REQUEUED",
+            "State,ElapsedRaw",
             Duration::from_secs(20),
             "slurmdbd to record the requeue",
-            || {
-                let rows = tb.sacct(job, "State,ElapsedRaw");
-                if rows.first().is_some_and(|r| r[0] == "REQUEUED") {
-                    Ok(rows)
-                } else {
-                    Err(format!("{rows:?}"))
-                }
-            },
         );
-        let elapsed: u64 = rows[0][1].parse().unwrap();
+        let elapsed: u64 = first[1].parse().unwrap();
         assert!(
             (min..=min + slack).contains(&elapsed),
             "job {job} ran {elapsed} s before its requeue; expected {min}..={} s",
@@ -190,7 +101,7 @@ fn draining_node_requeues_each_job_at_its_contract_end() {
         Duration::from_secs(10),
         "both requeues in the report",
         || {
-            let r = requeues(&tb);
+            let r = tb.requeue_events();
             if r.len() >= 2 {
                 Ok(r)
             } else {

@@ -17,27 +17,6 @@ fn refused(tb: &Testbed, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// AdminComment of a job from `scontrol show job -o` (squeue has no such
-/// field): the text after `AdminComment=` up to the next ` Key=` field.
-fn admin_comment(tb: &Testbed, job: u32) -> String {
-    let out = tb.ok("scontrol", &["show", "job", "-o", &job.to_string()]);
-    let rest = out.split_once("AdminComment=").map_or("", |(_, r)| r);
-    let mut end = rest.len();
-    for (i, _) in rest.match_indices(' ') {
-        let word = rest[i + 1..].split(' ').next().unwrap_or("");
-        if word.starts_with(|c: char| c.is_ascii_uppercase()) && word.contains('=') {
-            end = i;
-            break;
-        }
-    }
-    let v = rest[..end].trim();
-    if v == "(null)" {
-        String::new()
-    } else {
-        v.to_string()
-    }
-}
-
 #[test]
 fn unparsable_min_runtime_is_refused_with_the_fix() {
     let tb = Testbed::from_env();
@@ -105,7 +84,7 @@ fn contract_is_recorded_in_admin_comment() {
         let mut all = args.to_vec();
         all.extend_from_slice(&hold);
         let job = tb.sbatch(&all);
-        assert_eq!(admin_comment(&tb, job), want, "sbatch {args:?}");
+        assert_eq!(tb.admin_comment(job), want, "sbatch {args:?}");
         tb.ok("scancel", &[&job.to_string()]);
     }
     // No --account: the user's default account (a1 on the testbed) applies.
@@ -132,7 +111,7 @@ fn users_cannot_touch_the_recorded_contract() {
         "scontrol update jobid={job} admincomment=allot:min_runtime=99999"
     ));
     assert!(!out.status.success(), "a user must not set AdminComment");
-    assert_eq!(admin_comment(&tb, id), "allot:min_runtime=3600");
+    assert_eq!(tb.admin_comment(id), "allot:min_runtime=3600");
     // ...but may change the minimum runtime while the job is pending, within the cap...
     let out = as_alice(&format!(
         "scontrol update jobid={job} comment=min_runtime=2:00:00"
@@ -142,18 +121,18 @@ fn users_cannot_touch_the_recorded_contract() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(admin_comment(&tb, id), "allot:min_runtime=7200");
+    assert_eq!(tb.admin_comment(id), "allot:min_runtime=7200");
     let out = as_alice(&format!(
         "scontrol update jobid={job} comment=min_runtime=9:00:00"
     ));
     assert!(!out.status.success(), "above the cap on modify too");
-    assert_eq!(admin_comment(&tb, id), "allot:min_runtime=7200");
+    assert_eq!(tb.admin_comment(id), "allot:min_runtime=7200");
     // ...and an operator's AdminComment edit keeps the contract.
     tb.ok(
         "scontrol",
         &["update", &format!("jobid={job}"), "admincomment=ticket-42"],
     );
-    assert_eq!(admin_comment(&tb, id), "ticket-42 allot:min_runtime=7200");
+    assert_eq!(tb.admin_comment(id), "ticket-42 allot:min_runtime=7200");
     tb.ok("scancel", &[&job]);
 }
 
@@ -182,7 +161,7 @@ fn min_runtime_cannot_change_once_running() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(
-        admin_comment(&tb, job.parse().unwrap()),
+        tb.admin_comment(job.parse().unwrap()),
         "allot:min_runtime=600"
     );
     tb.ok("scancel", &[&job]);

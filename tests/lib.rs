@@ -93,6 +93,37 @@ impl Testbed {
             .map(|l| l.split('|').map(str::to_string).collect())
             .collect()
     }
+
+    /// Waits up to `timeout` (`what` names the wait) until sacct's first
+    /// attempt of `job` is in `state`; returns its `fields` (State first).
+    pub fn wait_first_attempt(
+        &self,
+        job: u32,
+        state: &str,
+        fields: &str,
+        timeout: Duration,
+        what: &str,
+    ) -> Vec<String> {
+        wait_until(timeout, what, || {
+            let rows = self.sacct(job, fields);
+            match rows.first() {
+                Some(r) if r[0] == state => Ok(r.clone()),
+                _ => Err(format!("{rows:?}")),
+            }
+        })
+    }
+
+    /// `(State, ElapsedRaw)` of each attempt of `job` in sacct; `None` where
+    /// ElapsedRaw is not a number.
+    pub fn attempt_states(&self, job: u32) -> Vec<(String, Option<u64>)> {
+        self.sacct(job, "State,ElapsedRaw")
+            .into_iter()
+            .map(|f| {
+                let elapsed = f.get(1).and_then(|e| e.trim().parse().ok());
+                (f[0].clone(), elapsed)
+            })
+            .collect()
+    }
 }
 
 /// The testbed's nodes (`sinfo`, partition `gpu`: every node), sorted:
@@ -154,6 +185,153 @@ impl Testbed {
         self.sbatch(&all)
     }
 
+    /// Submits a `sleep 300` job of `account` holding a quarter of the
+    /// cluster's GPUs, with minimum runtime `min_runtime` (Slurm time).
+    pub fn sbatch_quarter(&self, account: &str, min_runtime: &str) -> u32 {
+        let quarter = self.total_gpus() / 4;
+        let min_runtime = format!("--min-runtime={min_runtime}");
+        self.sbatch_gpus(
+            quarter,
+            &["-A", account, &min_runtime, "--wrap", "sleep 300"],
+        )
+    }
+
+    /// Submits one [`Testbed::sbatch_quarter`] job of `account` per minimum
+    /// runtime in `min_runtimes`, in that order, then waits (30 s each)
+    /// until every one runs; returns their ids in that order.
+    pub fn run_quarters(&self, account: &str, min_runtimes: &[&str]) -> Vec<u32> {
+        let jobs: Vec<u32> = min_runtimes
+            .iter()
+            .map(|m| self.sbatch_quarter(account, m))
+            .collect();
+        for j in &jobs {
+            self.wait_state(*j, "RUNNING", Duration::from_secs(30));
+        }
+        jobs
+    }
+
+    /// The job's priority (`squeue %Q`).
+    ///
+    /// # Panics
+    /// When squeue shows none (the job is not queued).
+    pub fn priority(&self, job: u32) -> u64 {
+        self.squeue(job, "%Q")
+            .parse()
+            .unwrap_or_else(|_| panic!("no priority for {job}"))
+    }
+
+    /// How many times Slurm requeued the job (`Restarts=` of `scontrol
+    /// show job`; 0 when not shown).
+    pub fn restarts(&self, job: u32) -> u32 {
+        let out = self.ok("scontrol", &["show", "job", "-o", &job.to_string()]);
+        out.split_whitespace()
+            .find_map(|w| w.strip_prefix("Restarts="))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// AdminComment of a job from `scontrol show job -o` (squeue has no
+    /// such field): the text after `AdminComment=` up to the next ` Key=`
+    /// field; empty for `(null)`.
+    pub fn admin_comment(&self, job: u32) -> String {
+        let out = self.ok("scontrol", &["show", "job", "-o", &job.to_string()]);
+        let rest = out.split_once("AdminComment=").map_or("", |(_, r)| r);
+        let mut end = rest.len();
+        for (i, _) in rest.match_indices(' ') {
+            let word = rest[i + 1..].split(' ').next().unwrap_or("");
+            if word.starts_with(|c: char| c.is_ascii_uppercase()) && word.contains('=') {
+                end = i;
+                break;
+            }
+        }
+        let v = rest[..end].trim();
+        if v == "(null)" {
+            String::new()
+        } else {
+            v.to_string()
+        }
+    }
+
+    /// A job of account `vision` that holds every GPU of the cluster inside
+    /// a 10 minute contract, running, so that what is submitted next stays
+    /// pending and is ordered by priority alone.
+    pub fn block_cluster(&self) -> u32 {
+        let j = self.sbatch_gpus(
+            self.total_gpus(),
+            &["-A", "vision", "--min-runtime=10:00", "--wrap", "sleep 600"],
+        );
+        self.wait_state(j, "RUNNING", Duration::from_secs(30));
+        j
+    }
+
+    /// Submits a `sleep 600` job of `account` with one GPU and minimum
+    /// runtime `min_runtime`, pinned to `node` (`-w`: after a requeue it
+    /// waits for that node rather than start on another).
+    pub fn sbatch_pinned(&self, node: &str, account: &str, min_runtime: &str) -> u32 {
+        self.sbatch(&[
+            "-w",
+            node,
+            "--gres=gpu:1",
+            "-A",
+            account,
+            &format!("--min-runtime={min_runtime}"),
+            "--wrap",
+            "sleep 600",
+        ])
+    }
+
+    /// On draining `node`, the sidecar requeues each job at its minimum
+    /// runtime: waits (30 s) until `short`, the 5 s contract, leaves
+    /// RUNNING while `long`, the `long_secs` s contract, still runs; then
+    /// (up to `long_wait`) until `long` leaves RUNNING too; then (30 s) until
+    /// the node is DRAINED.
+    pub fn wait_drain_requeues(
+        &self,
+        node: &str,
+        short: u32,
+        long: u32,
+        long_secs: u64,
+        long_wait: Duration,
+    ) {
+        self.wait_left_state(
+            short,
+            "RUNNING",
+            Duration::from_secs(30),
+            "the 5 s job to be requeued",
+        );
+        assert_eq!(
+            self.squeue(long, "%T"),
+            "RUNNING",
+            "the {long_secs} s job stays inside its contract"
+        );
+        self.wait_left_state(
+            long,
+            "RUNNING",
+            long_wait,
+            &format!("the {long_secs} s job to be requeued"),
+        );
+        self.wait_node_state(
+            node,
+            "drained",
+            Duration::from_secs(30),
+            "the node to be drained",
+        );
+    }
+
+    /// Drains `node` as an admin does for maintenance (`scontrol update
+    /// state=drain reason=maintenance`).
+    pub fn drain_for_maintenance(&self, node: &str) {
+        self.ok(
+            "scontrol",
+            &[
+                "update",
+                &format!("nodename={node}"),
+                "state=drain",
+                "reason=maintenance",
+            ],
+        );
+    }
+
     /// The nodes a job runs on (`scontrol show job`'s NodeList, expanded
     /// with `scontrol show hostnames`); empty while it has none.
     pub fn job_nodes(&self, job: u32) -> Vec<String> {
@@ -205,6 +383,64 @@ impl Testbed {
         let dir = std::env::var_os("CARGO_TARGET_DIR")
             .map_or_else(|| self.root.join("target"), PathBuf::from);
         dir.join("debug/allot")
+    }
+
+    /// Runs the `allot` under test ([`Testbed::allot_bin`]) with `args` and
+    /// returns its stdout.
+    ///
+    /// # Panics
+    /// With its stdout and stderr when it exits non-zero.
+    pub fn allot_ok(&self, args: &[&str]) -> String {
+        let out = Command::new(self.allot_bin())
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", self.allot_bin().display()));
+        assert!(
+            out.status.success(),
+            "allot {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `(job, reason)` of the requeue events in `allot report --health
+    /// --json` (the testbed's allot.toml and ledger).
+    pub fn requeue_events(&self) -> Vec<(u64, String)> {
+        let conf = self.allot_conf();
+        let out = self.allot_ok(&[
+            "report",
+            "--health",
+            "--json",
+            "--config",
+            conf.to_str().unwrap(),
+        ]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "requeue")
+            .map(|e| {
+                (
+                    e["job_id"].as_u64().unwrap(),
+                    e["reason"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// Starts the sidecar, `allot sync --follow --interval 1s` on the
+    /// testbed's allot.toml, its log in `<testbed>/LOG`.
+    pub fn start_sidecar(&self, log: &str) -> std::process::Child {
+        let log = std::fs::File::create(self.dir.join(log)).unwrap();
+        Command::new(self.allot_bin())
+            .args(["sync", "--follow", "--interval", "1s", "--config"])
+            .arg(self.allot_conf())
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("cannot start allot sync --follow")
     }
 
     /// `path` (relative to `/`) in the packages the testbed was brought up
@@ -374,6 +610,32 @@ impl Testbed {
             }
         });
     }
+}
+
+/// Two GPUs for ten hours of b1, ending two hours ago ([`Testbed::reset_ledger`]
+/// jobs): b1 is over-served in the window, b2 (its equal-share sibling)
+/// used nothing.
+pub const B1_OVER_SERVED: &[(&str, u32, i64, i64, u64)] = &[("b1", 2, 12 * 3600, 10 * 3600, 3600)];
+
+/// The start of a test that takes the whole cluster: the lock that runs
+/// such tests one at a time ([`serial`]), and the testbed with no job left
+/// and a ledger of `jobs` ([`Testbed::reset_ledger`]).
+pub fn exclusive(jobs: &[(&str, u32, i64, i64, u64)]) -> (MutexGuard<'static, ()>, Testbed) {
+    let one = serial();
+    let tb = Testbed::from_env();
+    tb.cancel_all();
+    tb.reset_ledger(jobs);
+    (one, tb)
+}
+
+/// `dir/name`, with no ledger there: the file and its `-wal`, `-shm` and
+/// `.lock` removed.
+pub fn fresh_ledger(dir: &std::path::Path, name: &str) -> PathBuf {
+    let p = dir.join(name);
+    for suffix in ["", "-wal", "-shm", ".lock"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", p.display()));
+    }
+    p
 }
 
 /// Polls `check` every 200 ms until it returns `Some`, or panics after

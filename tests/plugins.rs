@@ -8,19 +8,11 @@
 
 use std::time::{Duration, Instant};
 
-use allot_e2e::{serial, wait_until, Testbed};
-
-const HOUR: i64 = 3600;
+use allot_e2e::{exclusive, serial, wait_until, Testbed, B1_OVER_SERVED};
 
 /// (band, rank, score) of a priority (fairshare::priority's layout).
 fn decode(p: u64) -> (u64, u64, u64) {
     (p >> 30, (p >> 16) & 0x3fff, p & 0xffff)
-}
-
-fn priority(tb: &Testbed, job: u32) -> u64 {
-    tb.squeue(job, "%Q")
-        .parse()
-        .unwrap_or_else(|_| panic!("no priority for {job}"))
 }
 
 /// sprio's PRIORITY and FAIRSHARE columns of a pending job.
@@ -39,21 +31,10 @@ fn stays(tb: &Testbed, job: u32, state: &str, period: Duration) {
     }
 }
 
-fn requeue_count(tb: &Testbed, job: u32) -> u32 {
-    let out = tb.ok("scontrol", &["show", "job", "-o", &job.to_string()]);
-    out.split_whitespace()
-        .find_map(|w| w.strip_prefix("Restarts="))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn under_served_account_starts_first_and_sprio_agrees() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
     // b1 used 2 GPUs for 10 hours in the window; b2 (equal share) nothing.
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     let all = tb.total_gpus();
     // Hold the whole cluster, protected for 10 minutes.
     let blocker = tb.sbatch_gpus(
@@ -73,7 +54,7 @@ fn under_served_account_starts_first_and_sprio_agrees() {
     // At submit the snapshot's load predates the jobs (band 1); the next
     // refresh (2 s) counts them pending and re-prioritises.
     let (p1, p2) = wait_until(Duration::from_secs(20), "b2 to rank above b1", || {
-        let (p1, p2) = (priority(&tb, j1), priority(&tb, j2));
+        let (p1, p2) = (tb.priority(j1), tb.priority(j2));
         if p2 > p1 && decode(p1).0 == 2 && decode(p2).0 == 2 {
             Ok((p1, p2))
         } else {
@@ -93,7 +74,7 @@ fn under_served_account_starts_first_and_sprio_agrees() {
             "sprio to agree with squeue",
             || {
                 let s = sprio(&tb, job).ok_or("not in sprio")?;
-                let now = priority(&tb, job);
+                let now = tb.priority(job);
                 if s.0 == now {
                     Ok(s)
                 } else {
@@ -138,33 +119,13 @@ fn under_served_account_starts_first_and_sprio_agrees() {
 
 #[test]
 fn expired_contract_is_requeued_for_an_under_served_account_and_not_before() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     // b1 fills the cluster with four quarters of it: one job with an 8 s
     // contract, three with 10 minutes.
-    let quarter = tb.total_gpus() / 4;
-    let short = tb.sbatch_gpus(
-        quarter,
-        &["-A", "b1", "--min-runtime=0:08", "--wrap", "sleep 300"],
-    );
-    let long: Vec<u32> = (0..3)
-        .map(|_| {
-            tb.sbatch_gpus(
-                quarter,
-                &["-A", "b1", "--min-runtime=10:00", "--wrap", "sleep 300"],
-            )
-        })
-        .collect();
-    for j in std::iter::once(short).chain(long.iter().copied()) {
-        tb.wait_state(j, "RUNNING", Duration::from_secs(30));
-    }
+    let jobs = tb.run_quarters("b1", &["0:08", "10:00", "10:00", "10:00"]);
+    let (short, long) = (jobs[0], jobs[1..].to_vec());
     let started = allot_e2e::epoch();
-    let b2 = tb.sbatch_gpus(
-        quarter,
-        &["-A", "b2", "--min-runtime=0:01", "--wrap", "sleep 300"],
-    );
+    let b2 = tb.sbatch_quarter("b2", "0:01");
     tb.wait_state(b2, "RUNNING", Duration::from_secs(60));
     // The contract is measured on Slurm's clock (whole seconds from the
     // short job's StartTime), not from when this test saw it running: the
@@ -173,24 +134,11 @@ fn expired_contract_is_requeued_for_an_under_served_account_and_not_before() {
         Duration::from_secs(30),
         "the preempted attempt in sacct",
         || {
-            let out = tb.ok(
-                "sacct",
-                &[
-                    "-n",
-                    "-P",
-                    "-D",
-                    "-X",
-                    "-j",
-                    &short.to_string(),
-                    "-o",
-                    "State,ElapsedRaw",
-                ],
-            );
-            out.lines()
-                .filter_map(|l| l.split_once('|'))
+            let rows = tb.attempt_states(short);
+            rows.iter()
                 .find(|(state, _)| state.starts_with("PREEMPTED") || state.starts_with("REQUEUED"))
-                .and_then(|(_, e)| e.trim().parse::<u64>().ok())
-                .ok_or(out)
+                .and_then(|(_, e)| *e)
+                .ok_or(format!("{rows:?}"))
         },
     );
     assert!(
@@ -198,11 +146,7 @@ fn expired_contract_is_requeued_for_an_under_served_account_and_not_before() {
         "b1's short job was preempted after {elapsed}s, inside its 8 s contract (b2 ran {}s after the test saw b1 running)",
         allot_e2e::epoch() - started
     );
-    assert_eq!(
-        requeue_count(&tb, short),
-        1,
-        "the short-contract job was requeued"
-    );
+    assert_eq!(tb.restarts(short), 1, "the short-contract job was requeued");
     assert_ne!(tb.squeue(short, "%T"), "RUNNING");
     for j in &long {
         assert_eq!(
@@ -210,74 +154,36 @@ fn expired_contract_is_requeued_for_an_under_served_account_and_not_before() {
             "RUNNING",
             "job {j} inside its 10 min contract was left alone"
         );
-        assert_eq!(requeue_count(&tb, *j), 0);
+        assert_eq!(tb.restarts(*j), 0);
     }
     tb.cancel_all();
 }
 
 #[test]
 fn free_tier_is_preempted_at_once_by_any_allocated_job_its_own_included() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     // Four free-tier jobs, a quarter of the cluster each, fill it.
-    let quarter = tb.total_gpus() / 4;
-    let free: Vec<u32> = (0..4)
-        .map(|_| {
-            tb.sbatch_gpus(
-                quarter,
-                &["-A", "b1", "--min-runtime=0", "--wrap", "sleep 300"],
-            )
-        })
-        .collect();
-    for j in &free {
-        tb.wait_state(*j, "RUNNING", Duration::from_secs(30));
-    }
+    let free = tb.run_quarters("b1", &["0"; 4]);
     // The same account's allocated job takes one of its own free-tier jobs'
     // GPUs at once: a team's free work never blocks its allocated work.
     let t0 = allot_e2e::epoch();
-    let own = tb.sbatch_gpus(
-        quarter,
-        &["-A", "b1", "--min-runtime=5:00", "--wrap", "sleep 300"],
-    );
+    let own = tb.sbatch_quarter("b1", "5:00");
     tb.wait_state(own, "RUNNING", Duration::from_secs(30));
     // Another account's allocated job likewise.
-    let a2 = tb.sbatch_gpus(
-        quarter,
-        &["-A", "a2", "--min-runtime=5:00", "--wrap", "sleep 300"],
-    );
+    let a2 = tb.sbatch_quarter("a2", "5:00");
     tb.wait_state(a2, "RUNNING", Duration::from_secs(30));
     assert!(
         allot_e2e::epoch() - t0 < 40,
         "free-tier preemption is immediate"
     );
-    let requeued: u32 = free.iter().map(|j| requeue_count(&tb, *j)).sum();
+    let requeued: u32 = free.iter().map(|j| tb.restarts(*j)).sum();
     assert_eq!(requeued, 2, "exactly one free-tier job made room for each");
     tb.cancel_all();
 }
 
-/// The AdminComment slurmctld keeps for a job (`scontrol show job -o`: its
-/// words up to the next `Key=` field).
-fn admin_comment(tb: &Testbed, job: u32) -> String {
-    let out = tb.ok("scontrol", &["show", "job", "-o", &job.to_string()]);
-    let mut words = out.split_whitespace();
-    let Some(first) = words.find_map(|w| w.strip_prefix("AdminComment=")) else {
-        return String::new();
-    };
-    let is_field = |w: &str| w.starts_with(|c: char| c.is_ascii_uppercase()) && w.contains('=');
-    std::iter::once(first)
-        .chain(words.take_while(|w| !is_field(w)))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 #[test]
 fn a_sweep_is_marked_at_submission_and_never_preempts() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     // sweep_jobs = 2: an account's third short job within 15 minutes is a
     // sweep (fairshare::sweep).
     let conf = tb.allot_conf();
@@ -309,15 +215,11 @@ fn a_sweep_is_marked_at_submission_and_never_preempts() {
         .collect();
     let marks: Vec<bool> = short
         .iter()
-        .map(|j| {
-            admin_comment(&tb, *j)
-                .split(' ')
-                .any(|t| t == "allot:sweep")
-        })
+        .map(|j| tb.admin_comment(*j).split(' ').any(|t| t == "allot:sweep"))
         .collect();
     assert_eq!(marks, [false, false, true, true], "job_submit's marks");
     for j in &short {
-        let (band, _, _) = decode(priority(&tb, *j));
+        let (band, _, _) = decode(tb.priority(*j));
         assert!(
             band == 3 || tb.squeue(*j, "%T") == "RUNNING",
             "job {j} in band {band}"
@@ -331,7 +233,7 @@ fn a_sweep_is_marked_at_submission_and_never_preempts() {
     for j in &short[2..] {
         stays(&tb, *j, "PENDING", Duration::from_secs(20));
     }
-    let requeued: u32 = b1.iter().map(|j| requeue_count(&tb, *j)).sum();
+    let requeued: u32 = b1.iter().map(|j| tb.restarts(*j)).sum();
     assert_eq!(
         requeued, 2,
         "one b1 job for each debug job, none for the sweep"
@@ -354,22 +256,8 @@ fn a_sweep_is_marked_at_submission_and_never_preempts() {
 
 #[test]
 fn contracts_hold_across_a_slurmctld_restart() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
-    let quarter = tb.total_gpus() / 4;
-    let jobs: Vec<u32> = (0..4)
-        .map(|_| {
-            tb.sbatch_gpus(
-                quarter,
-                &["-A", "b1", "--min-runtime=10:00", "--wrap", "sleep 300"],
-            )
-        })
-        .collect();
-    for j in &jobs {
-        tb.wait_state(*j, "RUNNING", Duration::from_secs(30));
-    }
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
+    let jobs = tb.run_quarters("b1", &["10:00"; 4]);
     // Stop slurmctld (SIGTERM: it saves its state, as `systemctl restart`
     // does) and start it again (testbed up starts what is missing). The
     // SIGKILL case belongs to the hardening tests.
@@ -396,13 +284,10 @@ fn contracts_hold_across_a_slurmctld_restart() {
         );
     }
     // An under-served account still cannot break the 10 minute contracts.
-    let b2 = tb.sbatch_gpus(
-        quarter,
-        &["-A", "b2", "--min-runtime=0:01", "--wrap", "sleep 300"],
-    );
+    let b2 = tb.sbatch_quarter("b2", "0:01");
     stays(&tb, b2, "PENDING", Duration::from_secs(10));
     for j in &jobs {
-        assert_eq!(requeue_count(&tb, *j), 0);
+        assert_eq!(tb.restarts(*j), 0);
     }
     tb.cancel_all();
 }
@@ -476,11 +361,8 @@ fn malformed_config_on_reconfigure_keeps_the_old_tree() {
 
 #[test]
 fn sshare_shows_allots_usage_and_fair_share() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
     // b1: 2 GPUs for 10 h inside the window = 72000 GPU-seconds; b2 nothing.
-    tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     let rows = wait_until(
         Duration::from_secs(20),
         "sshare to show the ledger's usage",
@@ -581,7 +463,7 @@ fn one_minute_contracts_converge_to_the_entitlement_with_bounded_preemption() {
         }
     });
     assert_eq!(held.1, 4, "b2 got its entitlement, no more: {held:?}");
-    let requeues = |jobs: &[u32]| jobs.iter().map(|j| requeue_count(&tb, *j)).sum::<u32>();
+    let requeues = |jobs: &[u32]| jobs.iter().map(|j| tb.restarts(*j)).sum::<u32>();
     let first = requeues(&b1);
     assert!(
         (4..=6).contains(&first),

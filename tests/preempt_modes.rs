@@ -70,26 +70,9 @@ fn cancel_mode_ends_victims_preempted_after_their_contract() {
     tb.reset_ledger(&[("b1", 2, 12 * HOUR, 10 * HOUR, 3600)]);
     // b1 fills the cluster with four quarters of it: one job with an 8 s
     // contract, three with 10 minutes.
-    let quarter = tb.total_gpus() / 4;
-    let short = tb.sbatch_gpus(
-        quarter,
-        &["-A", "b1", "--min-runtime=0:08", "--wrap", "sleep 300"],
-    );
-    let long: Vec<u32> = (0..3)
-        .map(|_| {
-            tb.sbatch_gpus(
-                quarter,
-                &["-A", "b1", "--min-runtime=10:00", "--wrap", "sleep 300"],
-            )
-        })
-        .collect();
-    for j in std::iter::once(short).chain(long.iter().copied()) {
-        tb.wait_state(j, "RUNNING", Duration::from_secs(30));
-    }
-    let b2 = tb.sbatch_gpus(
-        quarter,
-        &["-A", "b2", "--min-runtime=0:01", "--wrap", "sleep 300"],
-    );
+    let jobs = tb.run_quarters("b1", &["0:08", "10:00", "10:00", "10:00"]);
+    let (short, long) = (jobs[0], jobs[1..].to_vec());
+    let b2 = tb.sbatch_quarter("b2", "0:01");
     tb.wait_state(b2, "RUNNING", Duration::from_secs(60));
     // The short job was cancelled as PREEMPTED (one attempt, not requeued),
     // after its 8 s contract.
@@ -97,28 +80,15 @@ fn cancel_mode_ends_victims_preempted_after_their_contract() {
         Duration::from_secs(30),
         "the preempted job in sacct",
         || {
-            let out = tb.ok(
-                "sacct",
-                &[
-                    "-n",
-                    "-P",
-                    "-D",
-                    "-X",
-                    "-j",
-                    &short.to_string(),
-                    "-o",
-                    "State,ElapsedRaw",
-                ],
-            );
-            let rows: Vec<(String, u64)> = out
-                .lines()
-                .filter_map(|l| l.split_once('|'))
-                .map(|(s, e)| (s.to_string(), e.trim().parse().unwrap_or(0)))
+            let rows: Vec<(String, u64)> = tb
+                .attempt_states(short)
+                .into_iter()
+                .map(|(s, e)| (s, e.unwrap_or(0)))
                 .collect();
             if rows.iter().any(|(s, _)| s.starts_with("PREEMPTED")) {
                 Ok(rows)
             } else {
-                Err(out)
+                Err(format!("{rows:?}"))
             }
         },
     );

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use allot_e2e::{serial, Testbed};
+use allot_e2e::{exclusive, serial, Testbed, B1_OVER_SERVED};
 use fairshare::Config;
 
 fn allot(tb: &Testbed, args: &[&str]) -> String {
@@ -72,27 +72,10 @@ fn tree_apply_then_plan_is_empty_and_import_round_trips() {
 
 #[test]
 fn explain_names_the_preemptor_of_a_requeued_job() {
-    let _one = serial();
-    let tb = Testbed::from_env();
-    tb.cancel_all();
-    tb.reset_ledger(&[("b1", 2, 12 * 3600, 10 * 3600, 3600)]);
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
     // Four quarters of the cluster.
-    let quarter = tb.total_gpus() / 4;
-    let victims: Vec<u32> = (0..4)
-        .map(|_| {
-            tb.sbatch_gpus(
-                quarter,
-                &["-A", "b1", "--min-runtime=0:05", "--wrap", "sleep 300"],
-            )
-        })
-        .collect();
-    for j in &victims {
-        tb.wait_state(*j, "RUNNING", Duration::from_secs(30));
-    }
-    let b2 = tb.sbatch_gpus(
-        quarter,
-        &["-A", "b2", "--min-runtime=0:01", "--wrap", "sleep 300"],
-    );
+    let victims = tb.run_quarters("b1", &["0:05"; 4]);
+    let b2 = tb.sbatch_quarter("b2", "0:01");
     tb.wait_state(b2, "RUNNING", Duration::from_secs(60));
     let requeued = allot_e2e::wait_until(
         Duration::from_secs(30),

@@ -4,7 +4,6 @@
 //! [`fairshare::Explanation`] over the ledger's window usage, as the
 //! plugins compute it.
 
-use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
@@ -15,8 +14,8 @@ use fairshare::record::{recorded_min_runtime, recorded_sweep};
 use fairshare::{Contract, ContractPolicy, Engine, Explanation, PendingJob, RunClock};
 use serde::Serialize;
 
-use crate::cmd_report::{ledger_path, now};
-use crate::config_path::{load, ConfigArg};
+use crate::cmd_report::now;
+use crate::config_path::{load, ConfigArg, LedgerArg};
 
 /// `allot explain` arguments.
 #[derive(clap::Args, Debug)]
@@ -25,9 +24,8 @@ pub struct Args {
     job: u64,
     #[command(flatten)]
     config: ConfigArg,
-    /// Ledger file [default: `[ledger] path` of allot.toml]
-    #[arg(long, value_name = "PATH")]
-    ledger: Option<PathBuf>,
+    #[command(flatten)]
+    ledger: LedgerArg,
     /// Print JSON
     #[arg(long)]
     json: bool,
@@ -184,7 +182,7 @@ fn requeues(reader: &LedgerReader, attempts: &[StoredAttempt]) -> anyhow::Result
 /// Runs `allot explain`.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let config = Arc::new(load(&args.config.path())?);
-    let reader = LedgerReader::open(&ledger_path(args.ledger.as_deref(), &config))?;
+    let reader = LedgerReader::open(&args.ledger.path(&config))?;
     let t = now();
     let usage = reader.charged_by_account(t - config.window as i64, t)?;
     let (engine, _) = Engine::from_account_usage(

@@ -10,16 +10,15 @@ use anyhow::{bail, Context};
 use fairshare::Config;
 
 use crate::cmd_sync::parse_interval;
-use crate::config_path::{self, ConfigArg};
+use crate::config_path::{self, ConfigArg, LedgerArg};
 
 /// Arguments of `allot report`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
     pub config: ConfigArg,
-    /// Ledger file [default: `[ledger] path` of allot.toml]
-    #[arg(long, value_name = "PATH")]
-    pub ledger: Option<PathBuf>,
+    #[command(flatten)]
+    pub ledger: LedgerArg,
     /// Window start: epoch seconds, YYYY-MM-DD[THH:MM[:SS]] local, or now [default: end - window]
     #[arg(short = 'S', long = "starttime", value_name = "TIME")]
     pub start: Option<String>,
@@ -60,12 +59,6 @@ pub struct Args {
 /// Seconds since the epoch, now.
 pub fn now() -> i64 {
     jiff::Timestamp::now().as_second()
-}
-
-/// `--ledger`, else the config's `[ledger] path`.
-pub fn ledger_path(flag: Option<&Path>, config: &Config) -> PathBuf {
-    flag.map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(&config.ledger_path))
 }
 
 /// A time on the command line: `now`, epoch seconds, or local
@@ -135,7 +128,7 @@ fn open_with_jobs(path: &Path) -> anyhow::Result<LedgerReader> {
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     crate::cmd_sync::init_logging();
     let config = config_path::load(&args.config.path())?;
-    let path = ledger_path(args.ledger.as_deref(), &config);
+    let path = args.ledger.path(&config);
     let now = now();
     let end = match &args.end {
         Some(e) => parse_when(e)?.min(now),

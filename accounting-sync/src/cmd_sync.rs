@@ -11,17 +11,16 @@ use allot_ledger::Ledger;
 use allot_sync::sync::{self, ImportStats, SyncOptions};
 use anyhow::Context;
 
-use crate::cmd_report::{ledger_path, now, parse_when};
-use crate::config_path::{self, ConfigArg};
+use crate::cmd_report::{now, parse_when};
+use crate::config_path::{self, ConfigArg, LedgerArg};
 
 /// Arguments of `allot sync`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
     pub config: ConfigArg,
-    /// Ledger file [default: `[ledger] path` of allot.toml]
-    #[arg(long, value_name = "PATH")]
-    pub ledger: Option<PathBuf>,
+    #[command(flatten)]
+    pub ledger: LedgerArg,
     /// Import a saved `sacct --parsable2` dump (with its header line; `-` = stdin)
     /// instead of running sacct
     #[arg(long, value_name = "FILE", conflicts_with = "follow")]
@@ -398,7 +397,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     init_logging();
     let config_file = args.config.path();
     let config = config_path::load(&config_file)?;
-    let path = ledger_path(args.ledger.as_deref(), &config);
+    let path = args.ledger.path(&config);
     let charging = Charging::from_config(&config);
     let plan = plan(args, &config)?;
     let existed = path.exists();

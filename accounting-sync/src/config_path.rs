@@ -20,6 +20,24 @@ pub struct ConfigArg {
     pub config: Option<PathBuf>,
 }
 
+/// The `--ledger PATH` option of the commands that read or write the
+/// ledger.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct LedgerArg {
+    /// Ledger file [default: `[ledger] path` of allot.toml]
+    #[arg(long, value_name = "PATH")]
+    pub ledger: Option<PathBuf>,
+}
+
+impl LedgerArg {
+    /// `--ledger`, else the config's `[ledger] path`.
+    pub fn path(&self, config: &Config) -> PathBuf {
+        self.ledger
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(&config.ledger_path))
+    }
+}
+
 impl ConfigArg {
     /// The path this invocation means, from the option or the environment.
     pub fn path(&self) -> PathBuf {

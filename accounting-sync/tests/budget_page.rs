@@ -5,36 +5,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn allot() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_allot"));
-    c.env_remove("ALLOT_CONF").env_remove("SLURM_CONF");
-    c
-}
-
-fn ok(c: &mut Command) -> String {
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{c:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+mod common;
+use common::{allot, ok};
 
 fn setup(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let config = dir.join("allot.toml");
-    let example = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/allot.toml"
-    ))
-    .unwrap();
     std::fs::write(
         &config,
-        example.replace(
-            "/var/lib/allot/ledger.sqlite",
-            &dir.join("ledger.sqlite").display().to_string(),
-        ),
+        common::example_with_ledger(&dir.join("ledger.sqlite")),
     )
     .unwrap();
     // Finished jobs of four teams over the last three days (one free-tier).

@@ -1,17 +1,9 @@
 //! `allot check-config` and `allot shares` end to end (no Slurm needed).
 
 use std::path::PathBuf;
-use std::process::Command;
 
-fn allot() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_allot"));
-    c.env_remove("ALLOT_CONF").env_remove("SLURM_CONF");
-    c
-}
-
-fn example() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/allot.toml")
-}
+mod common;
+use common::{allot, example};
 
 fn temp(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("allot-cli-{}", std::process::id()));

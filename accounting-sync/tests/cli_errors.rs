@@ -8,16 +8,13 @@ use std::process::{Command, Output};
 const HEADER: &str =
     "JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n";
 
-fn allot() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_allot"));
-    c.env_remove("ALLOT_CONF")
-        .env_remove("SLURM_CONF")
-        .env("ALLOT_LOG", "warn");
-    c
-}
+mod common;
+use common::example;
 
-fn example() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/allot.toml")
+fn allot() -> Command {
+    let mut c = common::allot();
+    c.env("ALLOT_LOG", "warn");
+    c
 }
 
 /// A fresh directory for one test.
@@ -265,16 +262,22 @@ fn report_of_a_ledger_without_jobs_is_an_error() {
 #[test]
 fn sim_names_a_missing_or_foreign_trace() {
     let d = dir("sim");
+    // `allot sim --trace TRACE`, which must fail with exit status 1: its
+    // stderr.
+    let sim_error = |trace: &Path| {
+        let out = allot()
+            .args(["sim", "--config"])
+            .arg(example())
+            .arg("--trace")
+            .arg(trace)
+            .output()
+            .unwrap();
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{e}");
+        e
+    };
     let missing = d.join("missing.sqlite");
-    let out = allot()
-        .args(["sim", "--config"])
-        .arg(example())
-        .arg("--trace")
-        .arg(&missing)
-        .output()
-        .unwrap();
-    let e = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{e}");
+    let e = sim_error(&missing);
     assert!(
         e.contains(&format!("--trace {}: no such file", missing.display())),
         "{e}"
@@ -282,15 +285,7 @@ fn sim_names_a_missing_or_foreign_trace() {
     assert!(!e.contains("--ledger"), "sim has no --ledger: {e}");
     let foreign = d.join("other.sqlite");
     std::fs::write(&foreign, "").unwrap();
-    let out = allot()
-        .args(["sim", "--config"])
-        .arg(example())
-        .arg("--trace")
-        .arg(&foreign)
-        .output()
-        .unwrap();
-    let e = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{e}");
+    let e = sim_error(&foreign);
     assert!(
         e.contains("not an allot ledger") && !e.contains("--ledger"),
         "{e}"

@@ -11,6 +11,8 @@ use allot_ledger::Ledger;
 use allot_sync::draining::{DrainingStatus, PassReport};
 use allot_sync::metrics::{to_text_format, SidecarMetrics};
 
+mod common;
+
 fn dashboard() -> serde_json::Value {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -43,12 +45,7 @@ fn served() -> (BTreeSet<String>, BTreeSet<String>) {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("ledger.sqlite");
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/allot.toml"
-    ))
-    .unwrap()
-    .replace("/var/lib/allot/ledger.sqlite", &path.display().to_string());
+    let text = common::example_with_ledger(&path);
     let config = Arc::new(fairshare::Config::from_toml_str(&text).unwrap());
     let now = 1_750_000_000;
     let (s, e) = (now - 7200, now - 3600);

@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use allot_sync::metrics::parse_exposition;
 
+mod common;
+
 fn allot() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_allot"));
-    c.env_remove("ALLOT_CONF")
-        .env_remove("SLURM_CONF")
-        .env("ALLOT_LOG", "info");
+    let mut c = common::allot();
+    c.env("ALLOT_LOG", "info");
     c
 }
 
@@ -61,19 +61,7 @@ fn setup(dir: &Path) -> (PathBuf, PathBuf) {
     std::fs::create_dir_all(dir).unwrap();
     let ledger = dir.join("ledger.sqlite");
     let config = dir.join("allot.toml");
-    let example = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/allot.toml"
-    ))
-    .unwrap();
-    std::fs::write(
-        &config,
-        example.replace(
-            "/var/lib/allot/ledger.sqlite",
-            &ledger.display().to_string(),
-        ),
-    )
-    .unwrap();
+    std::fs::write(&config, common::example_with_ledger(&ledger)).unwrap();
     // Finished jobs of three teams well inside the window, and a pending one:
     // the report's numbers do not move while the test runs.
     let now = std::time::SystemTime::now()
@@ -203,17 +191,8 @@ fn metrics_equal_the_report() {
             .map(|(_, v)| *v)
     };
 
-    let out = allot()
-        .args(["report", "--json", "--config"])
-        .arg(&config)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = common::ok(allot().args(["report", "--json", "--config"]).arg(&config));
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     let lines = report["lines"].as_array().unwrap();
     assert_eq!(lines.len(), 8, "root, 2 programs, 5 leaves");
     let mut checked = 0;

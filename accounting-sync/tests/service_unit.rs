@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+
 fn unit_text() -> String {
     std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -112,11 +114,7 @@ fn unit_keeps_its_promises() {
     );
     // Under ProtectSystem=strict only StateDirectory= (/var/lib/allot) is
     // writable: the example config's ledger must be there.
-    let example = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/allot.toml"
-    ))
-    .unwrap();
+    let example = std::fs::read_to_string(common::example()).unwrap();
     assert!(example.contains("path = \"/var/lib/allot/ledger.sqlite\""));
     // /etc/slurm (slurm.conf, allot.toml) stays readable.
     assert!(!t.contains("InaccessiblePaths") && !t.contains("TemporaryFileSystem"));
@@ -132,15 +130,10 @@ fn unit_keeps_its_promises() {
         .find_map(|l| l.strip_prefix("#ALLOT_SYNC_OPTS=\""))
         .and_then(|l| l.strip_suffix('"'))
         .expect("a commented ALLOT_SYNC_OPTS example");
-    let out = Command::new(env!("CARGO_BIN_EXE_allot"))
-        .args(["sync", "--follow"])
-        .args(example_opts.split_whitespace())
-        .arg("--help")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::ok(
+        common::allot()
+            .args(["sync", "--follow"])
+            .args(example_opts.split_whitespace())
+            .arg("--help"),
     );
 }

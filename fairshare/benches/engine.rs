@@ -7,42 +7,15 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use fairshare::{Config, Engine, NodeSpec, PendingJob, Tree, UsageTracker};
+use fairshare::{Config, Engine, PendingJob, Tree, UsageTracker};
+
+mod common;
+use common::{lcg, synthetic_tree};
 
 const NOW: u64 = 1_700_000_000;
 
-/// Deterministic pseudo-random numbers (no extra dependency).
-fn lcg(state: &mut u64) -> u64 {
-    *state = state
-        .wrapping_mul(6_364_136_223_846_793_005)
-        .wrapping_add(1_442_695_040_888_963_407);
-    *state >> 33
-}
-
 fn config() -> Arc<Config> {
-    let mut seed = 7;
-    let programs = (0..10)
-        .map(|p| {
-            let groups = (0..10)
-                .map(|g| {
-                    let leaves = (0..10)
-                        .map(|l| {
-                            NodeSpec::leaf(
-                                &format!("p{p}g{g}l{l}"),
-                                1 + (lcg(&mut seed) % 100) as u32,
-                            )
-                        })
-                        .collect();
-                    NodeSpec::group(
-                        &format!("p{p}g{g}"),
-                        1 + (lcg(&mut seed) % 100) as u32,
-                        leaves,
-                    )
-                })
-                .collect();
-            NodeSpec::group(&format!("p{p}"), 1 + (lcg(&mut seed) % 100) as u32, groups)
-        })
-        .collect::<Vec<_>>();
+    let programs = synthetic_tree(&mut 7, 10, "l");
     Arc::new(Config::with_tree(Tree::build(&programs).unwrap()))
 }
 

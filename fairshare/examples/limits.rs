@@ -18,16 +18,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fairshare::contract::{Contract, RunClock};
-use fairshare::{Config, Engine, NodeGpus, NodeSpec, PendingJob, Preemptor, RunningJob, Tree};
+use fairshare::{Config, Engine, NodeGpus, PendingJob, Preemptor, RunningJob, Tree};
+
+#[path = "../benches/common/mod.rs"]
+mod common;
+use common::{lcg, synthetic_tree};
 
 const NOW: u64 = 1_700_000_000;
-
-fn lcg(s: &mut u64) -> u64 {
-    *s = s
-        .wrapping_mul(6_364_136_223_846_793_005)
-        .wrapping_add(1_442_695_040_888_963_407);
-    *s >> 33
-}
 
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -59,28 +56,7 @@ fn main() {
     let rss_config_start = rss_kib();
     // 10 programs x 10 groups x 100 teams = 10,000 leaf accounts.
     let mut seed = 7;
-    let programs: Vec<NodeSpec> = (0..10)
-        .map(|p| {
-            let groups = (0..10)
-                .map(|g| {
-                    let leaves = (0..100)
-                        .map(|l| {
-                            NodeSpec::leaf(
-                                &format!("p{p}g{g}t{l}"),
-                                1 + (lcg(&mut seed) % 100) as u32,
-                            )
-                        })
-                        .collect();
-                    NodeSpec::group(
-                        &format!("p{p}g{g}"),
-                        1 + (lcg(&mut seed) % 100) as u32,
-                        leaves,
-                    )
-                })
-                .collect();
-            NodeSpec::group(&format!("p{p}"), 1 + (lcg(&mut seed) % 100) as u32, groups)
-        })
-        .collect();
+    let programs = synthetic_tree(&mut seed, 100, "t");
     let config = Arc::new(Config::with_tree(Tree::build(&programs).unwrap()));
     let rss_config = rss_kib().saturating_sub(rss_config_start);
     let accounts: Vec<String> = config.tree.accounts().map(|(a, _)| a.to_string()).collect();

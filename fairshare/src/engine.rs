@@ -204,11 +204,7 @@ mod tests {
     const NOW: u64 = 1_700_000_000;
 
     fn engine() -> Engine {
-        Engine::new(
-            Arc::new(Config::with_tree(example_tree())),
-            example_usage(),
-            NOW,
-        )
+        crate::testutil::example_engine(NOW)
     }
 
     fn job(account: &str, min_runtime: u64, nice: i64, waited: u64) -> PendingJob<'_> {

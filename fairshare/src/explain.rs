@@ -214,21 +214,13 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::config::Config;
     use crate::contract::RunClock;
-    use crate::testutil::{example_tree, example_usage};
 
     const NOW: u64 = 1_700_000_000;
 
     fn engine() -> Engine {
-        Engine::new(
-            Arc::new(Config::with_tree(example_tree())),
-            example_usage(),
-            NOW,
-        )
+        crate::testutil::example_engine(NOW)
     }
 
     #[test]

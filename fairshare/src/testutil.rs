@@ -5,8 +5,8 @@ use proptest::prelude::*;
 use crate::tree::{NodeSpec, Tree};
 
 /// The worked example: A (60) { A1 35, A2 25 }, B (40) { B1 20, B2 20 }.
-pub fn example_tree() -> Tree {
-    Tree::build(&[
+pub fn example_specs() -> Vec<NodeSpec> {
+    vec![
         NodeSpec::group(
             "a",
             60,
@@ -17,8 +17,21 @@ pub fn example_tree() -> Tree {
             40,
             vec![NodeSpec::leaf("b1", 20), NodeSpec::leaf("b2", 20)],
         ),
-    ])
-    .unwrap()
+    ]
+}
+
+/// The worked example's tree ([`example_specs`]).
+pub fn example_tree() -> Tree {
+    Tree::build(&example_specs()).unwrap()
+}
+
+/// The engine of the worked example and its usage at `now`.
+pub fn example_engine(now: u64) -> crate::engine::Engine {
+    crate::engine::Engine::new(
+        std::sync::Arc::new(crate::config::Config::with_tree(example_tree())),
+        example_usage(),
+        now,
+    )
 }
 
 /// Its window usage in GPU-seconds, by leaf (a1, a2, b1, b2).

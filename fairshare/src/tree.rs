@@ -334,21 +334,7 @@ fn check_account_name(name: &str) -> Result<(), &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn example() -> Vec<NodeSpec> {
-        vec![
-            NodeSpec::group(
-                "a",
-                60,
-                vec![NodeSpec::leaf("a1", 35), NodeSpec::leaf("a2", 25)],
-            ),
-            NodeSpec::group(
-                "b",
-                40,
-                vec![NodeSpec::leaf("b1", 20), NodeSpec::leaf("b2", 20)],
-            ),
-        ]
-    }
+    use crate::testutil::example_specs as example;
 
     #[test]
     fn allocation_is_product_of_normalised_shares() {

@@ -22,6 +22,22 @@ unsafe fn opt_str<'a>(p: *const c_char) -> Option<&'a str> {
     }
 }
 
+/// Accessors of string fields of `self.raw`, each `name: field;` after
+/// its doc: `None` for NULL or non-UTF-8.
+macro_rules! str_fields {
+    ($($(#[$doc:meta])* $name:ident: $field:ident;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(&self) -> Option<&'a str> {
+                // SAFETY: slurmctld's strings (of a record, or of a request
+                // for the call) are NULL or NUL-terminated and live as long
+                // as the struct borrowed for `'a`.
+                unsafe { opt_str(self.raw.$field) }
+            }
+        )*
+    };
+}
+
 /// Base state of a job (`job_state & JOB_STATE_BASE`), as in slurm.h `enum job_states`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobState {
@@ -86,19 +102,9 @@ impl<'a> JobRecord<'a> {
     pub fn job_id(&self) -> u32 {
         self.raw.job_id
     }
-    /// Account (association account) charged for the job.
-    pub fn account(&self) -> Option<&'a str> {
-        // SAFETY: slurmctld strings are NULL or NUL-terminated and live with the record.
-        unsafe { opt_str(self.raw.account) }
-    }
     /// Numeric uid of the owner.
     pub fn user_id(&self) -> u32 {
         self.raw.user_id
-    }
-    /// Partition name (a comma-separated list while pending on several).
-    pub fn partition(&self) -> Option<&'a str> {
-        // SAFETY: as in `account`.
-        unsafe { opt_str(self.raw.partition) }
     }
     /// Submit time, seconds since the epoch (0 if unknown).
     pub fn submit_time(&self) -> i64 {
@@ -134,11 +140,6 @@ impl<'a> JobRecord<'a> {
     pub fn suspend_time(&self) -> i64 {
         self.raw.suspend_time
     }
-    /// `tres_fmt_req_str`: requested TRES by name (`cpu=1,...,gres/gpu=2`).
-    pub fn tres_req_str(&self) -> Option<&'a str> {
-        // SAFETY: as in `account`.
-        unsafe { opt_str(self.raw.tres_fmt_req_str) }
-    }
     /// Raw `job_state` word (base state plus flags).
     pub fn job_state_raw(&self) -> u32 {
         self.raw.job_state
@@ -146,31 +147,6 @@ impl<'a> JobRecord<'a> {
     /// Base state.
     pub fn state(&self) -> JobState {
         JobState::from_raw(self.raw.job_state)
-    }
-    /// `tres_fmt_alloc_str`: allocated TRES by name (`cpu=2,...,gres/gpu=2`), set once running.
-    pub fn tres_alloc_str(&self) -> Option<&'a str> {
-        // SAFETY: as in `account`.
-        unsafe { opt_str(self.raw.tres_fmt_alloc_str) }
-    }
-    /// Requested GPUs per node / per job as given (`gres:gpu:2` style TRES request strings).
-    pub fn tres_per_node(&self) -> Option<&'a str> {
-        // SAFETY: as in `account`.
-        unsafe { opt_str(self.raw.tres_per_node) }
-    }
-    /// Requested TRES per job (`--gpus`).
-    pub fn tres_per_job(&self) -> Option<&'a str> {
-        // SAFETY: as in `account`.
-        unsafe { opt_str(self.raw.tres_per_job) }
-    }
-    /// `--comment` text (user-writable).
-    pub fn comment(&self) -> Option<&'a str> {
-        // SAFETY: as in `account`.
-        unsafe { opt_str(self.raw.comment) }
-    }
-    /// Admin comment (writable by operators and plugins only).
-    pub fn admin_comment(&self) -> Option<&'a str> {
-        // SAFETY: as in `account`.
-        unsafe { opt_str(self.raw.admin_comment) }
     }
     /// Signed nice value (`--nice`), 0 if unset.
     pub fn nice(&self) -> i64 {
@@ -193,10 +169,26 @@ impl<'a> JobRecord<'a> {
     pub fn partition_ptr(&self) -> *mut c_char {
         self.raw.partition
     }
-    /// Allocated node list (`node[01-04]`), `None` while pending.
-    pub fn nodes(&self) -> Option<&'a str> {
-        // SAFETY: as in `account`.
-        unsafe { opt_str(self.raw.nodes) }
+
+    str_fields! {
+        /// Account (association account) charged for the job.
+        account: account;
+        /// Partition name (a comma-separated list while pending on several).
+        partition: partition;
+        /// `tres_fmt_req_str`: requested TRES by name (`cpu=1,...,gres/gpu=2`).
+        tres_req_str: tres_fmt_req_str;
+        /// `tres_fmt_alloc_str`: allocated TRES by name (`cpu=2,...,gres/gpu=2`), set once running.
+        tres_alloc_str: tres_fmt_alloc_str;
+        /// Requested GPUs per node / per job as given (`gres:gpu:2` style TRES request strings).
+        tres_per_node: tres_per_node;
+        /// Requested TRES per job (`--gpus`).
+        tres_per_job: tres_per_job;
+        /// `--comment` text (user-writable).
+        comment: comment;
+        /// Admin comment (writable by operators and plugins only).
+        admin_comment: admin_comment;
+        /// Allocated node list (`node[01-04]`), `None` while pending.
+        nodes: nodes;
     }
 }
 
@@ -227,29 +219,9 @@ impl<'a> JobDesc<'a> {
     pub unsafe fn from_ptr(ptr: *const sys::job_desc_msg_t) -> Option<JobDesc<'a>> {
         ptr.as_ref().map(|raw| JobDesc { raw })
     }
-    /// Requested account (`None`: not given; slurmctld may apply the default later).
-    pub fn account(&self) -> Option<&'a str> {
-        // SAFETY: request strings are NULL or NUL-terminated for the call.
-        unsafe { opt_str(self.raw.account) }
-    }
     /// Submitting uid.
     pub fn user_id(&self) -> u32 {
         self.raw.user_id
-    }
-    /// Requested partition(s).
-    pub fn partition(&self) -> Option<&'a str> {
-        // SAFETY: as in `account`.
-        unsafe { opt_str(self.raw.partition) }
-    }
-    /// `--comment`.
-    pub fn comment(&self) -> Option<&'a str> {
-        // SAFETY: as in `account`.
-        unsafe { opt_str(self.raw.comment) }
-    }
-    /// Admin comment in the request (only operators may set it).
-    pub fn admin_comment(&self) -> Option<&'a str> {
-        // SAFETY: as in `account`.
-        unsafe { opt_str(self.raw.admin_comment) }
     }
     /// Time limit in minutes (`None` when not given or INFINITE).
     pub fn time_limit_minutes(&self) -> Option<u32> {
@@ -288,27 +260,29 @@ impl<'a> JobDesc<'a> {
             .find(|(k, _)| *k == name)
             .map(|(_, v)| v)
     }
-    /// `--gres` style per-node TRES request (`gres:gpu:2`).
-    pub fn tres_per_node(&self) -> Option<&'a str> {
-        // SAFETY: as in `account`.
-        unsafe { opt_str(self.raw.tres_per_node) }
-    }
-    /// `--gpus` style per-job TRES request.
-    pub fn tres_per_job(&self) -> Option<&'a str> {
-        // SAFETY: as in `account`.
-        unsafe { opt_str(self.raw.tres_per_job) }
-    }
-    /// `--array` index expression (`0-599%10`), `None` for a single job.
-    pub fn array_inx(&self) -> Option<&'a str> {
-        // SAFETY: as in `account`.
-        unsafe { opt_str(self.raw.array_inx) }
-    }
     /// `--nodes` minimum, `None` when not given.
     pub fn min_nodes(&self) -> Option<u32> {
         match self.raw.min_nodes {
             sys::NO_VAL | 0 => None,
             n => Some(n),
         }
+    }
+
+    str_fields! {
+        /// Requested account (`None`: not given; slurmctld may apply the default later).
+        account: account;
+        /// Requested partition(s).
+        partition: partition;
+        /// `--comment`.
+        comment: comment;
+        /// Admin comment in the request (only operators may set it).
+        admin_comment: admin_comment;
+        /// `--gres` style per-node TRES request (`gres:gpu:2`).
+        tres_per_node: tres_per_node;
+        /// `--gpus` style per-job TRES request.
+        tres_per_job: tres_per_job;
+        /// `--array` index expression (`0-599%10`), `None` for a single job.
+        array_inx: array_inx;
     }
 }
 

@@ -20,7 +20,7 @@ use std::path::Path;
 use rusqlite::{params, Connection, OpenFlags};
 use serde::Serialize;
 
-use super::{Ledger, LedgerError, LedgerReader, Result, SCHEMA_VERSION};
+use super::{Ledger, LedgerError, LedgerReader, Result};
 
 /// Migration 1 -> 2: the `events` table.
 pub(super) const MIGRATION_2: &str = r#"
@@ -149,25 +149,7 @@ pub fn append_event(path: &Path, event: &Event) -> Result<bool> {
         path: path.to_path_buf(),
         source,
     };
-    if !path.exists() {
-        return Err(LedgerError::Missing {
-            path: path.to_path_buf(),
-            found: 0,
-        });
-    }
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(sql)?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(sql)?;
-    let version: i64 = conn
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .map_err(sql)?;
-    if version > SCHEMA_VERSION {
-        return Err(LedgerError::NewerSchema {
-            path: path.to_path_buf(),
-            found: version,
-            known: SCHEMA_VERSION,
-        });
-    }
+    let (conn, version) = super::open_existing(path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
     if version < 2 {
         drop(conn);
         // Migrating needs the writer lock; a sync that holds it and has not

@@ -279,7 +279,7 @@ pub struct OpenGpus {
 }
 
 /// An ended attempt whose state says the job was interrupted
-/// ([`LedgerReader::interrupted_attempts`]).
+/// ([`LedgerReader::interrupted_attempts`], [`InterruptedScan`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InterruptedAttempt {
     /// `JobIDRaw`.
@@ -342,6 +342,53 @@ fn record_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<AttemptRecord> {
     })
 }
 
+/// The schema version of an open ledger connection (`user_version`; 0:
+/// empty or not a ledger).
+///
+/// # Errors
+/// [`LedgerError::NewerSchema`] when it is newer than this build knows;
+/// SQLite errors.
+pub(crate) fn schema_version(conn: &Connection, path: &Path) -> Result<i64> {
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .map_err(|source| LedgerError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if version > SCHEMA_VERSION {
+        return Err(LedgerError::NewerSchema {
+            path: path.to_path_buf(),
+            found: version,
+            known: SCHEMA_VERSION,
+        });
+    }
+    Ok(version)
+}
+
+/// Opens the existing ledger file at `path` with `flags` (waiting up to 5 s
+/// on a lock) and reads its schema version ([`schema_version`]).
+///
+/// # Errors
+/// [`LedgerError::Missing`] when there is no file at `path`,
+/// [`LedgerError::NewerSchema`], SQLite errors.
+pub(crate) fn open_existing(path: &Path, flags: OpenFlags) -> Result<(Connection, i64)> {
+    let sql = |source| LedgerError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    };
+    if !path.exists() {
+        return Err(LedgerError::Missing {
+            path: path.to_path_buf(),
+            found: 0,
+        });
+    }
+    let conn = Connection::open_with_flags(path, flags).map_err(sql)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(sql)?;
+    let version = schema_version(&conn, path)?;
+    Ok((conn, version))
+}
+
 pub(crate) fn meta_i64(conn: &Connection, key: &str) -> rusqlite::Result<Option<i64>> {
     conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| {
         r.get::<_, String>(0)
@@ -359,10 +406,12 @@ pub(crate) fn set_meta(conn: &Connection, key: &str, value: i64) -> rusqlite::Re
 }
 
 mod buckets;
+mod interrupted;
 mod reader;
 mod writer;
 
 use buckets::*;
+pub use interrupted::InterruptedScan;
 pub use reader::LedgerReader;
 pub use writer::{lock_path, set_owner, Ledger};
 

@@ -24,39 +24,16 @@ impl LedgerReader {
     /// [`LedgerError::Missing`] when there is no initialised ledger there,
     /// [`LedgerError::NewerSchema`], SQLite errors.
     pub fn open(path: &Path) -> Result<LedgerReader> {
-        let sql = |source| LedgerError::Sqlite {
-            path: path.to_path_buf(),
-            source,
-        };
-        if !path.exists() {
-            return Err(LedgerError::Missing {
-                path: path.to_path_buf(),
-                found: 0,
-            });
-        }
-        let conn = Connection::open_with_flags(
+        let (conn, version) = open_existing(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX
                 | OpenFlags::SQLITE_OPEN_URI,
-        )
-        .map_err(sql)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(sql)?;
-        let version: i64 = conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(sql)?;
+        )?;
         if version == 0 {
             return Err(LedgerError::Missing {
                 path: path.to_path_buf(),
                 found: 0,
-            });
-        }
-        if version > SCHEMA_VERSION {
-            return Err(LedgerError::NewerSchema {
-                path: path.to_path_buf(),
-                found: version,
-                known: SCHEMA_VERSION,
             });
         }
         Ok(LedgerReader {
@@ -338,33 +315,24 @@ impl LedgerReader {
     /// (`PREEMPTED`, `REQUEUED`/`REQUEUE_HOLD`/`REQUEUE_FED`, `NODE_FAIL`),
     /// by job id then submit time, each with whether a later attempt of
     /// the same job is in the ledger (the job went back to the queue). For
-    /// the sidecar's requeue and preemption metrics.
+    /// the sidecar's requeue and preemption metrics. Reads every interrupted
+    /// attempt: [`crate::InterruptedScan`] keeps the same list up to date
+    /// reading only what changed.
     ///
     /// # Errors
     /// SQLite errors.
     pub fn interrupted_attempts(&self) -> Result<Vec<InterruptedAttempt>> {
         let mut st = self
             .conn
-            .prepare_cached(
-                "SELECT a.job_id, a.account, a.min_runtime, a.state, a.start, a.\"end\", \
-                 EXISTS (SELECT 1 FROM attempts b WHERE b.job_id = a.job_id AND b.submit > a.submit) \
-                 FROM attempts a WHERE a.\"end\" IS NOT NULL \
-                 AND (a.state = 'PREEMPTED' OR a.state LIKE 'REQUEUE%' OR a.state = 'NODE_FAIL') \
+            .prepare_cached(&format!(
+                "SELECT {} FROM attempts a WHERE a.\"end\" IS NOT NULL AND {} \
                  ORDER BY a.job_id, a.submit",
-            )
+                super::interrupted::interrupted_columns(),
+                super::interrupted::INTERRUPTED_STATE
+            ))
             .map_err(self.sql())?;
         let rows = st
-            .query_map([], |r| {
-                Ok(InterruptedAttempt {
-                    job_id: r.get::<_, i64>(0)?.max(0) as u64,
-                    account: r.get(1)?,
-                    min_runtime: r.get::<_, i64>(2)?.max(0) as u64,
-                    state: r.get(3)?,
-                    start: r.get(4)?,
-                    end: r.get(5)?,
-                    requeued: r.get(6)?,
-                })
-            })
+            .query_map([], |r| super::interrupted::interrupted_from_row(r, 0))
             .map_err(self.sql())?;
         rows.collect::<rusqlite::Result<_>>().map_err(self.sql())
     }

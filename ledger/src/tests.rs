@@ -466,3 +466,123 @@ proptest! {
         }
     }
 }
+
+/// Random batches of a job history (attempts submitted, started, ended in
+/// every state the scan knows and others, requeued into later attempts,
+/// ended attempts rewritten, identical rows written again): after each
+/// batch an [`InterruptedScan`] updated every batch, and one updated every
+/// third, hold what a full scan returns.
+#[test]
+fn interrupted_scan_equals_a_full_scan_after_each_batch() {
+    const STATES: [&str; 7] = [
+        "COMPLETED",
+        "PREEMPTED",
+        "REQUEUED",
+        "REQUEUE_HOLD",
+        "NODE_FAIL",
+        "FAILED",
+        "CANCELLED",
+    ];
+    let path = tmp("interrupted");
+    let mut l = Ledger::open(&path).unwrap();
+    let reader = l.reader().unwrap();
+    let (mut every, mut third) = (InterruptedScan::new(), InterruptedScan::new());
+    let mut g = Lcg(7);
+    // Every attempt written so far, the open ones by index.
+    let mut history: Vec<AttemptRecord> = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    let mut next_job = 1;
+    let mut now = T0;
+    for batch in 0..40 {
+        let open_before = open.len();
+        let mut write = Vec::new();
+        now += 600;
+        for _ in 0..g.next(6) {
+            let mut r = rec(
+                next_job,
+                ["a1", "a2"][g.next(2) as usize],
+                1,
+                now,
+                None,
+                60 * g.next(3),
+            );
+            next_job += 1;
+            if g.next(3) == 0 {
+                r.start = None;
+                r.state = "PENDING".into();
+            }
+            history.push(r.clone());
+            open.push(history.len() - 1);
+            write.push(r);
+        }
+        let mut still_open = Vec::new();
+        for i in std::mem::take(&mut open) {
+            if g.next(2) == 0 {
+                still_open.push(i);
+                continue;
+            }
+            let r = &mut history[i];
+            r.start.get_or_insert(now - 300);
+            r.end = Some(now - 60);
+            r.state = STATES[g.next(STATES.len() as u64) as usize].into();
+            write.push(r.clone());
+            if g.next(2) == 0 {
+                // The job goes back to the queue: a later attempt.
+                let mut next = rec(r.job_id, &r.account.clone(), 1, now, None, r.min_runtime);
+                next.submit = now - 30;
+                history.push(next.clone());
+                still_open.push(history.len() - 1);
+                write.push(next);
+            }
+        }
+        open = still_open;
+        if batch % 7 == 6 {
+            // An ended attempt rewritten in place (a dump imported again).
+            if let Some(r) = history.iter_mut().find(|r| r.end.is_some()) {
+                r.state = if r.state == "PREEMPTED" {
+                    "COMPLETED"
+                } else {
+                    "PREEMPTED"
+                }
+                .into();
+                write.push(r.clone());
+            }
+        }
+        if let Some(r) = history.first() {
+            write.push(r.clone()); // unchanged
+        }
+        let stats = l.write_batch(&write, Some(now)).unwrap();
+        let full = reader.interrupted_attempts().unwrap();
+        every.update(&reader).unwrap();
+        assert_eq!(
+            every.attempts().cloned().collect::<Vec<_>>(),
+            full,
+            "batch {batch}"
+        );
+        if batch % 7 != 6 {
+            // Only the attempts open before and the new ones were read.
+            assert_eq!(
+                every.rows_read,
+                open_before + stats.inserted as usize,
+                "batch {batch}"
+            );
+        } else {
+            assert_eq!(every.rows_read, history.len(), "batch {batch}: starts over");
+        }
+        if batch % 3 == 2 {
+            third.update(&reader).unwrap();
+            assert_eq!(
+                third.attempts().cloned().collect::<Vec<_>>(),
+                full,
+                "batch {batch}"
+            );
+        }
+    }
+    let full = reader.interrupted_attempts().unwrap();
+    assert!(
+        full.len() > 20,
+        "the history interrupts jobs: {}",
+        full.len()
+    );
+    assert!(full.iter().any(|a| a.requeued) && full.iter().any(|a| !a.requeued));
+}

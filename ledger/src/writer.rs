@@ -1,6 +1,7 @@
 //! The writer: creating the file (0640, SlurmUser's), the lock that keeps
 //! one sync at a time, schema migrations and the batch writer.
 
+use super::interrupted::ENDED_REWRITES;
 use super::*;
 use rusqlite::{params_from_iter, ToSql};
 
@@ -173,17 +174,7 @@ impl Ledger {
             path: path.clone(),
             source,
         };
-        let version: i64 = self
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(&sql)?;
-        if version > SCHEMA_VERSION {
-            return Err(LedgerError::NewerSchema {
-                path: self.path.clone(),
-                found: version,
-                known: SCHEMA_VERSION,
-            });
-        }
+        let version = schema_version(&self.conn, &self.path)?;
         for (i, m) in MIGRATIONS.iter().enumerate().skip(version as usize) {
             let tx = self.conn.transaction().map_err(&sql)?;
             tx.execute_batch(m).map_err(&sql)?;
@@ -251,6 +242,9 @@ impl Ledger {
         let mut stats = BatchStats::default();
         let mut deltas = Deltas::new();
         let mut max_seg = meta_i64(&tx, "max_segment").map_err(&sql)?.unwrap_or(0);
+        // Whether an ended attempt changed in a field an InterruptedScan
+        // holds: it then starts over (interrupted.rs).
+        let mut ended_rewritten = false;
         {
             // Every attempt of the job in one index seek: the one with this
             // submit time (if any), how many came before (this attempt's
@@ -326,6 +320,12 @@ impl Ledger {
                         continue;
                     }
                     Some((id, o)) => {
+                        ended_rewritten |= o.end.is_some()
+                            && (o.account != rec.account
+                                || o.min_runtime != rec.min_runtime
+                                || o.state != rec.state
+                                || o.start != rec.start
+                                || o.end != rec.end);
                         for (f, s) in segments(o).into_iter().enumerate() {
                             if let Some(s) = s {
                                 bucket_deltas(&mut deltas, &o.account, &o.user, f, s, -1);
@@ -394,6 +394,10 @@ impl Ledger {
             }
         }
         set_meta(&tx, "max_segment", max_seg).map_err(&sql)?;
+        if ended_rewritten {
+            let n = meta_i64(&tx, ENDED_REWRITES).map_err(&sql)?.unwrap_or(0);
+            set_meta(&tx, ENDED_REWRITES, n + 1).map_err(&sql)?;
+        }
         if let Some(w) = watermark {
             let old = meta_i64(&tx, "watermark")
                 .map_err(&sql)?

@@ -165,15 +165,5 @@ fn overload_workload(n: usize) -> (Arc<Config>, Vec<TraceJob>) {
 
 /// Job `i` of a synthetic trace: no contract or resumability of its own.
 fn trace_job(i: usize, team: String, submit: u64, duration: u64, gpus: u32) -> TraceJob {
-    TraceJob {
-        id: i as u64,
-        team,
-        partition: None,
-        submit,
-        duration,
-        gpus,
-        min_runtime: None,
-        resumable: None,
-        line: i as u32,
-    }
+    TraceJob::plain(i as u64, team, submit, duration, gpus)
 }

@@ -25,6 +25,12 @@
 //! rest is lost GPU time. The requeued job is eligible again at once.
 //! Runtimes come from the trace, so the backfill knows exact end times (an
 //! oracle: real users' time limits are longer, making real backfill worse).
+//!
+//! This module holds the simulator's state ([`Sim`]), the loop and the
+//! final report; its parts: `setup` (building a replay), `events` (what
+//! each event does), `snapshot` (the policy's view), `pass` (a scheduling
+//! pass), `backfill` (the reservation), `preempt` (who may take whose
+//! GPUs) and `jobs` (starting and stopping a job).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
@@ -32,8 +38,12 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 mod backfill;
+mod events;
+mod jobs;
 mod pass;
 mod preempt;
+mod setup;
+mod snapshot;
 
 use super::cluster::Cluster;
 use super::metrics::{Hourly, Metrics};
@@ -248,142 +258,6 @@ fn queue_of(team: u32, min_runtime: u64, short: bool) -> usize {
 }
 
 impl<'w> Sim<'w> {
-    pub fn new(
-        w: &'w Workload,
-        config: Arc<Config>,
-        cluster: ClusterSpec,
-        policy: Policy,
-        events: &[NodeEvent],
-    ) -> Sim<'w> {
-        let teams = w.teams.len();
-        let capacity = cluster.gpus();
-        let charge = config.charge.clone();
-        let rate = (1..=cluster.gpus().min(1 << 20) as u32)
-            .map(|g| charge.rate([("gres/gpu", u64::from(g))]))
-            .collect::<Vec<_>>();
-        let mut slices = vec![0u64; teams];
-        if policy == Policy::Static {
-            // Largest remainder: slices sum to the capacity.
-            let exact: Vec<f64> = w
-                .teams
-                .iter()
-                .map(|t| t.allocation * capacity as f64)
-                .collect();
-            for (s, e) in slices.iter_mut().zip(&exact) {
-                *s = e.floor() as u64;
-            }
-            let mut order: Vec<usize> = (0..teams).collect();
-            order.sort_by(|&a, &b| {
-                (exact[b] - exact[b].floor())
-                    .total_cmp(&(exact[a] - exact[a].floor()))
-                    .then(a.cmp(&b))
-            });
-            let mut left = capacity - slices.iter().sum::<u64>().min(capacity);
-            for i in order {
-                if left == 0 {
-                    break;
-                }
-                if w.teams[i].allocation > 0.0 {
-                    slices[i] += 1;
-                    left -= 1;
-                }
-            }
-        }
-        let mut node_events: Vec<NodeEvent> = events
-            .iter()
-            .copied()
-            .filter(|e| e.node < cluster.nodes && e.duration > 0)
-            .collect();
-        node_events.sort_by_key(|e| (e.at, e.node));
-        let mut heap = BinaryHeap::new();
-        for (i, e) in node_events.iter().enumerate() {
-            heap.push(Reverse((e.at, NODE_START, i as u32, 0)));
-        }
-        let window = config.window;
-        let seed = config.sim.seed;
-        let ignored_events = events.len() - node_events.len();
-        Sim {
-            w,
-            policy,
-            cluster: Cluster::new(cluster.nodes, cluster.gpus_per_node, seed),
-            jobs: w
-                .jobs
-                .iter()
-                .map(|j| JobState {
-                    remaining: j.duration,
-                    eligible: j.submit,
-                    state: State::Pending,
-                    attempt: 0,
-                    start: 0,
-                    end: 0,
-                    first_start: u64::MAX,
-                    alloc: Vec::new(),
-                    open: None,
-                    unprotected: false,
-                })
-                .collect(),
-            queues: vec![BTreeMap::new(); teams * QUEUES_PER_TEAM],
-            heads: vec![None; teams * QUEUES_PER_TEAM],
-            pending: 0,
-            running_by_end: BTreeSet::new(),
-            events: heap,
-            node_events,
-            next_arrival: 0,
-            now: 0,
-            tracker: UsageTracker::new(window, 0),
-            engine: None,
-            next_refresh: 0,
-            snapshot: 0,
-            team_rank: vec![0; teams],
-            team_below: vec![false; teams],
-            rate,
-            unprot: vec![BTreeMap::new(); teams],
-            unprot_gpus: vec![0; teams],
-            free_tier: vec![BTreeMap::new(); teams],
-            free_tier_gpus: vec![0; teams],
-            leaf_running: vec![0; config.tree.leaves().len()],
-            leaf_pending: vec![0; config.tree.leaves().len()],
-            load_version: 0,
-            load_cache: std::cell::RefCell::new(LoadCache {
-                version: None,
-                value: std::rc::Rc::new(Entitlements::compute(&config.tree, 0, &[], &[])),
-                scratch: Default::default(),
-            }),
-            epoch: 0,
-            failed_attempt: None,
-            wakes: std::collections::BTreeSet::new(),
-            tick_at: u64::MAX,
-            bf_at: u64::MAX,
-            backfill_now: false,
-            horizon: horizon(w, cluster),
-            decay: Decay {
-                usage: vec![0.0; teams],
-                factor: vec![1.0; teams],
-                last: 0,
-                next: 0,
-            },
-            slices,
-            head_cache: vec![(u32::MAX, u32::MAX, 0); teams * QUEUES_PER_TEAM],
-            pass_heap: Vec::new(),
-            pass_ahead: (0..teams * QUEUES_PER_TEAM)
-                .map(|_| ReadAhead::default())
-                .collect(),
-            scratch: std::cell::RefCell::new(PreemptScratch {
-                per_node: vec![0; cluster.nodes as usize],
-                ..PreemptScratch::default()
-            }),
-            m: Metrics::new(teams, capacity, ignored_events),
-            config,
-        }
-    }
-
-    fn rate_of(&self, gpus: u32) -> u64 {
-        self.rate
-            .get(gpus as usize - 1)
-            .copied()
-            .unwrap_or_else(|| self.config.charge.rate([("gres/gpu", u64::from(gpus))]))
-    }
-
     /// Runs to the end; `progress` gets the number of finished jobs now and
     /// then.
     pub fn run(mut self, progress: &mut dyn FnMut(u64)) -> SimReport {
@@ -460,338 +334,24 @@ impl<'w> Sim<'w> {
         }
     }
 
-    fn handle(&mut self, kind: u8, a: u32, b: u32) {
-        let now = self.now;
-        match kind {
-            COMPLETE => {
-                let j = &self.jobs[a as usize];
-                if j.state == State::Running && j.attempt == b {
-                    self.stop(a, StopReason::Complete);
-                }
-            }
-            EXPIRY => {
-                let j = &self.jobs[a as usize];
-                // Short jobs are never preempted (fairshare::preempt).
-                if j.state == State::Running
-                    && j.attempt == b
-                    && !j.unprotected
-                    && !self.is_short(a)
-                {
-                    let team = self.w.jobs[a as usize].team as usize;
-                    let (start, held) = (j.start, Held::of(&j.alloc));
-                    self.jobs[a as usize].unprotected = true;
-                    self.unprot[team].insert((start, a), held);
-                    self.unprot_gpus[team] += u64::from(self.w.jobs[a as usize].gpus());
-                    self.epoch += 1;
-                }
-            }
-            DRAIN_REQUEUE => {
-                let j = &self.jobs[a as usize];
-                let on_drained = j
-                    .alloc
-                    .iter()
-                    .any(|n| self.cluster.drains[n.node as usize] > 0);
-                if j.state == State::Running && j.attempt == b && on_drained {
-                    self.stop(a, StopReason::Drain);
-                }
-            }
-            TICK => self.tick_at = u64::MAX,
-            WAKE => {
-                self.wakes.remove(&now);
-                // Attempts that failed while a short job waited may now hold.
-                self.epoch += 1;
-            }
-            BACKFILL => {
-                self.bf_at = u64::MAX;
-                self.backfill_now = true;
-            }
-            NODE_START => {
-                let e = self.node_events[a as usize];
-                self.m.accrue_capacity(now, self.cluster.capacity);
-                match e.kind {
-                    NodeEventKind::Drain => {
-                        self.cluster.change(e.node, 1, 0);
-                        if self.policy == Policy::Allot {
-                            // The sidecar's rule (fairshare::drain): requeue
-                            // what its contract no longer protects, look
-                            // again when the next contract ends.
-                            let on_node: Vec<NodeJob> = self.cluster.jobs_on[e.node as usize]
-                                .iter()
-                                .map(|&id| NodeJob {
-                                    job_id: u64::from(id),
-                                    contract: Contract {
-                                        min_runtime: self.w.jobs[id as usize].min_runtime,
-                                        clock: RunClock::started(self.jobs[id as usize].start),
-                                    },
-                                    requeueable: true,
-                                })
-                                .collect();
-                            let plan = drain::plan(&on_node, now);
-                            for id in plan.requeue {
-                                self.stop(id as u32, StopReason::Drain);
-                            }
-                            for (id, until) in plan.wait {
-                                let j = &self.jobs[id as usize];
-                                if let Some(until) = until.filter(|&u| u < j.end) {
-                                    self.events.push(Reverse((
-                                        until,
-                                        DRAIN_REQUEUE,
-                                        id as u32,
-                                        j.attempt,
-                                    )));
-                                }
-                            }
-                        }
-                    }
-                    NodeEventKind::Fail => {
-                        self.cluster.change(e.node, 0, 1);
-                        for id in self.cluster.jobs_on[e.node as usize].clone() {
-                            self.stop(id, StopReason::Fail);
-                        }
-                    }
-                }
-                self.events
-                    .push(Reverse((now + e.duration, NODE_END, a, 0)));
-                self.epoch += 1;
-                self.load_version += 1;
-            }
-            NODE_END => {
-                let e = self.node_events[a as usize];
-                self.m.accrue_capacity(now, self.cluster.capacity);
-                match e.kind {
-                    NodeEventKind::Drain => self.cluster.change(e.node, -1, 0),
-                    NodeEventKind::Fail => self.cluster.change(e.node, 0, -1),
-                }
-                self.epoch += 1;
-                self.load_version += 1;
-            }
-            _ => unreachable!("unknown event kind"),
-        }
-    }
-
-    fn enqueue(&mut self, id: u32) {
-        let sj = &self.w.jobs[id as usize];
-        let q = queue_of(sj.team, sj.min_runtime, self.is_short(id));
-        let j = &mut self.jobs[id as usize];
-        j.state = State::Pending;
-        self.queues[q].insert((j.eligible, id), (sj.gpus_per_node, sj.nodes, j.remaining));
-        if self.heads[q].map_or(true, |h| (j.eligible, id) < h) {
-            self.heads[q] = Some((j.eligible, id));
-        }
-        self.pending += 1;
-        self.load_version += 1;
-        if sj.min_runtime > 0 {
-            self.leaf_pending[self.w.teams[sj.team as usize].leaf.0 as usize] +=
-                u64::from(sj.gpus());
-        }
-        self.m
-            .change_team(sj.team as usize, self.now, 0, i64::from(sj.gpus()));
-    }
-
-    /// Rebuilds the policy's view (engine snapshot or decayed usage) when due.
-    fn refresh(&mut self) {
-        let now = self.now;
-        match self.policy {
-            Policy::Allot if now >= self.next_refresh || self.engine.is_none() => {
-                let engine = Engine::from_tracker(self.config.clone(), &self.tracker)
-                    .with_load((*self.entitlements()).clone());
-                for (t, team) in self.w.teams.iter().enumerate() {
-                    self.team_rank[t] = engine.fair_tree().rank(team.leaf);
-                    self.team_below[t] = engine.load().is_some_and(|l| l.below(team.leaf));
-                }
-                self.engine = Some(engine);
-                let iv = self.config.sync_interval.max(1);
-                self.next_refresh = (now / iv + 1) * iv;
-                self.snapshot += 1;
-                self.epoch += 1;
-            }
-            Policy::Classic | Policy::FairTree if now >= self.decay.next => {
-                let s = &self.config.sim;
-                let raw = self.m.take_raw_usage(now);
-                let k = 0.5f64.powf((now - self.decay.last) as f64 / s.half_life as f64);
-                for (u, r) in self.decay.usage.iter_mut().zip(raw) {
-                    *u = *u * k + r;
-                }
-                self.decay.last = now;
-                self.decay.next = (now / s.calc_period + 1) * s.calc_period;
-                let tree = &self.config.tree;
-                self.decay.factor = if self.policy == Policy::FairTree {
-                    let ft = FairTree::compute(tree, &self.decay.usage);
-                    self.w.teams.iter().map(|t| ft.factor(t.leaf)).collect()
-                } else {
-                    crate::baselines::classic_factors(tree, &self.decay.usage)
-                };
-            }
-            _ => {}
-        }
-    }
-
-    /// The leaves' allocated GPUs running and pending now, and their
-    /// entitlements to the capacity now.
-    fn entitlements(&self) -> std::rc::Rc<Entitlements> {
-        let mut guard = self.load_cache.borrow_mut();
-        let cache = &mut *guard;
-        if cache.version != Some(self.load_version) {
-            let (tree, capacity) = (&self.config.tree, self.cluster.capacity);
-            let (running, pending) = (&self.leaf_running, &self.leaf_pending);
-            match std::rc::Rc::get_mut(&mut cache.value) {
-                Some(e) => e.recompute(tree, capacity, running, pending, &mut cache.scratch),
-                None => {
-                    cache.value =
-                        std::rc::Rc::new(Entitlements::compute(tree, capacity, running, pending))
-                }
-            }
-            cache.version = Some(self.load_version);
-        }
-        cache.value.clone()
-    }
-
-    fn start(&mut self, id: u32, alloc: Vec<NodeGpus>) {
-        let now = self.now;
-        let short = self.is_short(id);
-        let sj = &self.w.jobs[id as usize];
-        let team = sj.team as usize;
-        let gpus = sj.gpus();
-        let j = &mut self.jobs[id as usize];
-        let q = queue_of(sj.team, sj.min_runtime, short);
-        self.queues[q].remove(&(j.eligible, id));
-        if self.heads[q] == Some((j.eligible, id)) {
-            self.heads[q] = self.queues[q].first_key_value().map(|(&k, _)| k);
-        }
-        self.pending -= 1;
-        self.load_version += 1;
-        if sj.min_runtime > 0 {
-            let l = self.w.teams[team].leaf.0 as usize;
-            self.leaf_pending[l] -= u64::from(gpus);
-            self.leaf_running[l] += u64::from(gpus);
-        }
-        self.cluster.take(id, &alloc);
-        j.state = State::Running;
-        j.start = now;
-        j.end = now + j.remaining;
-        j.alloc = alloc;
-        j.unprotected = false;
-        if j.first_start == u64::MAX {
-            j.first_start = now;
-        }
-        self.running_by_end.insert((j.end, id));
-        self.events.push(Reverse((j.end, COMPLETE, id, j.attempt)));
-        if self.policy == Policy::Allot {
-            if sj.min_runtime > 0 {
-                j.open = Some(self.tracker.add_running(
-                    &self.w.accounts[sj.account as usize],
-                    self.rate[(gpus as usize - 1).min(self.rate.len() - 1)],
-                    now,
-                ));
-                // Protection ends when the contract says (fairshare::contract).
-                let contract = Contract {
-                    min_runtime: sj.min_runtime,
-                    clock: RunClock::started(now),
-                };
-                if let Some(until) = protected_until(&contract, now).filter(|&u| u < j.end) {
-                    self.events.push(Reverse((until, EXPIRY, id, j.attempt)));
-                }
-            } else {
-                j.unprotected = true;
-                self.free_tier[team].insert((now, id), Held::of(&j.alloc));
-                self.free_tier_gpus[team] += u64::from(gpus);
-                self.epoch += 1;
-            }
-        }
-        self.m
-            .change_team(team, now, i64::from(gpus), -i64::from(gpus));
-        self.m.starts += 1;
-    }
-
-    fn stop(&mut self, id: u32, why: StopReason) {
-        let now = self.now;
-        let sj = &self.w.jobs[id as usize];
-        let team = sj.team as usize;
-        let gpus = sj.gpus();
-        let j = &mut self.jobs[id as usize];
-        let run = now - j.start;
-        if sj.min_runtime > 0 {
-            self.leaf_running[self.w.teams[team].leaf.0 as usize] -= u64::from(gpus);
-        }
-        self.load_version += 1;
-        self.cluster.release(id, &j.alloc);
-        self.running_by_end.remove(&(j.end, id));
-        if j.unprotected {
-            if sj.min_runtime == 0 {
-                self.free_tier[team].remove(&(j.start, id));
-                self.free_tier_gpus[team] -= u64::from(gpus);
-            } else {
-                self.unprot[team].remove(&(j.start, id));
-                self.unprot_gpus[team] -= u64::from(gpus);
-            }
-            j.unprotected = false;
-        }
-        if let Some(open) = j.open.take() {
-            let end = self
-                .config
-                .contract
-                .charged_end(j.start, now, sj.min_runtime)
-                .unwrap_or(now);
-            self.tracker.close(open, end);
-        }
-        self.m.change_team(team, now, -i64::from(gpus), 0);
-        if sj.min_runtime == 0 {
-            self.m.free_tier_gpu_s += u64::from(gpus) * run;
-        }
-        self.epoch += 1;
-        if why == StopReason::Complete {
-            j.state = State::Done;
-            j.remaining = 0;
-            j.alloc = Vec::new();
-            self.m.finished += 1;
-            return;
-        }
-        let ckpt = self.config.sim.checkpoint_interval;
-        let saved = match (sj.resumable, ckpt) {
-            (false, _) => 0,
-            (true, 0) => run,
-            (true, c) => run / c * c,
-        }
-        .min(j.remaining.saturating_sub(1));
-        let lost = run - saved;
-        j.remaining -= saved;
-        j.attempt += 1;
-        j.eligible = now;
-        j.alloc = Vec::new();
-        let lost_gs = u64::from(gpus) * lost;
-        self.m.lost_gpu_s += lost_gs;
-        self.m.team_lost_gpu_s[team] += lost_gs;
-        match why {
-            StopReason::Preempted => self.m.team_preempted[team] += 1,
-            StopReason::Drain => self.m.drain_requeues += 1,
-            StopReason::Fail => self.m.fail_requeues += 1,
-            StopReason::Complete => unreachable!(),
-        }
-        self.enqueue(id);
-    }
-
     fn finish(mut self) -> SimReport {
         let end = self.now;
         self.m.accrue_capacity(end, self.cluster.capacity);
         for t in 0..self.w.teams.len() {
             self.m.change_team(t, end, 0, 0);
         }
-        let waits: Vec<(usize, u64)> = self
-            .w
-            .jobs
-            .iter()
-            .zip(&self.jobs)
-            .filter(|(_, j)| j.first_start != u64::MAX)
-            .map(|(s, j)| (s.class as usize, j.first_start - s.submit))
-            .collect();
-        let team_waits: Vec<(usize, u64)> = self
-            .w
-            .jobs
-            .iter()
-            .zip(&self.jobs)
-            .filter(|(_, j)| j.first_start != u64::MAX)
-            .map(|(s, j)| (s.team as usize, j.first_start - s.submit))
-            .collect();
+        // (key of the job, first start - submit) of every job that started.
+        let waits_by = |key: fn(&super::workload::SimJob) -> usize| -> Vec<(usize, u64)> {
+            self.w
+                .jobs
+                .iter()
+                .zip(&self.jobs)
+                .filter(|(_, j)| j.first_start != u64::MAX)
+                .map(|(s, j)| (key(s), j.first_start - s.submit))
+                .collect()
+        };
+        let waits = waits_by(|s| s.class as usize);
+        let team_waits = waits_by(|s| s.team as usize);
         let unfinished = self.jobs.iter().filter(|j| j.state != State::Done).count() as u64;
         let mut team_jobs = vec![0u64; self.w.teams.len()];
         for s in &self.w.jobs {

@@ -23,17 +23,7 @@ fn config(text: &str) -> Arc<Config> {
 }
 
 fn job(id: u64, team: &str, submit: u64, duration: u64, gpus: u32) -> TraceJob {
-    TraceJob {
-        id,
-        team: team.into(),
-        partition: None,
-        submit,
-        duration,
-        gpus,
-        min_runtime: None,
-        resumable: None,
-        line: id as u32,
-    }
+    TraceJob::plain(id, team, submit, duration, gpus)
 }
 
 fn run(

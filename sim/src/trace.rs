@@ -110,6 +110,31 @@ pub struct TraceJob {
     pub line: u32,
 }
 
+impl TraceJob {
+    /// Job `id` of `team`, line `id` of its trace, with no partition,
+    /// recorded contract or resumability of its own (synthetic traces,
+    /// tests and benchmarks).
+    pub fn plain(
+        id: u64,
+        team: impl Into<String>,
+        submit: u64,
+        duration: u64,
+        gpus: u32,
+    ) -> TraceJob {
+        TraceJob {
+            id,
+            team: team.into(),
+            partition: None,
+            submit,
+            duration,
+            gpus,
+            min_runtime: None,
+            resumable: None,
+            line: id as u32,
+        }
+    }
+}
+
 /// What happens to a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]

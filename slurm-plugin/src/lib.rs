@@ -51,6 +51,30 @@ pub fn guard<T>(plugin: &str, what: &str, fallback: T, body: impl FnOnce() -> T)
     guard_with(what, fallback, |m| allot_ffi::log::error(plugin, m), body)
 }
 
+/// A plugin's `init` of what it keeps in `cell`: unless `cell` holds it
+/// already, `start` builds it and `cell` keeps it (`SLURM_SUCCESS`); a
+/// failure is logged with `error` and answered `SLURM_ERROR`, which stops
+/// slurmctld.
+pub fn start_once<T>(
+    cell: &std::sync::OnceLock<T>,
+    error: fn(&str),
+    start: impl FnOnce() -> Result<T, String>,
+) -> std::ffi::c_int {
+    if cell.get().is_some() {
+        return allot_ffi::sys::SLURM_SUCCESS as std::ffi::c_int;
+    }
+    match start() {
+        Ok(v) => {
+            let _ = cell.set(v);
+            allot_ffi::sys::SLURM_SUCCESS as std::ffi::c_int
+        }
+        Err(e) => {
+            error(&e);
+            allot_ffi::sys::SLURM_ERROR
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

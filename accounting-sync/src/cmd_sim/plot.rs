@@ -29,6 +29,42 @@ fn err<E: std::fmt::Display>(path: &Path) -> impl Fn(E) -> anyhow::Error + '_ {
     move |e| anyhow::anyhow!("cannot draw {}: {e}", path.display())
 }
 
+/// Draws `pts` as a line of `color`, `width` wide, named `label` in the
+/// legend.
+fn line<CT: CoordTranslate<From = (f64, f64)>>(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, CT>,
+    path: &Path,
+    pts: Vec<(f64, f64)>,
+    color: RGBAColor,
+    width: u32,
+    label: &str,
+) -> anyhow::Result<()> {
+    chart
+        .draw_series(LineSeries::new(pts, color.stroke_width(width)))
+        .map_err(err(path))?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+    Ok(())
+}
+
+/// Draws the legend at `position` and writes the file.
+fn finish<'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
+    path: &Path,
+    position: SeriesLabelPosition,
+) -> anyhow::Result<()> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(position)
+        .draw()
+        .map_err(err(path))?;
+    root.present().map_err(err(path))?;
+    Ok(())
+}
+
 /// Writes every plot; returns the files written.
 pub fn write_all(
     dir: &Path,
@@ -95,13 +131,7 @@ fn share_plot(
             .iter()
             .map(|(h, s, _)| ((*h + 1) as f64 / 24.0, s[t]))
             .collect();
-        chart
-            .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-            .map_err(err(path))?
-            .label(name.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
+        line(&mut chart, path, pts, color, 2, name)?;
         let fair: Vec<(f64, f64)> = series
             .iter()
             .map(|(h, _, f)| ((*h + 1) as f64 / 24.0, f[t]))
@@ -115,15 +145,7 @@ fn share_plot(
             ))
             .map_err(err(path))?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(err(path))?;
-    root.present().map_err(err(path))?;
-    Ok(())
+    finish(&mut chart, &root, path, SeriesLabelPosition::UpperRight)
 }
 
 fn wait_cdf(path: &Path, class: JobClass, runs: &[(String, &SimReport)]) -> anyhow::Result<()> {
@@ -166,23 +188,9 @@ fn wait_cdf(path: &Path, class: JobClass, runs: &[(String, &SimReport)]) -> anyh
             .collect();
         pts.push((*w.last().expect("non-empty") as f64 + 1.0, 1.0));
         let color = Palette99::pick(i).to_rgba();
-        chart
-            .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-            .map_err(err(path))?
-            .label(label.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
+        line(&mut chart, path, pts, color, 2, label)?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::LowerRight)
-        .draw()
-        .map_err(err(path))?;
-    root.present().map_err(err(path))?;
-    Ok(())
+    finish(&mut chart, &root, path, SeriesLabelPosition::LowerRight)
 }
 
 fn error_plot(
@@ -321,21 +329,7 @@ fn time_series(
         } else {
             Palette99::pick(i).to_rgba()
         };
-        chart
-            .draw_series(LineSeries::new(pts, color.stroke_width(1)))
-            .map_err(err(path))?
-            .label(label)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
+        line(&mut chart, path, pts, color, 1, &label)?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(err(path))?;
-    root.present().map_err(err(path))?;
-    Ok(())
+    finish(&mut chart, &root, path, SeriesLabelPosition::UpperRight)
 }

@@ -300,35 +300,35 @@ fn recovery_action_drains_on_anything_but_none() {
         let r = check_node("n", &mut FixtureSource::parse(&text).unwrap(), Some(1));
         (r.verdict, drain_reason(&r))
     };
-    assert_eq!(case(r#""none""#), (Verdict::Healthy, None));
-    assert_eq!(
-        case(r#""gpu_reset""#),
+    for (action, verdict, reason) in [
+        (r#""none""#, Verdict::Healthy, None),
         (
+            r#""gpu_reset""#,
             Verdict::ResetRequired,
-            Some("allot: gpu0 reset required (recovery action: GPU reset) serial=S".into())
-        )
-    );
-    assert_eq!(
-        case(r#""drain_and_reset""#),
+            Some("allot: gpu0 reset required (recovery action: GPU reset) serial=S"),
+        ),
         (
+            r#""drain_and_reset""#,
             Verdict::ResetRequired,
-            Some("allot: gpu0 reset required (recovery action: drain and reset) serial=S".into())
-        )
-    );
-    assert_eq!(
-        case(r#""node_reboot""#),
+            Some("allot: gpu0 reset required (recovery action: drain and reset) serial=S"),
+        ),
         (
+            r#""node_reboot""#,
             Verdict::Failed,
-            Some("allot: gpu0 recovery action: node reboot serial=S".into())
-        )
-    );
-    assert_eq!(
-        case(r#""drain_p2p""#),
+            Some("allot: gpu0 recovery action: node reboot serial=S"),
+        ),
         (
+            r#""drain_p2p""#,
             Verdict::Failed,
-            Some("allot: gpu0 recovery action: drain P2P serial=S".into())
-        )
-    );
+            Some("allot: gpu0 recovery action: drain P2P serial=S"),
+        ),
+    ] {
+        assert_eq!(
+            case(action),
+            (verdict, reason.map(String::from)),
+            "{action}"
+        );
+    }
     // NVML's numbers, including one this allot does not know.
     assert_eq!(case("2").0, Verdict::Failed);
     assert_eq!(

@@ -110,6 +110,16 @@ fn below_entitlement_preempts_past_contract_only() {
     ));
 }
 
+/// Neither of `a` and `b` may preempt the other's job past its contract.
+fn neither_way(e: &Engine, l: &Entitlements, a: &str, b: &str) {
+    for (id, x, y) in [(1, a, b), (2, b, a)] {
+        assert!(
+            !e.may_preempt(&pending(x, H, 1), &running(id, y, H, 9 * H, ONE), l, NOW),
+            "{x} may preempt {y}"
+        );
+    }
+}
+
 #[test]
 fn a_tie_preempts_neither_way() {
     // Two share-0 teams beside an idle team: both at their entitlement.
@@ -124,33 +134,11 @@ fn a_tie_preempts_neither_way() {
     let l = load(&e, 8, &[("x", 4, 4), ("y", 4, 4)]);
     let (x, y) = (e.leaf_of("x").unwrap(), e.leaf_of("y").unwrap());
     assert_eq!((l.entitled(x), l.entitled(y)), (4.0, 4.0));
-    assert!(!e.may_preempt(
-        &pending("x", H, 1),
-        &running(1, "y", H, 9 * H, ONE),
-        &l,
-        NOW
-    ));
-    assert!(!e.may_preempt(
-        &pending("y", H, 1),
-        &running(2, "x", H, 9 * H, ONE),
-        &l,
-        NOW
-    ));
+    neither_way(&e, &l, "x", "y");
     // Equal shares at equal use: the same.
     let e = pair();
     let l = load(&e, 8, &[("a", 4, 9), ("b", 4, 9)]);
-    assert!(!e.may_preempt(
-        &pending("a", H, 1),
-        &running(1, "b", H, 9 * H, ONE),
-        &l,
-        NOW
-    ));
-    assert!(!e.may_preempt(
-        &pending("b", H, 1),
-        &running(2, "a", H, 9 * H, ONE),
-        &l,
-        NOW
-    ));
+    neither_way(&e, &l, "a", "b");
 }
 
 #[test]

@@ -14,11 +14,11 @@ use allot_ffi::{ctld, log, sys};
 use fairshare::record::SPANK_ENV;
 use fairshare::sweep::SweepCounter;
 use slurm_plugin::config::{start_in_slurmctld, ConfigWatcher};
-use slurm_plugin::guard;
 use slurm_plugin::submit::{
     array_tasks, decide_modify, decide_submit, requested_gpus, Modification, ModifyDecision,
     Refusal, Submission,
 };
+use slurm_plugin::{guard, start_once};
 
 allot_ffi::slurm_plugin!(name: "allot job_submit plugin", kind: "job_submit/allot");
 
@@ -39,19 +39,7 @@ fn error(m: &str) {
 #[no_mangle]
 pub extern "C" fn init() -> c_int {
     guard(P, "init", sys::SLURM_ERROR, || {
-        if CONFIG.get().is_some() {
-            return sys::SLURM_SUCCESS as c_int;
-        }
-        match start_in_slurmctld(info, error) {
-            Ok(w) => {
-                let _ = CONFIG.set(w);
-                sys::SLURM_SUCCESS as c_int
-            }
-            Err(e) => {
-                error(&e);
-                sys::SLURM_ERROR
-            }
-        }
+        start_once(&CONFIG, error, || start_in_slurmctld(info, error))
     })
 }
 

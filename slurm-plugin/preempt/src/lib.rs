@@ -29,10 +29,10 @@ use allot_ffi::ctld;
 use allot_ffi::job::{job_of_queue_rec, JobRecord, JobState};
 use allot_ffi::{log, sys};
 use fairshare::{Engine, Entitlements, NodeGpus, RunningJob};
-use slurm_plugin::guard;
 use slurm_plugin::jobs;
 use slurm_plugin::preempt_mode::{self, Honoured};
 use slurm_plugin::snapshot::{now, EngineState};
+use slurm_plugin::{guard, start_once};
 
 allot_ffi::slurm_plugin!(name: "allot preempt plugin", kind: "preempt/allot");
 
@@ -68,20 +68,15 @@ pub extern "C" fn init() -> c_int {
                 return sys::SLURM_ERROR;
             }
         }
-        match EngineState::start(info, error, nothing) {
-            Ok(state) => {
-                let _ = STATE.set(state);
-                if let Err(e) = start_load_thread() {
-                    error(&e);
-                    return sys::SLURM_ERROR;
-                }
-                sys::SLURM_SUCCESS as c_int
-            }
-            Err(e) => {
-                error(&e);
-                sys::SLURM_ERROR
-            }
+        let started = start_once(&STATE, error, || EngineState::start(info, error, nothing));
+        if started != sys::SLURM_SUCCESS as c_int {
+            return started;
         }
+        if let Err(e) = start_load_thread() {
+            error(&e);
+            return sys::SLURM_ERROR;
+        }
+        sys::SLURM_SUCCESS as c_int
     })
 }
 

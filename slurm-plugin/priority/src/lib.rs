@@ -23,7 +23,7 @@ use allot_ffi::job::{JobRecord, JobState};
 use allot_ffi::{assoc, log, long_double, sys};
 use fairshare::Engine;
 use slurm_plugin::snapshot::EngineState;
-use slurm_plugin::{guard, jobs, shares};
+use slurm_plugin::{guard, jobs, shares, start_once};
 
 allot_ffi::slurm_plugin!(name: "allot priority plugin", kind: "priority/allot");
 
@@ -67,19 +67,12 @@ fn recalculate(engine: &Engine) {
 #[no_mangle]
 pub extern "C" fn init() -> c_int {
     guard(P, "init", sys::SLURM_ERROR, || {
-        if !ctld::in_slurmctld() || STATE.get().is_some() {
+        if !ctld::in_slurmctld() {
             return sys::SLURM_SUCCESS as c_int;
         }
-        match EngineState::start(info, error, recalculate) {
-            Ok(state) => {
-                let _ = STATE.set(state);
-                sys::SLURM_SUCCESS as c_int
-            }
-            Err(e) => {
-                error(&e);
-                sys::SLURM_ERROR
-            }
-        }
+        start_once(&STATE, error, || {
+            EngineState::start(info, error, recalculate)
+        })
     })
 }
 

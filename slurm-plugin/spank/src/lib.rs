@@ -54,6 +54,17 @@ unsafe extern "C" fn on_min_runtime(_val: c_int, optarg: *const c_char, remote: 
     }
 }
 
+/// Runs a SPANK callback's `body` on its handle; a panic answers -1 (it
+/// never unwinds into Slurm).
+fn callback(
+    sp: allot_ffi::sys::spank_t,
+    body: impl FnOnce(Handle) -> c_int + std::panic::UnwindSafe,
+) -> c_int {
+    // SAFETY: SPANK passes the live handle of this callback.
+    let sp = unsafe { Handle::from_raw(sp) };
+    std::panic::catch_unwind(|| body(sp)).unwrap_or(-1)
+}
+
 /// Registers `--min-runtime` in every context (slurmd too, so srun's option
 /// is accepted when forwarded).
 #[no_mangle]
@@ -62,9 +73,7 @@ pub extern "C" fn slurm_spank_init(
     _ac: c_int,
     _av: *mut *mut c_char,
 ) -> c_int {
-    // SAFETY: SPANK passes the live handle of this callback.
-    let sp = unsafe { Handle::from_raw(sp) };
-    std::panic::catch_unwind(|| {
+    callback(sp, |sp| {
         match spank::register_option(
             sp,
             c"min-runtime",
@@ -76,7 +85,6 @@ pub extern "C" fn slurm_spank_init(
             Err(rc) => rc,
         }
     })
-    .unwrap_or(-1)
 }
 
 /// In sbatch/salloc/srun: passes the value on to slurmctld.
@@ -86,9 +94,7 @@ pub extern "C" fn slurm_spank_init_post_opt(
     _ac: c_int,
     _av: *mut *mut c_char,
 ) -> c_int {
-    // SAFETY: SPANK passes the live handle of this callback.
-    let sp = unsafe { Handle::from_raw(sp) };
-    std::panic::catch_unwind(|| {
+    callback(sp, |sp| {
         if !matches!(spank::context(), Context::Allocator | Context::Local) {
             return 0;
         }
@@ -104,5 +110,4 @@ pub extern "C" fn slurm_spank_init_post_opt(
             None => 0,
         }
     })
-    .unwrap_or(-1)
 }

@@ -1,0 +1,135 @@
+//! What each event of the loop does (completion, node start and end,
+//! contract expiry, drain requeue, snapshot tick, backfill, wake), and
+//! putting a job (back) in its queue.
+
+use super::*;
+
+impl Sim<'_> {
+    pub(super) fn handle(&mut self, kind: u8, a: u32, b: u32) {
+        let now = self.now;
+        match kind {
+            COMPLETE => {
+                let j = &self.jobs[a as usize];
+                if j.state == State::Running && j.attempt == b {
+                    self.stop(a, StopReason::Complete);
+                }
+            }
+            EXPIRY => {
+                let j = &self.jobs[a as usize];
+                // Short jobs are never preempted (fairshare::preempt).
+                if j.state == State::Running
+                    && j.attempt == b
+                    && !j.unprotected
+                    && !self.is_short(a)
+                {
+                    let team = self.w.jobs[a as usize].team as usize;
+                    let (start, held) = (j.start, Held::of(&j.alloc));
+                    self.jobs[a as usize].unprotected = true;
+                    self.unprot[team].insert((start, a), held);
+                    self.unprot_gpus[team] += u64::from(self.w.jobs[a as usize].gpus());
+                    self.epoch += 1;
+                }
+            }
+            DRAIN_REQUEUE => {
+                let j = &self.jobs[a as usize];
+                let on_drained = j
+                    .alloc
+                    .iter()
+                    .any(|n| self.cluster.drains[n.node as usize] > 0);
+                if j.state == State::Running && j.attempt == b && on_drained {
+                    self.stop(a, StopReason::Drain);
+                }
+            }
+            TICK => self.tick_at = u64::MAX,
+            WAKE => {
+                self.wakes.remove(&now);
+                // Attempts that failed while a short job waited may now hold.
+                self.epoch += 1;
+            }
+            BACKFILL => {
+                self.bf_at = u64::MAX;
+                self.backfill_now = true;
+            }
+            NODE_START => {
+                let e = self.node_events[a as usize];
+                self.m.accrue_capacity(now, self.cluster.capacity);
+                match e.kind {
+                    NodeEventKind::Drain => {
+                        self.cluster.change(e.node, 1, 0);
+                        if self.policy == Policy::Allot {
+                            // The sidecar's rule (fairshare::drain): requeue
+                            // what its contract no longer protects, look
+                            // again when the next contract ends.
+                            let on_node: Vec<NodeJob> = self.cluster.jobs_on[e.node as usize]
+                                .iter()
+                                .map(|&id| NodeJob {
+                                    job_id: u64::from(id),
+                                    contract: Contract {
+                                        min_runtime: self.w.jobs[id as usize].min_runtime,
+                                        clock: RunClock::started(self.jobs[id as usize].start),
+                                    },
+                                    requeueable: true,
+                                })
+                                .collect();
+                            let plan = drain::plan(&on_node, now);
+                            for id in plan.requeue {
+                                self.stop(id as u32, StopReason::Drain);
+                            }
+                            for (id, until) in plan.wait {
+                                let j = &self.jobs[id as usize];
+                                if let Some(until) = until.filter(|&u| u < j.end) {
+                                    self.events.push(Reverse((
+                                        until,
+                                        DRAIN_REQUEUE,
+                                        id as u32,
+                                        j.attempt,
+                                    )));
+                                }
+                            }
+                        }
+                    }
+                    NodeEventKind::Fail => {
+                        self.cluster.change(e.node, 0, 1);
+                        for id in self.cluster.jobs_on[e.node as usize].clone() {
+                            self.stop(id, StopReason::Fail);
+                        }
+                    }
+                }
+                self.events
+                    .push(Reverse((now + e.duration, NODE_END, a, 0)));
+                self.epoch += 1;
+                self.load_version += 1;
+            }
+            NODE_END => {
+                let e = self.node_events[a as usize];
+                self.m.accrue_capacity(now, self.cluster.capacity);
+                match e.kind {
+                    NodeEventKind::Drain => self.cluster.change(e.node, -1, 0),
+                    NodeEventKind::Fail => self.cluster.change(e.node, 0, -1),
+                }
+                self.epoch += 1;
+                self.load_version += 1;
+            }
+            _ => unreachable!("unknown event kind"),
+        }
+    }
+
+    pub(super) fn enqueue(&mut self, id: u32) {
+        let sj = &self.w.jobs[id as usize];
+        let q = queue_of(sj.team, sj.min_runtime, self.is_short(id));
+        let j = &mut self.jobs[id as usize];
+        j.state = State::Pending;
+        self.queues[q].insert((j.eligible, id), (sj.gpus_per_node, sj.nodes, j.remaining));
+        if self.heads[q].map_or(true, |h| (j.eligible, id) < h) {
+            self.heads[q] = Some((j.eligible, id));
+        }
+        self.pending += 1;
+        self.load_version += 1;
+        if sj.min_runtime > 0 {
+            self.leaf_pending[self.w.teams[sj.team as usize].leaf.0 as usize] +=
+                u64::from(sj.gpus());
+        }
+        self.m
+            .change_team(sj.team as usize, self.now, 0, i64::from(sj.gpus()));
+    }
+}

@@ -1,0 +1,130 @@
+//! Starting and stopping a job: the cluster's GPUs, the usage tracker and
+//! the leaves' load, contract expiry events, lost work and requeues.
+
+use super::*;
+
+impl Sim<'_> {
+    pub(super) fn start(&mut self, id: u32, alloc: Vec<NodeGpus>) {
+        let now = self.now;
+        let short = self.is_short(id);
+        let sj = &self.w.jobs[id as usize];
+        let team = sj.team as usize;
+        let gpus = sj.gpus();
+        let j = &mut self.jobs[id as usize];
+        let q = queue_of(sj.team, sj.min_runtime, short);
+        self.queues[q].remove(&(j.eligible, id));
+        if self.heads[q] == Some((j.eligible, id)) {
+            self.heads[q] = self.queues[q].first_key_value().map(|(&k, _)| k);
+        }
+        self.pending -= 1;
+        self.load_version += 1;
+        if sj.min_runtime > 0 {
+            let l = self.w.teams[team].leaf.0 as usize;
+            self.leaf_pending[l] -= u64::from(gpus);
+            self.leaf_running[l] += u64::from(gpus);
+        }
+        self.cluster.take(id, &alloc);
+        j.state = State::Running;
+        j.start = now;
+        j.end = now + j.remaining;
+        j.alloc = alloc;
+        j.unprotected = false;
+        if j.first_start == u64::MAX {
+            j.first_start = now;
+        }
+        self.running_by_end.insert((j.end, id));
+        self.events.push(Reverse((j.end, COMPLETE, id, j.attempt)));
+        if self.policy == Policy::Allot {
+            if sj.min_runtime > 0 {
+                j.open = Some(self.tracker.add_running(
+                    &self.w.accounts[sj.account as usize],
+                    self.rate[(gpus as usize - 1).min(self.rate.len() - 1)],
+                    now,
+                ));
+                // Protection ends when the contract says (fairshare::contract).
+                let contract = Contract {
+                    min_runtime: sj.min_runtime,
+                    clock: RunClock::started(now),
+                };
+                if let Some(until) = protected_until(&contract, now).filter(|&u| u < j.end) {
+                    self.events.push(Reverse((until, EXPIRY, id, j.attempt)));
+                }
+            } else {
+                j.unprotected = true;
+                self.free_tier[team].insert((now, id), Held::of(&j.alloc));
+                self.free_tier_gpus[team] += u64::from(gpus);
+                self.epoch += 1;
+            }
+        }
+        self.m
+            .change_team(team, now, i64::from(gpus), -i64::from(gpus));
+        self.m.starts += 1;
+    }
+
+    pub(super) fn stop(&mut self, id: u32, why: StopReason) {
+        let now = self.now;
+        let sj = &self.w.jobs[id as usize];
+        let team = sj.team as usize;
+        let gpus = sj.gpus();
+        let j = &mut self.jobs[id as usize];
+        let run = now - j.start;
+        if sj.min_runtime > 0 {
+            self.leaf_running[self.w.teams[team].leaf.0 as usize] -= u64::from(gpus);
+        }
+        self.load_version += 1;
+        self.cluster.release(id, &j.alloc);
+        self.running_by_end.remove(&(j.end, id));
+        if j.unprotected {
+            if sj.min_runtime == 0 {
+                self.free_tier[team].remove(&(j.start, id));
+                self.free_tier_gpus[team] -= u64::from(gpus);
+            } else {
+                self.unprot[team].remove(&(j.start, id));
+                self.unprot_gpus[team] -= u64::from(gpus);
+            }
+            j.unprotected = false;
+        }
+        if let Some(open) = j.open.take() {
+            let end = self
+                .config
+                .contract
+                .charged_end(j.start, now, sj.min_runtime)
+                .unwrap_or(now);
+            self.tracker.close(open, end);
+        }
+        self.m.change_team(team, now, -i64::from(gpus), 0);
+        if sj.min_runtime == 0 {
+            self.m.free_tier_gpu_s += u64::from(gpus) * run;
+        }
+        self.epoch += 1;
+        if why == StopReason::Complete {
+            j.state = State::Done;
+            j.remaining = 0;
+            j.alloc = Vec::new();
+            self.m.finished += 1;
+            return;
+        }
+        let ckpt = self.config.sim.checkpoint_interval;
+        let saved = match (sj.resumable, ckpt) {
+            (false, _) => 0,
+            (true, 0) => run,
+            (true, c) => run / c * c,
+        }
+        .min(j.remaining.saturating_sub(1));
+        let lost = run - saved;
+        j.remaining -= saved;
+        j.attempt += 1;
+        j.eligible = now;
+        j.alloc = Vec::new();
+        let lost_gs = u64::from(gpus) * lost;
+        self.m.lost_gpu_s += lost_gs;
+        self.m.team_lost_gpu_s[team] += lost_gs;
+        match why {
+            StopReason::Preempted => self.m.team_preempted[team] += 1,
+            StopReason::Drain => self.m.drain_requeues += 1,
+            StopReason::Fail => self.m.fail_requeues += 1,
+            StopReason::Complete => unreachable!(),
+        }
+        self.enqueue(id);
+    }
+}
