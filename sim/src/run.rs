@@ -34,7 +34,6 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
-use std::ops::Bound;
 use std::sync::Arc;
 
 mod backfill;
@@ -42,6 +41,7 @@ mod events;
 mod jobs;
 mod pass;
 mod preempt;
+mod queue;
 mod setup;
 mod snapshot;
 
@@ -59,6 +59,7 @@ use fairshare::fair_tree::FairTree;
 use fairshare::preempt::{NodeGpus, Preemptor, RunningJob};
 use fairshare::priority::{compose, Band, PendingJob};
 use fairshare::usage::{OpenCharge, UsageTracker};
+use queue::Queue;
 
 /// Event kinds, in the order they apply within one second.
 const COMPLETE: u8 = 0;
@@ -121,11 +122,9 @@ pub(crate) struct Sim<'w> {
     jobs: Vec<JobState>,
     /// Per queue: pending jobs by (eligible time, index), each with its
     /// shape, so that a pass reads the jobs it looks at from the queue alone.
-    queues: Vec<BTreeMap<(u64, u32), Shape>>,
-    /// Per queue: its first job (`queues[q].first_key_value()`), kept up to date by
-    /// `enqueue` and `start` so that a pass reads the heads from one vector
-    /// instead of walking every queue's B-tree.
-    heads: Vec<Option<(u64, u32)>>,
+    queues: Vec<Queue>,
+    /// Per job: its slot in its queue ([`queue`]).
+    queue_pos: Vec<u32>,
     pending: usize,
     running_by_end: BTreeSet<(u64, u32)>,
     events: BinaryHeap<Reverse<(u64, u8, u32, u32)>>,
@@ -169,9 +168,8 @@ pub(crate) struct Sim<'w> {
     /// Per queue: (snapshot, head job, its key).
     head_cache: Vec<(u32, u32, u64)>,
     /// Buffers of [`Sim::pass`], kept between passes: the heap of queue
-    /// heads, and per queue the jobs read ahead once the pass is blocked.
+    /// heads.
     pass_heap: Vec<PassEntry>,
-    pass_ahead: Vec<ReadAhead>,
     /// Buffers of [`Sim::try_preempt`], kept between calls.
     scratch: std::cell::RefCell<PreemptScratch>,
     m: Metrics,
@@ -234,17 +232,9 @@ impl Held {
     }
 }
 
-/// Jobs of one queue read ahead by a blocked pass, taken from `next` on
-/// (a plain vector and a cursor: cheaper than a deque for read-once chunks).
-#[derive(Default)]
-struct ReadAhead {
-    jobs: Vec<(u64, u32, Shape)>,
-    next: usize,
-}
-
 /// An entry of a scheduling pass's heap: priority key, eligible time, job
-/// index, queue, and the job's shape when it was read ahead.
-type PassEntry = (u64, Reverse<u64>, Reverse<u32>, u32, Option<Shape>);
+/// index, queue, and the job's shape and slot in its queue.
+type PassEntry = (u64, Reverse<u64>, Reverse<u32>, u32, Shape, usize);
 
 fn queue_of(team: u32, min_runtime: u64, short: bool) -> usize {
     let kind = if min_runtime == 0 {

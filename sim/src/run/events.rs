@@ -119,10 +119,8 @@ impl Sim<'_> {
         let q = queue_of(sj.team, sj.min_runtime, self.is_short(id));
         let j = &mut self.jobs[id as usize];
         j.state = State::Pending;
-        self.queues[q].insert((j.eligible, id), (sj.gpus_per_node, sj.nodes, j.remaining));
-        if self.heads[q].map_or(true, |h| (j.eligible, id) < h) {
-            self.heads[q] = Some((j.eligible, id));
-        }
+        let shape = (sj.gpus_per_node, sj.nodes, j.remaining);
+        self.queues[q].insert(&mut self.queue_pos, j.eligible, id, shape);
         self.pending += 1;
         self.load_version += 1;
         if sj.min_runtime > 0 {

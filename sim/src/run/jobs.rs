@@ -12,10 +12,7 @@ impl Sim<'_> {
         let gpus = sj.gpus();
         let j = &mut self.jobs[id as usize];
         let q = queue_of(sj.team, sj.min_runtime, short);
-        self.queues[q].remove(&(j.eligible, id));
-        if self.heads[q] == Some((j.eligible, id)) {
-            self.heads[q] = self.queues[q].first_key_value().map(|(&k, _)| k);
-        }
+        self.queues[q].remove(&self.queue_pos, j.eligible, id);
         self.pending -= 1;
         self.load_version += 1;
         if sj.min_runtime > 0 {

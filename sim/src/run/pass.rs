@@ -104,9 +104,9 @@ impl Sim<'_> {
         self.refresh();
         let mut heads = std::mem::take(&mut self.pass_heap);
         heads.clear();
-        let mut ahead = std::mem::take(&mut self.pass_ahead);
-        for q in 0..self.heads.len() {
-            if let Some((el, id)) = self.heads[q] {
+        for q in 0..self.queues.len() {
+            if let Some((slot, s)) = self.queues[q].first() {
+                let (el, id, shape) = (s.eligible, s.id, s.shape);
                 // Under allot a head's key changes only with the snapshot.
                 let c = self.head_cache[q];
                 let key = if self.policy == Policy::Allot && c.0 == self.snapshot && c.1 == id {
@@ -116,7 +116,7 @@ impl Sim<'_> {
                     self.head_cache[q] = (self.snapshot, id, k);
                     k
                 };
-                heads.push((key, Reverse(el), Reverse(id), q as u32, None));
+                heads.push((key, Reverse(el), Reverse(id), q as u32, shape, slot));
             }
         }
         // One heapify of all heads instead of a sift per push.
@@ -132,35 +132,19 @@ impl Sim<'_> {
         // The queue whose head was just taken: its next job joins the heap
         // only when the pass goes on (most main-scheduler passes stop at the
         // first job, and keying its successor was a third of a replay).
-        let mut advance: Option<(u32, u64, u32)> = None;
+        let mut advance: Option<(u32, u64, u32, usize)> = None;
         loop {
             // The taken queue's next job, if any: it replaces the heap's top
             // only when it sorts below it (one sift instead of a push and a
             // pop; a queue's jobs come out in order, so a long run of one
             // queue touches the heap not at all). Ids are unique: no ties.
             let (mut successor, mut taken_now) = (None, None);
-            if let Some((q, el, id)) = advance.take() {
-                let after = (Bound::Excluded((el, id)), Bound::Unbounded);
-                let next = if blocked {
-                    // Once the pass is blocked nothing preempts, so nothing
-                    // joins a queue and only the job just taken leaves one:
-                    // read each queue ahead in chunks instead of one B-tree
-                    // lookup per job.
-                    let a = &mut ahead[q as usize];
-                    if a.next == a.jobs.len() {
-                        a.jobs.clear();
-                        a.next = 0;
-                        let chunk = self.queues[q as usize].range(after).take(32);
-                        a.jobs.extend(chunk.map(|(&(e, i), &shape)| (e, i, shape)));
-                    }
-                    let next = a.jobs.get(a.next).map(|&(e, i, shape)| (e, i, Some(shape)));
-                    a.next += 1;
-                    next
-                } else {
-                    let next = self.queues[q as usize].range(after).next();
-                    next.map(|(&(e, i), &shape)| (e, i, Some(shape)))
-                };
-                if let Some((el2, id2, shape)) = next {
+            if let Some((q, el, id, slot)) = advance.take() {
+                // The queue walked on from the job just taken (its slot is
+                // kept even once it started).
+                let next = self.queues[q as usize].next_after(slot, el, id);
+                if let Some((slot2, s)) = next {
+                    let (el2, id2, shape) = (s.eligible, s.id, s.shape);
                     // Its exact key matters only if it may sort below the
                     // heap's top (then it joins the heap). A successor whose
                     // queue's floor is above the top, as in a long run of one
@@ -171,10 +155,10 @@ impl Sim<'_> {
                         (None, Some(_)) => false,
                     };
                     if above {
-                        taken_now = Some((0, Reverse(el2), Reverse(id2), q, shape));
+                        taken_now = Some((0, Reverse(el2), Reverse(id2), q, shape, slot2));
                     } else {
                         let key = self.queue_key(q as usize, el2);
-                        successor = Some((key, Reverse(el2), Reverse(id2), q, shape));
+                        successor = Some((key, Reverse(el2), Reverse(id2), q, shape, slot2));
                     }
                 }
             }
@@ -188,7 +172,7 @@ impl Sim<'_> {
                     (None, None) => None,
                 }
             };
-            let Some((_, Reverse(el), Reverse(id), q, shape)) = taken else {
+            let Some((_, Reverse(el), Reverse(id), q, shape, slot)) = taken else {
                 break;
             };
             let too_big = if self.policy == Policy::Static {
@@ -204,7 +188,7 @@ impl Sim<'_> {
             } else {
                 false
             };
-            advance = Some((q, el, id));
+            advance = Some((q, el, id, slot));
             if too_big {
                 // Larger than the team's whole slice: it can never run
                 // (counted as unfinished) and must not block the team.
@@ -217,10 +201,7 @@ impl Sim<'_> {
                     break;
                 }
             }
-            let (g, nodes, remaining) = shape.unwrap_or_else(|| {
-                let sj = &self.w.jobs[id as usize];
-                (sj.gpus_per_node, sj.nodes, self.jobs[id as usize].remaining)
-            });
+            let (g, nodes, remaining) = shape;
             let salt = u64::from(id);
             let placed = match &reservation {
                 Some(r) if self.now + remaining > r.shadow => {
@@ -267,11 +248,6 @@ impl Sim<'_> {
             }
             reservation = self.reservation(id);
         }
-        for a in &mut ahead {
-            a.jobs.clear();
-            a.next = 0;
-        }
-        self.pass_ahead = ahead;
         self.pass_heap = heap.into_vec();
         blocked
     }

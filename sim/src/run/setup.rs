@@ -78,8 +78,8 @@ impl<'w> Sim<'w> {
                     unprotected: false,
                 })
                 .collect(),
-            queues: vec![BTreeMap::new(); teams * QUEUES_PER_TEAM],
-            heads: vec![None; teams * QUEUES_PER_TEAM],
+            queues: vec![Queue::default(); teams * QUEUES_PER_TEAM],
+            queue_pos: vec![0; w.jobs.len()],
             pending: 0,
             running_by_end: BTreeSet::new(),
             events: heap,
@@ -121,9 +121,6 @@ impl<'w> Sim<'w> {
             slices,
             head_cache: vec![(u32::MAX, u32::MAX, 0); teams * QUEUES_PER_TEAM],
             pass_heap: Vec::new(),
-            pass_ahead: (0..teams * QUEUES_PER_TEAM)
-                .map(|_| ReadAhead::default())
-                .collect(),
             scratch: std::cell::RefCell::new(PreemptScratch {
                 per_node: vec![0; cluster.nodes as usize],
                 ..PreemptScratch::default()

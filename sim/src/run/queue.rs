@@ -1,0 +1,186 @@
+//! One queue of pending jobs, in (eligible time, job index) order: a sorted
+//! vector whose removed entries are marked gone and dropped in bulk.
+//!
+//! Why not a B-tree: a job joins a queue when it arrives or is requeued,
+//! both at the current second, so it almost always goes at the end; and a
+//! pass walks a queue in order from the job it just took, which a vector
+//! does from that job's slot (kept per job index) without a search from the
+//! root. Jobs leave from anywhere (the backfill starts them out of order):
+//! their slot is marked gone, and the gone slots are dropped when they
+//! outnumber the live ones, on the next insert (never while a pass walks
+//! the queue between two inserts, so the slot of the job a pass just took
+//! stays where it was; a stale slot is found again by binary search).
+
+use super::Shape;
+
+/// A queued job: eligible since (seconds), job index, shape (GPUs per node,
+/// nodes, remaining run time in seconds).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Slot {
+    pub eligible: u64,
+    pub id: u32,
+    pub shape: Shape,
+    gone: bool,
+}
+
+impl Slot {
+    fn key(&self) -> (u64, u32) {
+        (self.eligible, self.id)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub(super) struct Queue {
+    slots: Vec<Slot>,
+    /// Every slot before it is gone.
+    head: usize,
+    live: usize,
+}
+
+impl Queue {
+    /// Adds job `id`; `pos[id]` gets its slot (and the slots of jobs moved
+    /// by the insert or a compaction get theirs).
+    pub fn insert(&mut self, pos: &mut [u32], eligible: u64, id: u32, shape: Shape) {
+        if self.slots.len() - self.live > self.live.max(32) {
+            self.slots.retain(|s| !s.gone);
+            self.head = 0;
+            for (i, s) in self.slots.iter().enumerate() {
+                pos[s.id as usize] = i as u32;
+            }
+        }
+        let key = (eligible, id);
+        let mut i = self.slots.len();
+        while i > 0 && self.slots[i - 1].key() > key {
+            i -= 1;
+        }
+        // Gone slots stay in order too (binary searches read them).
+        self.head = self.head.min(i);
+        self.slots.insert(
+            i,
+            Slot {
+                eligible,
+                id,
+                shape,
+                gone: false,
+            },
+        );
+        for (k, s) in self.slots.iter().enumerate().skip(i) {
+            pos[s.id as usize] = k as u32;
+        }
+        self.live += 1;
+    }
+
+    /// Removes job `id`, eligible since `eligible` (it must be queued here).
+    pub fn remove(&mut self, pos: &[u32], eligible: u64, id: u32) {
+        let i = self
+            .locate(pos, eligible, id)
+            .expect("a queued job has a slot");
+        debug_assert!(!self.slots[i].gone, "job {id} removed twice");
+        self.slots[i].gone = true;
+        self.live -= 1;
+        if self.live == 0 {
+            self.slots.clear();
+            self.head = 0;
+        } else {
+            while self.slots[self.head].gone {
+                self.head += 1;
+            }
+        }
+    }
+
+    /// The first job (lowest eligible time, then index) and its slot.
+    pub fn first(&self) -> Option<(usize, &Slot)> {
+        (self.live > 0).then(|| (self.head, &self.slots[self.head]))
+    }
+
+    /// The first live job after (`eligible`, `id`) and its slot. `hint` is
+    /// where that job's slot was (from [`Queue::first`] or this); the job
+    /// need not be queued any more, and a slot moved since is found by
+    /// binary search.
+    pub fn next_after(&self, hint: usize, eligible: u64, id: u32) -> Option<(usize, &Slot)> {
+        let from = match self.slots.get(hint) {
+            Some(s) if s.key() == (eligible, id) => hint + 1,
+            _ => self.slots.partition_point(|s| s.key() <= (eligible, id)),
+        };
+        let from = from.max(self.head);
+        self.slots[from..]
+            .iter()
+            .position(|s| !s.gone)
+            .map(|k| (from + k, &self.slots[from + k]))
+    }
+
+    /// The slot of (`eligible`, `id`), live or gone, if it is still here.
+    fn locate(&self, pos: &[u32], eligible: u64, id: u32) -> Option<usize> {
+        let i = pos[id as usize] as usize;
+        match self.slots.get(i) {
+            Some(s) if s.key() == (eligible, id) => Some(i),
+            _ => {
+                let i = self.slots.partition_point(|s| s.key() < (eligible, id));
+                // The last slot of that key: a job requeued within the
+                // second it started has a gone slot before its live one.
+                let j = self.slots.partition_point(|s| s.key() <= (eligible, id));
+                (j > i).then(|| j - 1)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// Random inserts (mostly at the end, as arrivals are), removals from
+    /// anywhere and walks from any job: always what a B-tree set holds.
+    #[test]
+    fn a_queue_walks_like_an_ordered_set() {
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut q = Queue::default();
+        let mut pos = vec![0u32; 4000];
+        let mut set = BTreeSet::new();
+        let mut queued_at = vec![None; 4000];
+        let mut now = 0u64;
+        for _ in 0..20_000 {
+            now += next() % 3;
+            let id = (next() % 4000) as u32;
+            match queued_at[id as usize] {
+                None => {
+                    // Mostly now; sometimes a little earlier.
+                    let el = now.saturating_sub(if next() % 10 == 0 { next() % 5 } else { 0 });
+                    q.insert(&mut pos, el, id, (1, 1, u64::from(id)));
+                    set.insert((el, id));
+                    queued_at[id as usize] = Some(el);
+                }
+                Some(el) => {
+                    q.remove(&pos, el, id);
+                    set.remove(&(el, id));
+                    queued_at[id as usize] = None;
+                }
+            }
+            assert_eq!(q.first().map(|(_, s)| s.key()), set.first().copied());
+            // Walks from a queued job (its slot as the hint), from one that
+            // is not (taken, or never was; a stale hint), as a pass does.
+            let queued = set.iter().nth((next() % 50) as usize).copied();
+            let other = (now.saturating_sub(next() % 40), (next() % 4000) as u32);
+            for (el, id) in queued.into_iter().chain([other]) {
+                let mut hint = pos[id as usize] as usize;
+                let (mut at, mut walked) = ((el, id), Vec::new());
+                while let Some((i, s)) =
+                    q.next_after(hint, at.0, at.1).filter(|_| walked.len() < 20)
+                {
+                    assert_eq!(s.shape.2, u64::from(s.id));
+                    (hint, at) = (i, s.key());
+                    walked.push(at);
+                }
+                let want: Vec<_> = set.range((el, id + 1)..).take(20).copied().collect();
+                assert_eq!(walked, want);
+            }
+        }
+    }
+}
