@@ -174,6 +174,7 @@ fn trace_job(i: usize, team: String, submit: u64, duration: u64, gpus: u32) -> T
         gpus,
         min_runtime: None,
         resumable: None,
+        time_limit: None,
         line: i as u32,
     }
 }

@@ -22,7 +22,10 @@
 //!
 //! Requeue: a resumable job keeps its work up to its last checkpoint
 //! (`checkpoint_interval`), a non-resumable one restarts from zero; the
-//! rest is lost GPU time. The requeued job is eligible again at once.
+//! rest is lost GPU time. The requeued job is eligible again after
+//! `requeue_delay` (Slurm: `cred_expire + 1`; default 0, at once); while it
+//! waits it is pending (its leaf's pending GPUs count it, as the plugins'
+//! do) but in no queue.
 //! Runtimes come from the trace, so the backfill knows exact end times (an
 //! oracle: real users' time limits are longer, making real backfill worse).
 
@@ -40,6 +43,8 @@ use super::metrics::{Hourly, Metrics};
 use super::trace::{NodeEvent, NodeEventKind};
 use super::workload::Workload;
 use super::{ClusterSpec, Policy, PreemptionRecord, SimReport};
+use backfill::Held;
+use fairshare::config::sim::BackfillReserve;
 use fairshare::config::Config;
 use fairshare::contract::{protected_until, Contract, RunClock};
 use fairshare::drain::{self, NodeJob};
@@ -60,6 +65,8 @@ const TICK: u8 = 5;
 const BACKFILL: u8 = 6;
 /// A short job's `[preempt] short_wait` ends: look at the queue again.
 const WAKE: u8 = 7;
+/// A requeued job's `[sim] requeue_delay` ends: it joins its queue.
+const ELIGIBLE: u8 = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -112,6 +119,9 @@ pub(crate) struct Sim<'w> {
     queues: Vec<BTreeSet<(u64, u32)>>,
     pending: usize,
     running_by_end: BTreeSet<(u64, u32)>,
+    /// Running jobs by the end the backfill plans with: start + time limit
+    /// where the trace gives one, else their end.
+    running_by_plan: BTreeSet<(u64, u32)>,
     events: BinaryHeap<Reverse<(u64, u8, u32, u32)>>,
     node_events: Vec<NodeEvent>,
     next_arrival: usize,
@@ -282,6 +292,7 @@ impl<'w> Sim<'w> {
             queues: vec![BTreeSet::new(); teams * QUEUES_PER_TEAM],
             pending: 0,
             running_by_end: BTreeSet::new(),
+            running_by_plan: BTreeSet::new(),
             events: heap,
             node_events,
             next_arrival: 0,
@@ -366,7 +377,13 @@ impl<'w> Sim<'w> {
                 let id = self.next_arrival as u32;
                 self.next_arrival += 1;
                 self.m.events += 1;
-                self.enqueue(id);
+                if self.misses_pass(id) {
+                    // Submitted after this second's pass: seen in the next.
+                    self.count_pending(id);
+                    self.events.push(Reverse((t + 1, ELIGIBLE, id, 0)));
+                } else {
+                    self.enqueue(id);
+                }
             }
             let backfill = std::mem::take(&mut self.backfill_now);
             let blocked = self.pass(backfill);
@@ -445,6 +462,12 @@ impl<'w> Sim<'w> {
                     self.stop(a, StopReason::Drain);
                 }
             }
+            ELIGIBLE => {
+                let j = &self.jobs[a as usize];
+                if j.state == State::Pending && j.attempt == b {
+                    self.join_queue(a);
+                }
+            }
             TICK => self.tick_at = u64::MAX,
             WAKE => {
                 self.wakes.remove(&now);
@@ -520,12 +543,32 @@ impl<'w> Sim<'w> {
     }
 
     fn enqueue(&mut self, id: u32) {
+        self.count_pending(id);
+        self.join_queue(id);
+    }
+
+    /// True if job `id` arrives in the last `pass_miss_ms` of its second
+    /// (by a seeded sub-second submit phase), after slurmctld's pass.
+    fn misses_pass(&self, id: u32) -> bool {
+        let miss = self.config.sim.pass_miss_ms;
+        miss > 0
+            && super::cluster::mix(self.config.sim.seed ^ (u64::from(id) << 32) ^ (1 << 31)) % 1000
+                >= 1000 - miss
+    }
+
+    /// Puts pending job `id` in its queue, where passes see it.
+    fn join_queue(&mut self, id: u32) {
         let sj = &self.w.jobs[id as usize];
         let q = queue_of(sj.team, sj.min_runtime, self.is_short(id));
-        let j = &mut self.jobs[id as usize];
-        j.state = State::Pending;
+        let j = &self.jobs[id as usize];
         self.queues[q].insert((j.eligible, id));
         self.pending += 1;
+    }
+
+    /// Marks job `id` pending: its leaf's pending GPUs count it.
+    fn count_pending(&mut self, id: u32) {
+        let sj = &self.w.jobs[id as usize];
+        self.jobs[id as usize].state = State::Pending;
         self.load_version += 1;
         if sj.min_runtime > 0 {
             self.leaf_pending[self.w.teams[sj.team as usize].leaf.0 as usize] +=
@@ -610,13 +653,28 @@ impl<'w> Sim<'w> {
         self.cluster.take(id, &alloc);
         j.state = State::Running;
         j.start = now;
-        j.end = now + j.remaining;
+        // Slurm stamps start and end in whole seconds: an attempt whose
+        // work starts `attempt_overhead_ms` after a start at a seeded
+        // sub-second phase is recorded one second longer when the two
+        // cross a second.
+        let overhead = self.config.sim.attempt_overhead_ms;
+        let extra = if overhead == 0 {
+            0
+        } else {
+            let phase = super::cluster::mix(
+                self.config.sim.seed ^ (u64::from(id) << 32) ^ u64::from(j.attempt),
+            ) % 1000;
+            (phase + overhead) / 1000
+        };
+        j.end = now + j.remaining + extra;
         j.alloc = alloc;
         j.unprotected = false;
         if j.first_start == u64::MAX {
             j.first_start = now;
         }
         self.running_by_end.insert((j.end, id));
+        let plan_end = sj.time_limit.map_or(j.end, |t| now + t);
+        self.running_by_plan.insert((plan_end, id));
         self.events.push(Reverse((j.end, COMPLETE, id, j.attempt)));
         if self.policy == Policy::Allot {
             if sj.min_runtime > 0 {
@@ -658,6 +716,8 @@ impl<'w> Sim<'w> {
         self.load_version += 1;
         self.cluster.release(id, &j.alloc);
         self.running_by_end.remove(&(j.end, id));
+        let plan_end = sj.time_limit.map_or(j.end, |t| j.start + t);
+        self.running_by_plan.remove(&(plan_end, id));
         if j.unprotected {
             if sj.min_runtime == 0 {
                 self.free_tier[team].remove(&(j.start, id));
@@ -698,7 +758,8 @@ impl<'w> Sim<'w> {
         let lost = run - saved;
         j.remaining -= saved;
         j.attempt += 1;
-        j.eligible = now;
+        let delay = self.config.sim.requeue_delay;
+        j.eligible = now + delay;
         j.alloc = Vec::new();
         let lost_gs = u64::from(gpus) * lost;
         self.m.lost_gpu_s += lost_gs;
@@ -709,7 +770,14 @@ impl<'w> Sim<'w> {
             StopReason::Fail => self.m.fail_requeues += 1,
             StopReason::Complete => unreachable!(),
         }
-        self.enqueue(id);
+        if delay == 0 {
+            self.enqueue(id);
+        } else {
+            self.count_pending(id);
+            let attempt = self.jobs[id as usize].attempt;
+            self.events
+                .push(Reverse((now + delay, ELIGIBLE, id, attempt)));
+        }
     }
 
     fn finish(mut self) -> SimReport {
