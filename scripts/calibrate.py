@@ -273,7 +273,10 @@ def report(a):
             trace = ["id,submit,duration,gpus,team,min_runtime,partition,class,requeue,resumable,kind,node,time_limit"]
             for jid, wid in sorted(ids.items(), key=lambda x: (sub.get(x[0], 0), int(x[1]))):
                 p = wl[wid]
-                trace.append(f"{wid},{sub[jid] - t0},{p[2]},{p[3]},{p[4]},{p[5]},{p[6]},{p[7]},yes,false,job,,{limit_s(p[8])}")
+                # CALIB_NO_TIMING=1: the simulator as it was before its
+                # timing settings (no time limits either), for comparison.
+                limit = "" if os.environ.get("CALIB_NO_TIMING") == "1" else limit_s(p[8])
+                trace.append(f"{wid},{sub[jid] - t0},{p[2]},{p[3]},{p[4]},{p[5]},{p[6]},{p[7]},yes,false,job,,{limit}")
             dfile = os.path.join(rdir, "drain.txt")
             if os.path.exists(dfile):
                 ds, de = map(int, open(dfile).read().split())
@@ -333,9 +336,9 @@ def report(a):
             testbed_spread=round(spread, 4),
             load_average=[r["load"] for r in per_run],
             incomplete_runs=sum(1 for r in per_run if r["incomplete"])))
+    show(result)
     with open(a.json, "w") as f:
         json.dump(result, f, indent=1)
-    show(result)
     print(f"\nJSON: {a.json}")
 
 
@@ -362,10 +365,20 @@ def show(result):
         pp, op = s["predicted_preemptions"], s["observed_preemptions"]
         pe = f"{100 * (pp - op) / op:+.0f}%" if op else "-"
         print(f"  preemptions: predicted {pp}, observed {op} ({pe}); observed per run {s['observed_preemptions_runs']}")
+        waits_ok = True
         for q in ("p50", "p90"):
             w = s[f"debug_wait_{q}_s"]
             ratio = (w["predicted"] / w["observed"]) if w["observed"] else float("nan")
             print(f"  debug wait {q}: predicted {w['predicted']} s, observed {w['observed']} s (x{ratio:.2f})")
+            # Within 2x, or both within the clock's resolution (1 s).
+            waits_ok &= (max(w["predicted"], w["observed"]) <= 1
+                         or (w["observed"] > 0 and 0.5 <= ratio <= 2))
+        gpu_ok = all(r["error"] is None or abs(r["error"]) <= 0.05 for r in s["teams"])
+        pre_ok = (pp == op) or (op > 0 and abs(pp - op) / op <= 0.2)
+        yn = lambda b: "yes" if b else "NO"
+        s["goals_met"] = {"gpu_hours_5pct": gpu_ok, "preemptions_20pct": pre_ok, "debug_waits_2x": waits_ok}
+        print(f"  goals: every team's GPU-h within 5%: {yn(gpu_ok)}; preemptions within 20%: {yn(pre_ok)}; "
+              f"debug p50/p90 within 2x (or both <= 1 s): {yn(waits_ok)}")
 
 
 def main():
