@@ -225,6 +225,8 @@ def median(xs):
 
 
 def report(a):
+    if not os.path.exists(os.path.join(a.dir, "timing.json")):
+        die(f"{a.dir}: no timing.json; give the --out DIR of a scripts/calibrate run")
     with open(os.path.join(a.dir, "timing.json")) as f:
         timing = json.load(f)
     with open(os.path.join(a.dir, "allot.toml")) as f:
@@ -336,6 +338,8 @@ def report(a):
             testbed_spread=round(spread, 4),
             load_average=[r["load"] for r in per_run],
             incomplete_runs=sum(1 for r in per_run if r["incomplete"])))
+    if not result["slices"]:
+        die(f"{a.dir}: no run of any slice has a sacct dump; nothing to compare")
     show(result)
     with open(a.json, "w") as f:
         json.dump(result, f, indent=1)
