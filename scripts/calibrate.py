@@ -148,7 +148,8 @@ checkpoint_interval = "0"
 def sim_keys(timing):
     """The [sim] timing settings the testbed's values give (docs/simulator.md)."""
     keys = {"requeue_delay": f'"0:{timing["cred_expire_s"] + 1:02d}"',
-            "backfill_reserve": '"all"'}
+            "backfill_reserve": '"all"',
+            "placement": f'"{os.environ.get("CALIB_PLACEMENT", "cons_tres")}"'}
     if "pass_miss_ms" in timing:
         keys["pass_miss_ms"] = str(timing["pass_miss_ms"])
     if "attempt_overhead_ms" in timing:

@@ -44,7 +44,7 @@ use super::trace::{NodeEvent, NodeEventKind};
 use super::workload::Workload;
 use super::{ClusterSpec, Policy, PreemptionRecord, SimReport};
 use backfill::Held;
-use fairshare::config::sim::BackfillReserve;
+use fairshare::config::sim::{BackfillReserve, Placement};
 use fairshare::config::Config;
 use fairshare::contract::{protected_until, Contract, RunClock};
 use fairshare::drain::{self, NodeJob};
@@ -272,7 +272,11 @@ impl<'w> Sim<'w> {
         Sim {
             w,
             policy,
-            cluster: Cluster::new(cluster.nodes, cluster.gpus_per_node, seed),
+            cluster: {
+                let mut c = Cluster::new(cluster.nodes, cluster.gpus_per_node, seed);
+                c.cons_tres = config.sim.placement == Placement::ConsTres;
+                c
+            },
             jobs: w
                 .jobs
                 .iter()

@@ -13,6 +13,7 @@
 //! backfill_interval = "0:30"      # seconds between backfill passes (Slurm: bf_interval)
 //! backfill_reserve = "first"      # "all": every job the backfill looks at gets a reservation
 //! requeue_delay = "0"             # a requeued job waits this long (Slurm: cred_expire + 1)
+//! placement = "best_fit"          # "cons_tres": Slurm's node choice (most jobs, lowest index)
 //! attempt_overhead_ms = 0         # launch + end report of each attempt, milliseconds
 //! pass_miss_ms = 0                # part of each second after slurmctld's pass, milliseconds
 //! resumable = true                # requeued jobs continue with their remaining work
@@ -105,6 +106,19 @@ pub enum BackfillReserve {
     All,
 }
 
+/// How the simulator picks the node of a one-node job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// The node with the fewest free GPUs that holds it, ties broken by a
+    /// seeded hash of the job.
+    BestFit,
+    /// Slurm 22.05's select/cons_tres with one CPU a job: of the nodes with
+    /// the GPUs free, the one with the fewest CPUs available, i.e. the most
+    /// jobs running, the lowest index on a tie.
+    ConsTres,
+}
+
 /// What a rule sets as the minimum runtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -175,6 +189,9 @@ pub struct SimSettings {
     /// sched/backfill; with the trace's `time_limit`s it plans as
     /// slurmctld does).
     pub backfill_reserve: BackfillReserve,
+    /// Node choice of one-node jobs: `best_fit` (default) or `cons_tres`
+    /// (as slurmctld chooses; matters for which jobs a drain hits).
+    pub placement: Placement,
     /// Seconds a requeued job (preempted, drained or failed) waits before
     /// it may start again. Slurm 22.05 sets a requeued batch job's begin
     /// time to `now + cred_expire + 1` (`AuthInfo=cred_expire=`, default
@@ -221,6 +238,7 @@ impl Default for SimSettings {
             backfill_depth: 500,
             backfill_interval: 30,
             backfill_reserve: BackfillReserve::First,
+            placement: Placement::BestFit,
             requeue_delay: 0,
             attempt_overhead_ms: 0,
             pass_miss_ms: 0,
@@ -243,6 +261,7 @@ struct RawSim {
     backfill_depth: Option<u32>,
     backfill_interval: Option<toml::Value>,
     backfill_reserve: Option<String>,
+    placement: Option<String>,
     requeue_delay: Option<toml::Value>,
     attempt_overhead_ms: Option<u64>,
     pass_miss_ms: Option<u64>,
@@ -308,7 +327,7 @@ pub(crate) fn parse(
             errors.push(ConfigError::Invalid {
                 path: "sim".into(),
                 message: format!(
-                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, requeue_delay, attempt_overhead_ms, pass_miss_ms, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
+                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, placement, requeue_delay, attempt_overhead_ms, pass_miss_ms, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
                 ),
             });
             return SimSettings::default();
@@ -376,6 +395,16 @@ pub(crate) fn parse(
             path: "sim.backfill_reserve".into(),
             message: format!(
                 "{other:?} is not a choice; write \"first\" (EASY: the first blocked job only) or \"all\" (every job the pass looks at, as Slurm's sched/backfill)"
+            ),
+        }),
+    }
+    match raw.placement.as_deref() {
+        None | Some("best_fit") => {}
+        Some("cons_tres") => s.placement = Placement::ConsTres,
+        Some(other) => errors.push(ConfigError::Invalid {
+            path: "sim.placement".into(),
+            message: format!(
+                "{other:?} is not a choice; write \"best_fit\" (fewest free GPUs, seeded ties) or \"cons_tres\" (Slurm's select/cons_tres: most jobs running, lowest index)"
             ),
         }),
     }

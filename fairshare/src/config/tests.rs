@@ -289,3 +289,18 @@ fn sim_backfill_reserve_is_first_or_all() {
         "{m}"
     );
 }
+
+#[test]
+fn sim_placement_is_best_fit_or_cons_tres() {
+    use crate::config::sim::Placement;
+    let c =
+        Config::from_toml_str("[tree.x]\nshare = 1\n[sim]\nplacement = \"cons_tres\"\n").unwrap();
+    assert_eq!(c.sim.placement, Placement::ConsTres);
+    let d = Config::from_toml_str("[tree.x]\nshare = 1\n").unwrap();
+    assert_eq!(d.sim.placement, Placement::BestFit);
+    let m = message("[tree.x]\nshare = 1\n[sim]\nplacement = \"first_fit\"\n");
+    assert!(
+        m.contains("sim.placement") && m.contains("\"cons_tres\""),
+        "{m}"
+    );
+}

@@ -124,7 +124,14 @@ impl Sim<'_> {
                 }
             }
             if fit.len() >= nodes as usize {
-                fit.sort_unstable();
+                if self.cluster.cons_tres {
+                    // As placement: the most jobs running, lowest index.
+                    fit.sort_unstable_by_key(|&(_, n)| {
+                        (Reverse(self.cluster.jobs_on[n as usize].len()), n)
+                    });
+                } else {
+                    fit.sort_unstable();
+                }
                 fit.truncate(nodes as usize);
                 if t == now {
                     return Some(
