@@ -29,6 +29,9 @@ pub(crate) struct Cluster {
     /// Running jobs on each node.
     pub jobs_on: Vec<Vec<u32>>,
     seed: u64,
+    /// `[sim] placement = "cons_tres"`: a one-node job goes to the usable
+    /// node running the most jobs, lowest index first.
+    pub cons_tres: bool,
 }
 
 /// SplitMix64: a fast, well-mixed hash for seeded tie-breaks.
@@ -53,6 +56,7 @@ impl Cluster {
             capacity: u64::from(nodes) * u64::from(gpus_per_node),
             jobs_on: vec![Vec::new(); nodes as usize],
             seed,
+            cons_tres: false,
         }
     }
 
@@ -143,6 +147,21 @@ impl Cluster {
             return None;
         }
         let ok = |n: &u32| avoid.binary_search(n).is_err();
+        if nodes == 1 && self.cons_tres {
+            // Slurm's select/cons_tres takes, of the nodes that fit, the one
+            // with the fewest CPUs available (strictly fewer: the lowest
+            // index wins a tie); one CPU a job, so the most jobs running.
+            return self
+                .fitting(per_node)
+                .filter(ok)
+                .min_by_key(|&n| (std::cmp::Reverse(self.jobs_on[n as usize].len()), n))
+                .map(|node| {
+                    vec![NodeGpus {
+                        node,
+                        gpus: per_node,
+                    }]
+                });
+        }
         if nodes == 1 {
             let start = (mix(self.seed ^ salt) % u64::from(self.nodes())) as u32;
             for b in &self.buckets[per_node as usize..] {
@@ -172,5 +191,33 @@ impl Cluster {
             })
             .collect();
         (chosen.len() == nodes as usize).then_some(chosen)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Node 0 runs one 6-GPU job (2 GPUs free), node 1 two 1-GPU jobs (6
+    /// free): best fit puts a 2-GPU job on node 0, cons_tres (most jobs
+    /// running, as Slurm's fewest available CPUs) on node 1; with equal
+    /// jobs cons_tres takes the lowest index.
+    #[test]
+    fn cons_tres_takes_the_node_running_most_jobs() {
+        let mut c = Cluster::new(2, 8, 0);
+        c.take(1, &[NodeGpus { node: 0, gpus: 6 }]);
+        c.take(2, &[NodeGpus { node: 1, gpus: 1 }]);
+        c.take(3, &[NodeGpus { node: 1, gpus: 1 }]);
+        assert_eq!(c.place(1, 2, &[], 7).unwrap()[0].node, 0);
+        c.cons_tres = true;
+        assert_eq!(c.place(1, 2, &[], 7).unwrap()[0].node, 1);
+        assert_eq!(c.place(1, 2, &[1], 7).unwrap()[0].node, 0, "avoided");
+        let mut e = Cluster::new(3, 8, 0);
+        e.cons_tres = true;
+        assert_eq!(
+            e.place(1, 8, &[], 7).unwrap()[0].node,
+            0,
+            "a tie: lowest index"
+        );
     }
 }

@@ -22,7 +22,10 @@
 //!
 //! Requeue: a resumable job keeps its work up to its last checkpoint
 //! (`checkpoint_interval`), a non-resumable one restarts from zero; the
-//! rest is lost GPU time. The requeued job is eligible again at once.
+//! rest is lost GPU time. The requeued job is eligible again after
+//! `requeue_delay` (Slurm: `cred_expire + 1`; default 0, at once); while it
+//! waits it is pending (its leaf's pending GPUs count it, as the plugins'
+//! do) but in no queue.
 //! Runtimes come from the trace, so the backfill knows exact end times (an
 //! oracle: real users' time limits are longer, making real backfill worse).
 //!
@@ -50,6 +53,8 @@ use super::metrics::{Hourly, Metrics};
 use super::trace::{NodeEvent, NodeEventKind};
 use super::workload::Workload;
 use super::{ClusterSpec, Policy, PreemptionRecord, SimReport};
+use backfill::Held;
+use fairshare::config::sim::{BackfillReserve, Placement};
 use fairshare::config::Config;
 use fairshare::contract::{protected_until, Contract, RunClock};
 use fairshare::drain::{self, NodeJob};
@@ -71,6 +76,8 @@ const TICK: u8 = 5;
 const BACKFILL: u8 = 6;
 /// A short job's `[preempt] short_wait` ends: look at the queue again.
 const WAKE: u8 = 7;
+/// A requeued job's `[sim] requeue_delay` ends: it joins its queue.
+const ELIGIBLE: u8 = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -127,6 +134,9 @@ pub(crate) struct Sim<'w> {
     queue_pos: Vec<u32>,
     pending: usize,
     running_by_end: BTreeSet<(u64, u32)>,
+    /// Running jobs by the end the backfill plans with: start + time limit
+    /// where the trace gives one, else their end.
+    running_by_plan: BTreeSet<(u64, u32)>,
     events: BinaryHeap<Reverse<(u64, u8, u32, u32)>>,
     node_events: Vec<NodeEvent>,
     next_arrival: usize,
@@ -141,10 +151,10 @@ pub(crate) struct Sim<'w> {
     team_below: Vec<bool>,
     rate: Vec<u64>,
     /// Per team: running allocated jobs past their contract, by (start, id).
-    unprot: Vec<BTreeMap<(u64, u32), Held>>,
+    unprot: Vec<BTreeMap<(u64, u32), Holding>>,
     unprot_gpus: Vec<u64>,
     /// Per team: running free-tier jobs, by (start, id).
-    free_tier: Vec<BTreeMap<(u64, u32), Held>>,
+    free_tier: Vec<BTreeMap<(u64, u32), Holding>>,
     free_tier_gpus: Vec<u64>,
     /// Per leaf: GPUs of allocated jobs running and pending (entitlement).
     leaf_running: Vec<u64>,
@@ -215,14 +225,14 @@ type Shape = (u32, u32, u64);
 /// `free_tier` so that tallying candidates reads no job state: its GPUs, and
 /// its one node (`node: None` for a job on several nodes: read its `alloc`).
 #[derive(Debug, Clone, Copy)]
-struct Held {
+struct Holding {
     gpus: u32,
     node: Option<NodeGpus>,
 }
 
-impl Held {
-    fn of(alloc: &[NodeGpus]) -> Held {
-        Held {
+impl Holding {
+    fn of(alloc: &[NodeGpus]) -> Holding {
+        Holding {
             gpus: alloc.iter().map(|a| a.gpus).sum(),
             node: match alloc {
                 [one] => Some(*one),
@@ -280,7 +290,13 @@ impl<'w> Sim<'w> {
                 let id = self.next_arrival as u32;
                 self.next_arrival += 1;
                 self.m.events += 1;
-                self.enqueue(id);
+                if self.misses_pass(id) {
+                    // Submitted after this second's pass: seen in the next.
+                    self.count_pending(id);
+                    self.events.push(Reverse((t + 1, ELIGIBLE, id, 0)));
+                } else {
+                    self.enqueue(id);
+                }
             }
             let backfill = std::mem::take(&mut self.backfill_now);
             let blocked = self.pass(backfill);

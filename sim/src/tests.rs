@@ -520,3 +520,141 @@ fn a_sweep_waits_for_free_gpus_and_debug_work_preempts() {
     assert_eq!((debug.p50_s, debug.p90_s), (300, 300));
     assert!(r.preemption_log.iter().all(|p| p.time == 7200 + 300));
 }
+
+/// `[sim] requeue_delay`: a preempted job waits that long before it may
+/// start again (Slurm: `cred_expire + 1`), even with GPUs free; while it
+/// waits it still counts as its leaf's pending demand.
+#[test]
+fn a_requeued_job_waits_the_requeue_delay() {
+    let jobs = || {
+        vec![
+            job(1, "t1", 0, 7200, 4),
+            job(2, "t1", 0, 7200, 4),
+            job(3, "t2", 60, 600, 4),
+        ]
+    };
+    let at_once = run(&config(TWO_TEAMS), jobs(), ONE_NODE, Policy::Allot);
+    let delayed = run(
+        &config(&format!("{TWO_TEAMS}\n[sim]\nrequeue_delay = \"20:00\"\n")),
+        jobs(),
+        ONE_NODE,
+        Policy::Allot,
+    );
+    // t2's job preempts one of t1's at 3600 (its 1 h contract) and ends at
+    // 4200; the victim (resumed from its checkpoint at 3600, 3600 s left)
+    // starts again at once at 4200, or at 3600 + 1200 = 4800.
+    assert_eq!((at_once.preemptions, delayed.preemptions), (1, 1));
+    assert_eq!(at_once.span_s, 4200 + 3600);
+    assert_eq!(delayed.span_s, 4800 + 3600);
+    assert_eq!(delayed.finished, 3);
+}
+
+/// `[sim] backfill_reserve` with trace time limits: EASY (`first`) lets a
+/// small job start on GPUs the second blocked job will need; `all`
+/// (Slurm's sched/backfill) reserves them for it, so the small job waits.
+#[test]
+fn backfill_reserves_for_every_job_with_all() {
+    let base = "[contract]\ndefault_min_runtime = \"0\"\n[tree.t1]\nshare = 1\n[tree.t2]\nshare = 1\n[sim]\nbackfill_interval = \"0:01\"\n";
+    let two_nodes = ClusterSpec {
+        nodes: 2,
+        gpus_per_node: 8,
+    };
+    let limited = |id, team, submit, duration, gpus| TraceJob {
+        time_limit: Some(duration),
+        ..job(id, team, submit, duration, gpus)
+    };
+    // 1 holds one node until 100; 2 half of the other until 150. 3 (8 GPUs)
+    // is reserved the first node at 100, 4 (8 GPUs) the second at 150; 5 (4
+    // GPUs for 200 s) fits now on the second node's free half, but would
+    // hold it past 150.
+    let jobs = || {
+        vec![
+            limited(1, "t1", 0, 100, 8),
+            limited(2, "t1", 0, 150, 4),
+            limited(3, "t2", 1, 100, 8),
+            limited(4, "t2", 2, 100, 8),
+            limited(5, "t2", 3, 200, 4),
+        ]
+    };
+    let easy = run(&config(base), jobs(), two_nodes, Policy::Fifo);
+    let all = run(
+        &config(&format!("{base}backfill_reserve = \"all\"\n")),
+        jobs(),
+        two_nodes,
+        Policy::Fifo,
+    );
+    assert_eq!((easy.finished, all.finished), (5, 5));
+    let batch = |r: &SimReport| {
+        r.waits
+            .iter()
+            .find(|w| w.class == JobClass::Batch)
+            .unwrap()
+            .p90_s
+    };
+    // EASY: 5 keeps off the first blocked job's node and starts at once.
+    assert_eq!(batch(&easy), 0);
+    // all: 5 waits for the first node to be free after 3 (at 200).
+    assert_eq!(batch(&all), 200 - 3);
+}
+
+/// `[sim] attempt_overhead_ms`: an attempt is held one second longer when
+/// its seeded sub-second phase plus the overhead crosses a second; 999 ms
+/// does so for almost every attempt, 0 for none.
+#[test]
+fn attempt_overhead_lengthens_attempts_by_whole_seconds() {
+    let jobs = || {
+        (0..50)
+            .map(|i| job(i, "t1", i * 100, 10, 1))
+            .collect::<Vec<_>>()
+    };
+    let none = run(&config(TWO_TEAMS), jobs(), ONE_NODE, Policy::Fifo);
+    assert!((none.gpu_hours - 50.0 * 10.0 / 3600.0).abs() < 1e-9);
+    let most = run(
+        &config(&format!("{TWO_TEAMS}\n[sim]\nattempt_overhead_ms = 999\n")),
+        jobs(),
+        ONE_NODE,
+        Policy::Fifo,
+    );
+    let extra_s = (most.gpu_hours * 3600.0 - 500.0).round() as u64;
+    assert!((45..=50).contains(&extra_s), "{extra_s}");
+    let e = Config::from_toml_str(&format!(
+        "{TWO_TEAMS}\n[sim]\nattempt_overhead_ms = 70000\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("sim.attempt_overhead_ms") && e.contains("at most 60000"),
+        "{e}"
+    );
+}
+
+/// `[sim] pass_miss_ms`: a job submitted after its second's pass (by its
+/// seeded sub-second phase) starts in the next second.
+#[test]
+fn pass_miss_delays_late_submissions_by_a_second() {
+    let jobs = || {
+        (0..100)
+            .map(|i| job(i, "t1", i * 100, 10, 1))
+            .collect::<Vec<_>>()
+    };
+    let with = |ms: u64| {
+        run(
+            &config(&format!("{TWO_TEAMS}\n[sim]\npass_miss_ms = {ms}\n")),
+            jobs(),
+            ONE_NODE,
+            Policy::Fifo,
+        )
+    };
+    let debug = |r: &SimReport| r.wait_samples[JobClass::Debug as usize].clone();
+    assert!(debug(&with(0)).iter().all(|&w| w == 0));
+    assert!(debug(&with(1000)).iter().all(|&w| w == 1));
+    let late = debug(&with(250)).iter().filter(|&&w| w == 1).count();
+    assert!((10..=40).contains(&late), "{late} of 100 late at 250 ms");
+    let e = Config::from_toml_str(&format!("{TWO_TEAMS}\n[sim]\npass_miss_ms = 1001\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("sim.pass_miss_ms") && e.contains("0..=1000"),
+        "{e}"
+    );
+}

@@ -106,6 +106,10 @@ pub struct TraceJob {
     pub min_runtime: Option<u64>,
     /// Whether it continues after a requeue, if the trace says.
     pub resumable: Option<bool>,
+    /// Its time limit, seconds, if the trace records one (the allot CSV's
+    /// `time_limit` column): the short band and the backfill's plans use
+    /// it. `None`: the runtime stands for it.
+    pub time_limit: Option<u64>,
     /// Line in the trace text (1-based).
     pub line: u32,
 }
@@ -130,6 +134,7 @@ impl TraceJob {
             gpus,
             min_runtime: None,
             resumable: None,
+            time_limit: None,
             line: id as u32,
         }
     }
@@ -386,6 +391,32 @@ mod tests {
         assert!(parse_datetime("9999-12-31 23:59:59").is_some());
         let t = "timestamp,duration,num_gpus,gpu_time,cluster\n24294967296017-10-17 23:58:13,92982.0,1,92982.0,ed69ec\n";
         assert!(parse(t, None).map_or(true, |t| t.jobs.is_empty()));
+    }
+
+    #[test]
+    fn allot_csv_time_limits_are_seconds() {
+        let t = parse(
+            "submit,duration,gpus,team,time_limit\n0,10,1,a,60\n1,10,1,a,\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.jobs[0].time_limit, Some(60));
+        assert_eq!(
+            t.jobs[1].time_limit, None,
+            "empty: the runtime stands for it"
+        );
+        let t = parse(
+            "submit,duration,gpus,team,time_limit\n0,10,1,a,0\n0,10,1,a,1:00\n",
+            None,
+        )
+        .unwrap();
+        assert!(t.jobs.is_empty());
+        let e: Vec<String> = t.errors.iter().map(|e| e.to_string()).collect();
+        assert!(
+            e[0].contains("time_limit") && e[0].contains("time limit of 0"),
+            "{e:?}"
+        );
+        assert!(e[1].contains("whole number"), "{e:?}");
     }
 
     #[test]

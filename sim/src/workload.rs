@@ -122,6 +122,9 @@ pub struct SimJob {
     pub class: JobClass,
     /// Part of a sweep ([`fairshare::sweep`]): never preempts.
     pub sweep: bool,
+    /// Time limit from the trace, seconds, at least `duration`; `None`:
+    /// the runtime stands for it (the short band, the backfill's plans).
+    pub time_limit: Option<u64>,
 }
 
 impl SimJob {
@@ -131,13 +134,18 @@ impl SimJob {
     }
 
     /// True when the short band of `weights` ([`fairshare::priority`]) takes
-    /// it, its runtime standing for its time limit (a trace has none).
+    /// it, by its time limit, or its runtime where the trace has none.
     pub fn in_short_band(&self, weights: &fairshare::PriorityWeights) -> bool {
         weights.is_short(
             fairshare::Tier::of(self.min_runtime),
             u64::from(self.gpus()),
-            Some(self.duration),
+            Some(self.limit()),
         )
+    }
+
+    /// Its time limit, seconds: the trace's, else its runtime.
+    pub fn limit(&self) -> u64 {
+        self.time_limit.unwrap_or(self.duration)
     }
 }
 
@@ -419,6 +427,9 @@ impl Workload {
                 resumable,
                 class: JobClass::of(j.gpus, j.duration),
                 sweep: false,
+                // A job runs no longer than its limit: a limit below the
+                // runtime is read as the runtime.
+                time_limit: j.time_limit.map(|t| t.max(j.duration)),
             });
         }
         let describe = |m: &RuleMinRuntime| match m {

@@ -72,6 +72,7 @@ pub(super) fn attempts_to_trace(attempts: impl IntoIterator<Item = AttemptLite>)
             gpus: 0,
             min_runtime: a.min_runtime,
             resumable: None,
+            time_limit: None,
             line: a.line,
         });
         e.submit = e.submit.min(a.submit.max(0) as u64);

@@ -11,6 +11,11 @@
 //! seed = 0                        # placement tie-breaks
 //! backfill_depth = 500            # jobs the backfill pass looks at (Slurm: bf_max_job_test)
 //! backfill_interval = "0:30"      # seconds between backfill passes (Slurm: bf_interval)
+//! backfill_reserve = "first"      # "all": every job the backfill looks at gets a reservation
+//! requeue_delay = "0"             # a requeued job waits this long (Slurm: cred_expire + 1)
+//! placement = "best_fit"          # "cons_tres": Slurm's node choice (most jobs, lowest index)
+//! attempt_overhead_ms = 0         # launch + end report of each attempt, milliseconds
+//! pass_miss_ms = 0                # part of each second after slurmctld's pass, milliseconds
 //! resumable = true                # requeued jobs continue with their remaining work
 //! checkpoint_interval = "30:00"   # ... from their last checkpoint; "0" = lose nothing
 //! metric_window = "1-0"           # rolling window of the share-error metric
@@ -87,6 +92,33 @@ impl std::fmt::Display for ClusterSpec {
     }
 }
 
+/// Which pending jobs the simulator's backfill pass reserves GPUs for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackfillReserve {
+    /// EASY backfill: only the first blocked job gets a reservation; a
+    /// later job may start if it ends before it or keeps off its nodes.
+    First,
+    /// Every job the pass looks at (up to `backfill_depth`) in priority
+    /// order either starts without delaying any reservation made before it
+    /// or gets one at the earliest time it fits: what Slurm's
+    /// sched/backfill does (it plans a start for each job it tests).
+    All,
+}
+
+/// How the simulator picks the node of a one-node job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// The node with the fewest free GPUs that holds it, ties broken by a
+    /// seeded hash of the job.
+    BestFit,
+    /// Slurm 22.05's select/cons_tres with one CPU a job: of the nodes with
+    /// the GPUs free, the one with the fewest CPUs available, i.e. the most
+    /// jobs running, the lowest index on a tie.
+    ConsTres,
+}
+
 /// What a rule sets as the minimum runtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -152,6 +184,35 @@ pub struct SimSettings {
     /// Seconds between two backfill passes while a job is blocked (the main
     /// scheduler runs on every event and stops at the first blocked job).
     pub backfill_interval: u64,
+    /// Which jobs the backfill pass reserves GPUs for: `first` (EASY, the
+    /// default, what the simulator always did) or `all` (Slurm's
+    /// sched/backfill; with the trace's `time_limit`s it plans as
+    /// slurmctld does).
+    pub backfill_reserve: BackfillReserve,
+    /// Node choice of one-node jobs: `best_fit` (default) or `cons_tres`
+    /// (as slurmctld chooses; matters for which jobs a drain hits).
+    pub placement: Placement,
+    /// Seconds a requeued job (preempted, drained or failed) waits before
+    /// it may start again. Slurm 22.05 sets a requeued batch job's begin
+    /// time to `now + cred_expire + 1` (`AuthInfo=cred_expire=`, default
+    /// 1200 s, so 1201 s); the default 0 makes it eligible at once, as the
+    /// simulator always did. `scripts/calibrate` gives the testbed's value.
+    pub requeue_delay: u64,
+    /// Milliseconds each attempt holds its GPUs beyond its work: the batch
+    /// script's launch after slurmctld starts the job plus the report of
+    /// its end. Slurm records start and end in whole seconds, so an
+    /// attempt of `d` seconds of work is recorded (and held) as `d + 1`
+    /// seconds when its sub-second start phase (a seeded hash of job and
+    /// attempt) plus this overhead crosses a second: on average `d +
+    /// overhead`. 0 (default): exactly `d`. At most 60000.
+    pub attempt_overhead_ms: u64,
+    /// The part of each second, milliseconds, after slurmctld's scheduling
+    /// pass in it: a job submitted then (its seeded sub-second submit phase
+    /// at least `1000 - pass_miss_ms`) is first looked at in the next
+    /// second. The testbed's backfill runs about 770 ms into each second
+    /// (`bf_interval=1`), so about 230. 0 (default): every job is looked at
+    /// in the second it arrives. At most 1000.
+    pub pass_miss_ms: u64,
     /// Default for jobs no rule marks: continue after requeue (true) or restart.
     pub resumable: bool,
     /// A resumable job keeps its work up to its last checkpoint, taken every
@@ -176,6 +237,11 @@ impl Default for SimSettings {
             seed: 0,
             backfill_depth: 500,
             backfill_interval: 30,
+            backfill_reserve: BackfillReserve::First,
+            placement: Placement::BestFit,
+            requeue_delay: 0,
+            attempt_overhead_ms: 0,
+            pass_miss_ms: 0,
             resumable: true,
             checkpoint_interval: 1800,
             metric_window: 86_400,
@@ -194,6 +260,11 @@ struct RawSim {
     seed: Option<u64>,
     backfill_depth: Option<u32>,
     backfill_interval: Option<toml::Value>,
+    backfill_reserve: Option<String>,
+    placement: Option<String>,
+    requeue_delay: Option<toml::Value>,
+    attempt_overhead_ms: Option<u64>,
+    pass_miss_ms: Option<u64>,
     resumable: Option<bool>,
     checkpoint_interval: Option<toml::Value>,
     metric_window: Option<toml::Value>,
@@ -256,7 +327,7 @@ pub(crate) fn parse(
             errors.push(ConfigError::Invalid {
                 path: "sim".into(),
                 message: format!(
-                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
+                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, placement, requeue_delay, attempt_overhead_ms, pass_miss_ms, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
                 ),
             });
             return SimSettings::default();
@@ -311,6 +382,56 @@ pub(crate) fn parse(
         &mut s.backfill_interval,
         false,
     );
+    positive(
+        "sim.requeue_delay",
+        &raw.requeue_delay,
+        &mut s.requeue_delay,
+        true,
+    );
+    match raw.backfill_reserve.as_deref() {
+        None | Some("first") => {}
+        Some("all") => s.backfill_reserve = BackfillReserve::All,
+        Some(other) => errors.push(ConfigError::Invalid {
+            path: "sim.backfill_reserve".into(),
+            message: format!(
+                "{other:?} is not a choice; write \"first\" (EASY: the first blocked job only) or \"all\" (every job the pass looks at, as Slurm's sched/backfill)"
+            ),
+        }),
+    }
+    match raw.placement.as_deref() {
+        None | Some("best_fit") => {}
+        Some("cons_tres") => s.placement = Placement::ConsTres,
+        Some(other) => errors.push(ConfigError::Invalid {
+            path: "sim.placement".into(),
+            message: format!(
+                "{other:?} is not a choice; write \"best_fit\" (fewest free GPUs, seeded ties) or \"cons_tres\" (Slurm's select/cons_tres: most jobs running, lowest index)"
+            ),
+        }),
+    }
+    if let Some(ms) = raw.attempt_overhead_ms {
+        if ms > 60_000 {
+            errors.push(ConfigError::Invalid {
+                path: "sim.attempt_overhead_ms".into(),
+                message: format!(
+                    "{ms} ms is over a minute; it is the launch and end-report time of one attempt in milliseconds (the testbed measures about 300-700), at most 60000"
+                ),
+            });
+        } else {
+            s.attempt_overhead_ms = ms;
+        }
+    }
+    if let Some(ms) = raw.pass_miss_ms {
+        if ms > 1000 {
+            errors.push(ConfigError::Invalid {
+                path: "sim.pass_miss_ms".into(),
+                message: format!(
+                    "{ms} is more than a second; it is the part of each second after slurmctld's pass, in milliseconds: 0..=1000 (1000 - the pass's offset into the second, about 230 on the testbed)"
+                ),
+            });
+        } else {
+            s.pass_miss_ms = ms;
+        }
+    }
     s.seed = raw.seed.unwrap_or(0);
     s.backfill_depth = raw.backfill_depth.unwrap_or(s.backfill_depth);
     s.resumable = raw.resumable.unwrap_or(true);

@@ -255,3 +255,52 @@ fn sim_accounts_map_trace_names_lower_cased() {
     assert!(e.contains("sim.accounts.ls"), "{e}");
     assert!(e.contains("lower case"), "{e}");
 }
+
+#[test]
+fn sim_requeue_delay_is_a_duration() {
+    let c =
+        Config::from_toml_str("[tree.x]\nshare = 1\n[sim]\nrequeue_delay = \"0:11\"\n").unwrap();
+    assert_eq!(c.sim.requeue_delay, 11);
+    let d = Config::from_toml_str("[tree.x]\nshare = 1\n").unwrap();
+    assert_eq!(d.sim.requeue_delay, 0, "eligible at once unless set");
+    let m = message("[tree.x]\nshare = 1\n[sim]\nrequeue_delay = 11\n");
+    assert!(
+        m.contains("sim.requeue_delay: expected a Slurm time string"),
+        "{m}"
+    );
+    let m = message("[tree.x]\nshare = 1\n[sim]\nrequeue_delay = \"11s\"\n");
+    assert!(
+        m.starts_with("sim.requeue_delay: invalid Slurm time"),
+        "{m}"
+    );
+}
+
+#[test]
+fn sim_backfill_reserve_is_first_or_all() {
+    use crate::config::sim::BackfillReserve;
+    let c =
+        Config::from_toml_str("[tree.x]\nshare = 1\n[sim]\nbackfill_reserve = \"all\"\n").unwrap();
+    assert_eq!(c.sim.backfill_reserve, BackfillReserve::All);
+    let d = Config::from_toml_str("[tree.x]\nshare = 1\n").unwrap();
+    assert_eq!(d.sim.backfill_reserve, BackfillReserve::First);
+    let m = message("[tree.x]\nshare = 1\n[sim]\nbackfill_reserve = \"conservative\"\n");
+    assert!(
+        m.contains("sim.backfill_reserve") && m.contains("\"first\"") && m.contains("\"all\""),
+        "{m}"
+    );
+}
+
+#[test]
+fn sim_placement_is_best_fit_or_cons_tres() {
+    use crate::config::sim::Placement;
+    let c =
+        Config::from_toml_str("[tree.x]\nshare = 1\n[sim]\nplacement = \"cons_tres\"\n").unwrap();
+    assert_eq!(c.sim.placement, Placement::ConsTres);
+    let d = Config::from_toml_str("[tree.x]\nshare = 1\n").unwrap();
+    assert_eq!(d.sim.placement, Placement::BestFit);
+    let m = message("[tree.x]\nshare = 1\n[sim]\nplacement = \"first_fit\"\n");
+    assert!(
+        m.contains("sim.placement") && m.contains("\"cons_tres\""),
+        "{m}"
+    );
+}

@@ -1,10 +1,23 @@
-//! EASY backfill's reservation for the first blocked job.
+//! The backfill's reservations: EASY's for the first blocked job
+//! (`backfill_reserve = "first"`), or one for every job the pass looks at
+//! (`"all"`, as Slurm's sched/backfill plans).
 
 use super::*;
 
+/// GPUs a reservation holds on one node over `[start, end)`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Held {
+    start: u64,
+    end: u64,
+    node: u32,
+    gpus: u32,
+}
+
 impl Sim<'_> {
     /// EASY backfill's reservation for job `id`: the earliest time enough
-    /// nodes will have its GPUs free, and those nodes.
+    /// nodes will have its GPUs free by the running jobs' planned ends
+    /// (their time limits where the trace gives them, as Slurm plans;
+    /// else their real ends), and those nodes.
     pub(super) fn reservation(&self, id: u32) -> Option<Reservation> {
         let sj = &self.w.jobs[id as usize];
         let (n, g) = (sj.nodes as usize, sj.gpus_per_node);
@@ -16,7 +29,7 @@ impl Sim<'_> {
         let extra = &mut scratch.per_node;
         let mut touched: Vec<u32> = Vec::new();
         let mut found = None;
-        'walk: for &(end, r) in &self.running_by_end {
+        'walk: for &(end, r) in &self.running_by_plan {
             for a in &self.jobs[r as usize].alloc {
                 if !self.cluster.usable(a.node) {
                     continue;
@@ -43,5 +56,101 @@ impl Sim<'_> {
             nodes.sort_unstable();
             Reservation { shadow, nodes }
         })
+    }
+
+    /// `backfill_reserve = "all"`: a job of `nodes` x `g` GPUs planned to run
+    /// `planned` seconds either starts now, if enough usable nodes have `g`
+    /// GPUs free now and keep them free for every reservation in `held`
+    /// over `[now, now + planned)` (returned: its placement, fullest nodes
+    /// first), or gets a reservation of its own at the earliest time it
+    /// fits by the running jobs' planned ends and the reservations before
+    /// it (added to `held`; `None`). A running job is planned to end no
+    /// earlier than the next second.
+    pub(super) fn plan(
+        &self,
+        nodes: u32,
+        g: u32,
+        planned: u64,
+        held: &mut Vec<Held>,
+    ) -> Option<Vec<NodeGpus>> {
+        let now = self.now;
+        let usable: Vec<u32> = (0..self.cluster.nodes())
+            .filter(|&n| self.cluster.usable(n))
+            .collect();
+        if usable.len() < nodes as usize {
+            return None;
+        }
+        let mut releases: Vec<(u64, u32, u32)> = Vec::new();
+        for &(end, r) in &self.running_by_plan {
+            for a in &self.jobs[r as usize].alloc {
+                releases.push((end.max(now + 1), a.node, a.gpus));
+            }
+        }
+        let free_at = |node: u32, t: u64| -> i64 {
+            let mut f = i64::from(self.cluster.free[node as usize]);
+            for &(e, n, gp) in &releases {
+                if n == node && e <= t {
+                    f += i64::from(gp);
+                }
+            }
+            for h in held.iter() {
+                if h.node == node && h.start <= t && t < h.end {
+                    f -= i64::from(h.gpus);
+                }
+            }
+            f
+        };
+        let mut times: Vec<u64> = std::iter::once(now)
+            .chain(releases.iter().map(|r| r.0))
+            .chain(held.iter().map(|h| h.end))
+            .filter(|&t| t >= now)
+            .collect();
+        times.sort_unstable();
+        times.dedup();
+        let need = i64::from(g);
+        for t in times {
+            let mut fit: Vec<(i64, u32)> = Vec::new();
+            for &node in &usable {
+                let f = free_at(node, t);
+                let ok = f >= need
+                    && held.iter().all(|h| {
+                        h.node != node
+                            || h.start <= t
+                            || h.start >= t + planned
+                            || free_at(node, h.start) >= need
+                    });
+                if ok {
+                    fit.push((f, node));
+                }
+            }
+            if fit.len() >= nodes as usize {
+                if self.cluster.cons_tres {
+                    // As placement: the most jobs running, lowest index.
+                    fit.sort_unstable_by_key(|&(_, n)| {
+                        (Reverse(self.cluster.jobs_on[n as usize].len()), n)
+                    });
+                } else {
+                    fit.sort_unstable();
+                }
+                fit.truncate(nodes as usize);
+                if t == now {
+                    return Some(
+                        fit.into_iter()
+                            .map(|(_, node)| NodeGpus { node, gpus: g })
+                            .collect(),
+                    );
+                }
+                for (_, node) in fit {
+                    held.push(Held {
+                        start: t,
+                        end: t + planned,
+                        node,
+                        gpus: g,
+                    });
+                }
+                return None;
+            }
+        }
+        None
     }
 }

@@ -23,7 +23,7 @@ impl Sim<'_> {
                     && !self.is_short(a)
                 {
                     let team = self.w.jobs[a as usize].team as usize;
-                    let (start, held) = (j.start, Held::of(&j.alloc));
+                    let (start, held) = (j.start, Holding::of(&j.alloc));
                     self.jobs[a as usize].unprotected = true;
                     self.unprot[team].insert((start, a), held);
                     self.unprot_gpus[team] += u64::from(self.w.jobs[a as usize].gpus());
@@ -38,6 +38,12 @@ impl Sim<'_> {
                     .any(|n| self.cluster.drains[n.node as usize] > 0);
                 if j.state == State::Running && j.attempt == b && on_drained {
                     self.stop(a, StopReason::Drain);
+                }
+            }
+            ELIGIBLE => {
+                let j = &self.jobs[a as usize];
+                if j.state == State::Pending && j.attempt == b {
+                    self.join_queue(a);
                 }
             }
             TICK => self.tick_at = u64::MAX,
@@ -115,13 +121,34 @@ impl Sim<'_> {
     }
 
     pub(super) fn enqueue(&mut self, id: u32) {
+        self.count_pending(id);
+        self.join_queue(id);
+    }
+
+    /// True if job `id` arrives in the last `pass_miss_ms` of its second
+    /// (by a seeded sub-second submit phase), after slurmctld's pass.
+    pub(super) fn misses_pass(&self, id: u32) -> bool {
+        let miss = self.config.sim.pass_miss_ms;
+        miss > 0
+            && crate::cluster::mix(self.config.sim.seed ^ (u64::from(id) << 32) ^ (1 << 31)) % 1000
+                >= 1000 - miss
+    }
+
+    /// Puts pending job `id` in its queue, where passes see it, with the
+    /// shape the backfill plans it with.
+    pub(super) fn join_queue(&mut self, id: u32) {
         let sj = &self.w.jobs[id as usize];
         let q = queue_of(sj.team, sj.min_runtime, self.is_short(id));
-        let j = &mut self.jobs[id as usize];
-        j.state = State::Pending;
-        let shape = (sj.gpus_per_node, sj.nodes, j.remaining);
-        self.queues[q].insert(&mut self.queue_pos, j.eligible, id, shape);
+        let shape = (sj.gpus_per_node, sj.nodes, self.planned(id));
+        let eligible = self.jobs[id as usize].eligible;
+        self.queues[q].insert(&mut self.queue_pos, eligible, id, shape);
         self.pending += 1;
+    }
+
+    /// Marks job `id` pending: its leaf's pending GPUs count it.
+    pub(super) fn count_pending(&mut self, id: u32) {
+        let sj = &self.w.jobs[id as usize];
+        self.jobs[id as usize].state = State::Pending;
         self.load_version += 1;
         if sj.min_runtime > 0 {
             self.leaf_pending[self.w.teams[sj.team as usize].leaf.0 as usize] +=

@@ -23,13 +23,28 @@ impl Sim<'_> {
         self.cluster.take(id, &alloc);
         j.state = State::Running;
         j.start = now;
-        j.end = now + j.remaining;
+        // Slurm stamps start and end in whole seconds: an attempt whose
+        // work starts `attempt_overhead_ms` after a start at a seeded
+        // sub-second phase is recorded one second longer when the two
+        // cross a second.
+        let overhead = self.config.sim.attempt_overhead_ms;
+        let extra = if overhead == 0 {
+            0
+        } else {
+            let phase = crate::cluster::mix(
+                self.config.sim.seed ^ (u64::from(id) << 32) ^ u64::from(j.attempt),
+            ) % 1000;
+            (phase + overhead) / 1000
+        };
+        j.end = now + j.remaining + extra;
         j.alloc = alloc;
         j.unprotected = false;
         if j.first_start == u64::MAX {
             j.first_start = now;
         }
         self.running_by_end.insert((j.end, id));
+        let plan_end = sj.time_limit.map_or(j.end, |t| now + t);
+        self.running_by_plan.insert((plan_end, id));
         self.events.push(Reverse((j.end, COMPLETE, id, j.attempt)));
         if self.policy == Policy::Allot {
             if sj.min_runtime > 0 {
@@ -48,7 +63,7 @@ impl Sim<'_> {
                 }
             } else {
                 j.unprotected = true;
-                self.free_tier[team].insert((now, id), Held::of(&j.alloc));
+                self.free_tier[team].insert((now, id), Holding::of(&j.alloc));
                 self.free_tier_gpus[team] += u64::from(gpus);
                 self.epoch += 1;
             }
@@ -71,6 +86,8 @@ impl Sim<'_> {
         self.load_version += 1;
         self.cluster.release(id, &j.alloc);
         self.running_by_end.remove(&(j.end, id));
+        let plan_end = sj.time_limit.map_or(j.end, |t| j.start + t);
+        self.running_by_plan.remove(&(plan_end, id));
         if j.unprotected {
             if sj.min_runtime == 0 {
                 self.free_tier[team].remove(&(j.start, id));
@@ -111,7 +128,8 @@ impl Sim<'_> {
         let lost = run - saved;
         j.remaining -= saved;
         j.attempt += 1;
-        j.eligible = now;
+        let delay = self.config.sim.requeue_delay;
+        j.eligible = now + delay;
         j.alloc = Vec::new();
         let lost_gs = u64::from(gpus) * lost;
         self.m.lost_gpu_s += lost_gs;
@@ -122,6 +140,13 @@ impl Sim<'_> {
             StopReason::Fail => self.m.fail_requeues += 1,
             StopReason::Complete => unreachable!(),
         }
-        self.enqueue(id);
+        if delay == 0 {
+            self.enqueue(id);
+        } else {
+            self.count_pending(id);
+            let attempt = self.jobs[id as usize].attempt;
+            self.events
+                .push(Reverse((now + delay, ELIGIBLE, id, attempt)));
+        }
     }
 }

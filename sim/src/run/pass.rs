@@ -77,9 +77,8 @@ impl Sim<'_> {
         })
     }
 
-    /// Job `id` as the engine's priority sees it. Its time limit is its
-    /// duration in the trace (the simulator's backfill knows exact runtimes
-    /// too; real time limits are longer).
+    /// Job `id` as the engine's priority sees it. Its time limit is the
+    /// trace's, else its duration.
     pub(super) fn pending_job(&self, id: u32) -> PendingJob<'_> {
         let sj = &self.w.jobs[id as usize];
         PendingJob {
@@ -88,8 +87,16 @@ impl Sim<'_> {
             nice: 0,
             eligible_time: self.jobs[id as usize].eligible,
             gpus: u64::from(sj.gpus()),
-            time_limit: Some(sj.duration),
+            time_limit: Some(sj.limit()),
         }
+    }
+
+    /// How long the backfill plans job `id` to run: its time limit where
+    /// the trace gives one (as Slurm plans), else its remaining work.
+    pub(super) fn planned(&self, id: u32) -> u64 {
+        self.w.jobs[id as usize]
+            .time_limit
+            .unwrap_or(self.jobs[id as usize].remaining)
     }
 
     /// One scheduling pass. Returns true if a job was left blocked. Without
@@ -122,6 +129,9 @@ impl Sim<'_> {
         // One heapify of all heads instead of a sift per push.
         let mut heap = BinaryHeap::from(heads);
         let mut reservation: Option<Reservation> = None;
+        // `backfill_reserve = "all"`: every job the backfill pass looks at
+        // after the first blocked one gets a reservation too.
+        let mut held: Option<Vec<Held>> = None;
         let mut blocked = false;
         let mut looked = 0u32;
         let depth = self.config.sim.backfill_depth;
@@ -201,10 +211,16 @@ impl Sim<'_> {
                     break;
                 }
             }
-            let (g, nodes, remaining) = shape;
+            let (g, nodes, planned) = shape;
             let salt = u64::from(id);
+            if let Some(h) = held.as_mut() {
+                if let Some(alloc) = self.plan(nodes, g, planned, h) {
+                    self.start(id, alloc);
+                }
+                continue;
+            }
             let placed = match &reservation {
-                Some(r) if self.now + remaining > r.shadow => {
+                Some(r) if self.now + planned > r.shadow => {
                     if g >= failed_avoid || g >= failed_any {
                         None
                     } else {
@@ -246,7 +262,14 @@ impl Sim<'_> {
             if !backfill {
                 break;
             }
-            reservation = self.reservation(id);
+            if self.config.sim.backfill_reserve == BackfillReserve::All {
+                let mut h = Vec::new();
+                // Nothing fits now (placement just failed): a reservation.
+                let _ = self.plan(nodes, g, planned, &mut h);
+                held = Some(h);
+            } else {
+                reservation = self.reservation(id);
+            }
         }
         self.pass_heap = heap.into_vec();
         blocked

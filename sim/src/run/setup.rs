@@ -61,7 +61,11 @@ impl<'w> Sim<'w> {
         Sim {
             w,
             policy,
-            cluster: Cluster::new(cluster.nodes, cluster.gpus_per_node, seed),
+            cluster: {
+                let mut c = Cluster::new(cluster.nodes, cluster.gpus_per_node, seed);
+                c.cons_tres = config.sim.placement == Placement::ConsTres;
+                c
+            },
             jobs: w
                 .jobs
                 .iter()
@@ -82,6 +86,7 @@ impl<'w> Sim<'w> {
             queue_pos: vec![0; w.jobs.len()],
             pending: 0,
             running_by_end: BTreeSet::new(),
+            running_by_plan: BTreeSet::new(),
             events: heap,
             node_events,
             next_arrival: 0,

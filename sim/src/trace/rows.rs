@@ -65,6 +65,7 @@ pub(super) struct RowReader {
     id: Option<usize>,
     partition: Option<usize>,
     min_runtime: Option<usize>,
+    time_limit: Option<usize>,
     resumable: Option<usize>,
     kind: Option<usize>,
     node: Option<usize>,
@@ -108,6 +109,7 @@ impl RowReader {
             }),
             partition: c.find("partition"),
             min_runtime: c.find("min_runtime"),
+            time_limit: c.find("time_limit"),
             resumable: c.find("resumable"),
             kind: c.find("kind"),
             node: c.find("node"),
@@ -335,6 +337,19 @@ impl Row<'_, '_> {
             Some(i) => Some(self.secs(i)?),
             None => None,
         };
+        let time_limit = match r.time_limit.filter(|_| self.opt(r.time_limit).is_some()) {
+            Some(i) => match self.secs(i)? {
+                0 => {
+                    return Err(self.err(
+                        i,
+                        "a time limit of 0 s would let no job run; write the limit in seconds (e.g. 3600) or leave it empty"
+                            .into(),
+                    ))
+                }
+                t => Some(t),
+            },
+            None => None,
+        };
         let resumable = match self.opt(r.resumable) {
             None => None,
             Some("true" | "1" | "yes") => Some(true),
@@ -355,6 +370,7 @@ impl Row<'_, '_> {
             gpus,
             min_runtime,
             resumable,
+            time_limit,
             line,
         })
     }

@@ -1,0 +1,408 @@
+#!/usr/bin/env python3
+"""Helper of scripts/calibrate: makes a slice's workload, and compares the
+simulator's prediction with what the testbed did.
+
+  calibrate.py workload --slice K --span S --nodes N --gpus-per-node G --out DIR TRACE
+  calibrate.py report --dir DIR --allot BIN --json FILE
+"""
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+
+# Five Philly virtual clusters play the five teams of examples/allot.toml.
+VCS = {"6214e9": "a1", "6c71a0": "b1", "11cb48": "a2", "ee9e8c": "b2", "ed69ec": "vision"}
+KINDS = ["mixed", "preempt", "drain"]
+# Every job gets this time limit (Slurm's limits are whole minutes): jobs of
+# at most 2 GPUs are then in the short band on the testbed exactly as in the
+# simulator, which takes a trace job's runtime as its time limit.
+TIME_LIMIT = "1:00"
+COLUMNS = "id,submit,duration,gpus,team,min_runtime,partition,class,time_limit"
+
+
+def die(msg):
+    print(f"calibrate: error: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def workload(a):
+    kind = KINDS[(a.slice - 1) % len(KINDS)]
+    rng = random.Random(a.slice)
+    by_team = {t: [] for t in VCS.values()}
+    with open(a.trace) as f:
+        next(f)
+        for line in f:
+            ts, dur, gpus, _, vc = line.strip().split(",")
+            if vc in VCS:
+                by_team[VCS[vc]].append((ts, float(dur), int(gpus)))
+    scale = a.nodes * a.gpus_per_node / 32
+    want = {"a1": 26, "b1": 16, "a2": 13, "b2": 11, "vision": 11}
+    if kind == "preempt":
+        want = {"a1": 22, "a2": 14, "b1": 18, "b2": 16, "vision": 12}
+    jobs = []
+    for team, n in want.items():
+        rows = sorted(by_team[team])
+        if kind == "preempt" and team in ("a1", "a2"):
+            # nlp's jobs here are its training jobs: they fill the cluster.
+            rows = [r for r in rows if r[2] > 1 or r[1] > 600]
+        if not rows:
+            die(f"{a.trace}: no jobs of team {team}'s virtual cluster")
+        start = rng.randrange(len(rows))
+        n = max(1, round(n * scale))
+        for k in range(n):
+            ts, dur, gpus = rows[(start + k) % len(rows)]
+            jobs.append((team, dur, gpus))
+    rng.shuffle(jobs)
+    out = []
+    other = 0
+    nlp = [j for j in jobs if j[0] in ("a1", "a2")]
+    per = [j for j in jobs if j[0] not in ("a1", "a2")]
+    if kind == "preempt":
+        # nlp's jobs arrive in the first quarter and fill the cluster;
+        # perception's over the rest, preempting them once contracts end.
+        timed = [(int(i * a.span / 4 / len(nlp)), j) for i, j in enumerate(nlp)]
+        timed += [(int(a.span / 4 + i * a.span * 3 / 4 / len(per)), j) for i, j in enumerate(per)]
+    else:
+        timed = [(int(i * a.span / len(jobs)), j) for i, j in enumerate(jobs)]
+    timed.sort(key=lambda x: x[0])
+    for i, (submit, (team, dur, gpus)) in enumerate(timed):
+        dur = max(dur, 10.0)
+        d = min(45, int(5 + 8 * math.log10(dur / 10)))
+        if kind == "preempt" and not (gpus == 1 and dur <= 600):
+            d = max(d, 30)   # long training runs: they outlive their contracts
+        g = min(gpus, a.gpus_per_node)
+        g = 2 if g == 3 else (4 if 4 < g < 8 else g)
+        if not (g == 1 and dur <= 600):
+            # A training job on a 32-GPU cluster: twice the GPUs of the
+            # trace's (which ran on an 8-GPU slice), at most a node.
+            g = min(2 * g, a.gpus_per_node)
+        if g == 1 and dur <= 600:
+            cls, mr, part = "debug", 5, "debug"
+        else:
+            other += 1
+            part = "gpu"
+            if other % 6 == 0:
+                cls, mr = "free", 0
+            elif kind == "preempt":
+                # Contracts of a third of the run: most of each job is
+                # preemptable, and the two groups take GPUs back and forth.
+                cls, mr = "train", max(5, d // 3)
+            else:
+                cls, mr = "train", min(30, max(5, int(2 * d / 3)))
+        out.append(f"{i + 1},{submit},{d},{g},{team},{mr},{part},{cls},{TIME_LIMIT}")
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "workload.csv"), "w") as f:
+        f.write(COLUMNS + "\n" + "\n".join(out) + "\n")
+    with open(os.path.join(a.out, "kind"), "w") as f:
+        f.write(kind + "\n")
+    if kind == "drain":
+        with open(os.path.join(a.out, "drain_at"), "w") as f:
+            f.write(f"{int(a.span * 0.4)}\n")
+    gs = {}
+    for row in out:
+        f_ = row.split(",")
+        gs[f_[4]] = gs.get(f_[4], 0) + int(f_[2]) * int(f_[3])
+    print(f"slice {a.slice} ({kind}): {len(out)} jobs, GPU-s asked: {gs}", file=sys.stderr)
+
+
+def parse_sacct(path):
+    """Attempts: (jobid, name, account, state, submit, start, elapsed, gpus)."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            p = line.rstrip("\n").split("|")
+            if len(p) < 9:
+                continue
+            gpus = 0
+            for t in p[8].split(","):
+                if t.startswith("gres/gpu="):
+                    gpus = int(t.split("=")[1])
+            num = lambda x: int(x) if x.isdigit() else None
+            rows.append(dict(id=p[0], name=p[1], account=p[2], state=p[3], submit=num(p[4]),
+                             start=num(p[5]), elapsed=int(p[7] or 0), gpus=gpus))
+    return rows
+
+
+def sim_config(base, timing):
+    """The testbed's allot.toml plus a [sim] section with its timing."""
+    t = timing
+    sim = f"""
+[sim]
+cluster = "{t['cluster']}"
+backfill_interval = "0:{t['bf_interval_s']:02d}"
+backfill_depth = {t['bf_max_job_test']}
+resumable = false
+checkpoint_interval = "0"
+"""
+    extra = os.environ.get("CALIB_SIM_EXTRA", "")
+    timing_keys = timing.get("sim_keys", {})
+    for k, v in timing_keys.items():
+        sim += f"{k} = {v}\n"
+    return base + sim + extra.replace("\\n", "\n") + "\n"
+
+
+def sim_keys(timing):
+    """The [sim] timing settings the testbed's values give (docs/simulator.md)."""
+    keys = {"requeue_delay": f'"0:{timing["cred_expire_s"] + 1:02d}"',
+            "backfill_reserve": '"all"',
+            "placement": f'"{os.environ.get("CALIB_PLACEMENT", "cons_tres")}"'}
+    if "pass_miss_ms" in timing:
+        keys["pass_miss_ms"] = str(timing["pass_miss_ms"])
+    if "attempt_overhead_ms" in timing:
+        keys["attempt_overhead_ms"] = str(timing["attempt_overhead_ms"])
+    return keys
+
+
+def measure(d, slices):
+    """What the runs themselves show of slurmctld's timing: how much longer
+    than its `sleep` a completed attempt is recorded (launch, end report and
+    the whole-second clock), in milliseconds; and how often a job is first
+    looked at in the second after its submission."""
+    extra, quick = [], []
+    for sd in slices:
+        sdir = os.path.join(d, sd)
+        wl = {}
+        with open(os.path.join(sdir, "workload.csv")) as f:
+            next(f)
+            for line in f:
+                p = line.strip().split(",")
+                wl[p[0]] = p
+        for rd in os.listdir(sdir):
+            rdir = os.path.join(sdir, rd)
+            if not rd.startswith("run-") or not os.path.exists(os.path.join(rdir, "sacct.psv")):
+                continue
+            ids = dict(line.split()[::-1] for line in open(os.path.join(rdir, "jobids.txt")))
+            att = parse_sacct(os.path.join(rdir, "sacct.psv"))
+            for r in att:
+                if r["state"] == "COMPLETED" and r["id"] in ids:
+                    extra.append(r["elapsed"] - int(wl[ids[r["id"]]][2]))
+            first = {}
+            for r in att:
+                if r["start"] is not None and r["submit"] is not None:
+                    w = r["start"] - r["submit"]
+                    first[r["id"]] = min(first.get(r["id"], w), w)
+            quick.extend(w for w in first.values() if w in (0, 1))
+    # The backfill pass's offset into the second, from each slice's
+    # slurmctld.log ("sched/backfill: _start_job" lines, millisecond stamps).
+    phase = []
+    for sd in slices:
+        log = os.path.join(d, sd, "slurmctld.log")
+        if os.path.exists(log):
+            for line in open(log, errors="replace"):
+                if "sched/backfill: _start_job: Started" in line and line.startswith("[") and "." in line[:25]:
+                    phase.append(int(line[1:24].split(".")[1]))
+    out = {}
+    if phase:
+        out["backfill_phase_ms_median"] = int(statistics.median(phase))
+    # The pass is not at a fixed offset (bf_interval counts from the end of
+    # the last pass): measure how often a job that found GPUs free started
+    # only in the second after its submission.
+    if quick:
+        miss = round(1000 * sum(1 for w in quick if w == 1) / len(quick))
+        out["pass_miss_ms"] = int(os.environ.get("CALIB_PASS_MISS_MS", miss))
+        out["measured_quick_starts"] = {"same_second": quick.count(0), "next_second": quick.count(1)}
+    if not extra:
+        return out
+    ms = round(1000 * statistics.mean(extra))
+    hist = {str(k): extra.count(k) for k in sorted(set(extra))}
+    override = os.environ.get("CALIB_OVERHEAD_MS")
+    out.update({"attempt_overhead_ms": int(override) if override else max(0, min(ms, 60000)),
+                "measured_attempt_extra_s": hist})
+    return out
+
+
+def limit_s(text):
+    """Seconds of a Slurm time limit written MM:SS (as the workload does)."""
+    m, s = text.split(":")
+    return int(m) * 60 + int(s)
+
+
+def median(xs):
+    return statistics.median(xs) if xs else 0.0
+
+
+def report(a):
+    if not os.path.exists(os.path.join(a.dir, "timing.json")):
+        die(f"{a.dir}: no timing.json; give the --out DIR of a scripts/calibrate run")
+    with open(os.path.join(a.dir, "timing.json")) as f:
+        timing = json.load(f)
+    with open(os.path.join(a.dir, "allot.toml")) as f:
+        base = f.read()
+    slices = sorted((d for d in os.listdir(a.dir) if d.startswith("slice-")), key=lambda d: int(d[6:]))
+    if not slices:
+        die(f"{a.dir}: no slice-K directories; run scripts/calibrate first")
+    timing.update(measure(a.dir, slices))
+    if os.environ.get("CALIB_NO_TIMING") != "1":
+        timing["sim_keys"] = sim_keys(timing)
+    conf = os.path.join(a.dir, "sim.toml")
+    with open(conf, "w") as f:
+        f.write(sim_config(base, timing))
+    result = {"timing": timing, "slices": []}
+    for sd in slices:
+        sdir = os.path.join(a.dir, sd)
+        kind = open(os.path.join(sdir, "kind")).read().strip()
+        wl = {}
+        with open(os.path.join(sdir, "workload.csv")) as f:
+            next(f)
+            for line in f:
+                p = line.strip().split(",")
+                wl[p[0]] = p
+        runs = sorted((d for d in os.listdir(sdir) if d.startswith("run-")), key=lambda d: int(d[4:]))
+        per_run = []
+        for rd in runs:
+            rdir = os.path.join(sdir, rd)
+            sacct = os.path.join(rdir, "sacct.psv")
+            if not os.path.exists(sacct):
+                continue
+            att = parse_sacct(sacct)
+            if not att:
+                die(f"{sacct}: no job attempts; the run recorded nothing")
+            ids = {}
+            with open(os.path.join(rdir, "jobids.txt")) as f:
+                for line in f:
+                    wid, jid = line.split()
+                    ids[jid] = wid
+            sub, first = {}, {}
+            for r in att:
+                if r["submit"] is not None:
+                    sub[r["id"]] = min(sub.get(r["id"], r["submit"]), r["submit"])
+                if r["start"] is not None and r["elapsed"] >= 0 and r["state"] not in ("PENDING", "CANCELLED"):
+                    first[r["id"]] = min(first.get(r["id"], r["start"]), r["start"])
+            t0 = min(sub.values())
+            trace = ["id,submit,duration,gpus,team,min_runtime,partition,class,requeue,resumable,kind,node,time_limit"]
+            for jid, wid in sorted(ids.items(), key=lambda x: (sub.get(x[0], 0), int(x[1]))):
+                p = wl[wid]
+                # CALIB_NO_TIMING=1: the simulator as it was before its
+                # timing settings (no time limits either), for comparison.
+                limit = "" if os.environ.get("CALIB_NO_TIMING") == "1" else limit_s(p[8])
+                trace.append(f"{wid},{sub[jid] - t0},{p[2]},{p[3]},{p[4]},{p[5]},{p[6]},{p[7]},yes,false,job,,{limit}")
+            dfile = os.path.join(rdir, "drain.txt")
+            if os.path.exists(dfile):
+                ds, de = map(int, open(dfile).read().split())
+                trace.append(f"0,{ds - t0},{max(1, de - ds)},0,a1,0,gpu,maintenance,yes,false,drain,0,")
+            tpath = os.path.join(rdir, "replayed.csv")
+            with open(tpath, "w") as f:
+                f.write("\n".join(trace) + "\n")
+            out = subprocess.run([a.allot, "sim", "--trace", tpath, "--config", conf, "--cluster",
+                                  timing["cluster"], "--policy", "allot", "--json"],
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                die(f"allot sim on {tpath}: {out.stderr.strip()}")
+            with open(os.path.join(rdir, "prediction.json"), "w") as f:
+                f.write(out.stdout)
+            pred = json.loads(out.stdout)["runs"][0]
+            held = {}
+            for r in att:
+                held[r["account"]] = held.get(r["account"], 0.0) + r["elapsed"] * r["gpus"] / 3600
+            waits = sorted(first[j] - sub[j] for j, w in ids.items() if j in first and int(wl[w][3]) <= 2)
+            pw = {w["class"]: w for w in pred["waits"]}.get("debug", {"p50_s": 0, "p90_s": 0})
+            load = open(os.path.join(rdir, "load-after.txt")).read().split("load average:")[-1].strip() \
+                if os.path.exists(os.path.join(rdir, "load-after.txt")) else ""
+            per_run.append(dict(
+                pred={t["name"]: t["gpu_hours"] for t in pred["teams"]},
+                obs=held,
+                pred_pre=pred["preemptions"],
+                obs_pre=sum(1 for r in att if r["state"].startswith("PREEMPTED")),
+                pred_p50=pw["p50_s"], pred_p90=pw["p90_s"],
+                obs_p50=pct(waits, 50), obs_p90=pct(waits, 90),
+                load=load, incomplete=os.path.exists(os.path.join(rdir, "incomplete"))))
+        if not per_run:
+            print(f"calibrate: {sdir}: no run with a sacct dump yet; skipped", file=sys.stderr)
+            continue
+        teams = sorted({t for r in per_run for t in list(r["pred"]) + list(r["obs"])})
+        trows = []
+        spread = 0.0
+        for t in teams:
+            obs = [r["obs"].get(t, 0.0) for r in per_run]
+            pr = [r["pred"].get(t, 0.0) for r in per_run]
+            mo = median(obs)
+            if mo > 0:
+                spread = max(spread, (max(obs) - min(obs)) / mo)
+            trows.append(dict(team=t, predicted_gpu_hours=round(median(pr), 5),
+                              observed_gpu_hours=round(mo, 5),
+                              error=round((median(pr) - mo) / mo, 4) if mo > 0 else None,
+                              observed_runs=[round(x, 5) for x in obs]))
+        result["slices"].append(dict(
+            slice=int(sd[6:]), kind=kind, runs=len(per_run),
+            teams=trows,
+            predicted_preemptions=median([r["pred_pre"] for r in per_run]),
+            observed_preemptions=median([r["obs_pre"] for r in per_run]),
+            observed_preemptions_runs=[r["obs_pre"] for r in per_run],
+            debug_wait_p50_s=dict(predicted=median([r["pred_p50"] for r in per_run]),
+                                  observed=median([r["obs_p50"] for r in per_run])),
+            debug_wait_p90_s=dict(predicted=median([r["pred_p90"] for r in per_run]),
+                                  observed=median([r["obs_p90"] for r in per_run])),
+            testbed_spread=round(spread, 4),
+            load_average=[r["load"] for r in per_run],
+            incomplete_runs=sum(1 for r in per_run if r["incomplete"])))
+    if not result["slices"]:
+        die(f"{a.dir}: no run of any slice has a sacct dump; nothing to compare")
+    show(result)
+    with open(a.json, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"\nJSON: {a.json}")
+
+
+def pct(sorted_xs, p):
+    """The simulator's percentile: the ceil(p% * n)-th smallest."""
+    if not sorted_xs:
+        return 0
+    k = max(1, math.ceil(p / 100 * len(sorted_xs)))
+    return sorted_xs[min(k, len(sorted_xs)) - 1]
+
+
+def show(result):
+    t = result["timing"]
+    print(f"testbed timing: sched_interval={t['sched_interval_s']}s bf_interval={t['bf_interval_s']}s "
+          f"bf_max_job_test={t['bf_max_job_test']} cred_expire={t['cred_expire_s']}s sync={t['sync_interval']} "
+          f"cluster={t['cluster']}; sim: {t.get('sim_keys', {})}")
+    for s in result["slices"]:
+        print(f"\nslice {s['slice']} ({s['kind']}), {s['runs']} run(s), testbed spread {100 * s['testbed_spread']:.1f}%"
+              f", load {'; '.join(s['load_average'])}")
+        print(f"  {'team':8} {'pred GPU-h':>11} {'obs GPU-h':>11} {'error':>8}  observed per run")
+        for r in s["teams"]:
+            e = f"{100 * r['error']:+.1f}%" if r["error"] is not None else "-"
+            print(f"  {r['team']:8} {r['predicted_gpu_hours']:11.4f} {r['observed_gpu_hours']:11.4f} {e:>8}  {r['observed_runs']}")
+        pp, op = s["predicted_preemptions"], s["observed_preemptions"]
+        pe = f"{100 * (pp - op) / op:+.0f}%" if op else "-"
+        print(f"  preemptions: predicted {pp}, observed {op} ({pe}); observed per run {s['observed_preemptions_runs']}")
+        waits_ok = True
+        for q in ("p50", "p90"):
+            w = s[f"debug_wait_{q}_s"]
+            ratio = (w["predicted"] / w["observed"]) if w["observed"] else float("nan")
+            print(f"  debug wait {q}: predicted {w['predicted']} s, observed {w['observed']} s (x{ratio:.2f})")
+            # Within 2x, or both within the clock's resolution (1 s).
+            waits_ok &= (max(w["predicted"], w["observed"]) <= 1
+                         or (w["observed"] > 0 and 0.5 <= ratio <= 2))
+        gpu_ok = all(r["error"] is None or abs(r["error"]) <= 0.05 for r in s["teams"])
+        pre_ok = (pp == op) or (op > 0 and abs(pp - op) / op <= 0.2)
+        yn = lambda b: "yes" if b else "NO"
+        s["goals_met"] = {"gpu_hours_5pct": gpu_ok, "preemptions_20pct": pre_ok, "debug_waits_2x": waits_ok}
+        print(f"  goals: every team's GPU-h within 5%: {yn(gpu_ok)}; preemptions within 20%: {yn(pre_ok)}; "
+              f"debug p50/p90 within 2x (or both <= 1 s): {yn(waits_ok)}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    w = sub.add_parser("workload")
+    w.add_argument("--slice", type=int, required=True)
+    w.add_argument("--span", type=int, required=True)
+    w.add_argument("--nodes", type=int, required=True)
+    w.add_argument("--gpus-per-node", type=int, required=True)
+    w.add_argument("--out", required=True)
+    w.add_argument("trace")
+    r = sub.add_parser("report")
+    r.add_argument("--dir", required=True)
+    r.add_argument("--allot", required=True)
+    r.add_argument("--json", required=True)
+    a = ap.parse_args()
+    workload(a) if a.cmd == "workload" else report(a)
+
+
+if __name__ == "__main__":
+    main()
