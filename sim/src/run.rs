@@ -135,8 +135,11 @@ pub(crate) struct Sim<'w> {
     pending: usize,
     running_by_end: BTreeSet<(u64, u32)>,
     /// Running jobs by the end the backfill plans with: start + time limit
-    /// where the trace gives one, else their end.
+    /// where the trace gives one, else their end. Kept only when some job
+    /// of the trace has a time limit (`plans_by_limit`); else it would be
+    /// `running_by_end` ([`Sim::by_plan`]).
     running_by_plan: BTreeSet<(u64, u32)>,
+    plans_by_limit: bool,
     events: BinaryHeap<Reverse<(u64, u8, u32, u32)>>,
     node_events: Vec<NodeEvent>,
     next_arrival: usize,

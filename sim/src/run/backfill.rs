@@ -18,6 +18,16 @@ impl Sim<'_> {
     /// nodes will have its GPUs free by the running jobs' planned ends
     /// (their time limits where the trace gives them, as Slurm plans;
     /// else their real ends), and those nodes.
+    /// Running jobs by the end the backfill plans with (see
+    /// `running_by_plan`).
+    fn by_plan(&self) -> &BTreeSet<(u64, u32)> {
+        if self.plans_by_limit {
+            &self.running_by_plan
+        } else {
+            &self.running_by_end
+        }
+    }
+
     pub(super) fn reservation(&self, id: u32) -> Option<Reservation> {
         let sj = &self.w.jobs[id as usize];
         let (n, g) = (sj.nodes as usize, sj.gpus_per_node);
@@ -29,7 +39,7 @@ impl Sim<'_> {
         let extra = &mut scratch.per_node;
         let mut touched: Vec<u32> = Vec::new();
         let mut found = None;
-        'walk: for &(end, r) in &self.running_by_plan {
+        'walk: for &(end, r) in self.by_plan() {
             for a in &self.jobs[r as usize].alloc {
                 if !self.cluster.usable(a.node) {
                     continue;
@@ -81,7 +91,7 @@ impl Sim<'_> {
             return None;
         }
         let mut releases: Vec<(u64, u32, u32)> = Vec::new();
-        for &(end, r) in &self.running_by_plan {
+        for &(end, r) in self.by_plan() {
             for a in &self.jobs[r as usize].alloc {
                 releases.push((end.max(now + 1), a.node, a.gpus));
             }

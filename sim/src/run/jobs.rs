@@ -43,8 +43,10 @@ impl Sim<'_> {
             j.first_start = now;
         }
         self.running_by_end.insert((j.end, id));
-        let plan_end = sj.time_limit.map_or(j.end, |t| now + t);
-        self.running_by_plan.insert((plan_end, id));
+        if self.plans_by_limit {
+            let plan_end = sj.time_limit.map_or(j.end, |t| now + t);
+            self.running_by_plan.insert((plan_end, id));
+        }
         self.events.push(Reverse((j.end, COMPLETE, id, j.attempt)));
         if self.policy == Policy::Allot {
             if sj.min_runtime > 0 {
@@ -86,8 +88,10 @@ impl Sim<'_> {
         self.load_version += 1;
         self.cluster.release(id, &j.alloc);
         self.running_by_end.remove(&(j.end, id));
-        let plan_end = sj.time_limit.map_or(j.end, |t| j.start + t);
-        self.running_by_plan.remove(&(plan_end, id));
+        if self.plans_by_limit {
+            let plan_end = sj.time_limit.map_or(j.end, |t| j.start + t);
+            self.running_by_plan.remove(&(plan_end, id));
+        }
         if j.unprotected {
             if sj.min_runtime == 0 {
                 self.free_tier[team].remove(&(j.start, id));

@@ -87,6 +87,7 @@ impl<'w> Sim<'w> {
             pending: 0,
             running_by_end: BTreeSet::new(),
             running_by_plan: BTreeSet::new(),
+            plans_by_limit: w.jobs.iter().any(|j| j.time_limit.is_some()),
             events: heap,
             node_events,
             next_arrival: 0,
