@@ -157,6 +157,18 @@ def sim_keys(timing):
     return keys
 
 
+def read_workload(sdir):
+    """A slice's workload.csv: its rows (lists of fields) by job name, the
+    first field."""
+    wl = {}
+    with open(os.path.join(sdir, "workload.csv")) as f:
+        next(f)
+        for line in f:
+            p = line.strip().split(",")
+            wl[p[0]] = p
+    return wl
+
+
 def measure(d, slices):
     """What the runs themselves show of slurmctld's timing: how much longer
     than its `sleep` a completed attempt is recorded (launch, end report and
@@ -165,12 +177,7 @@ def measure(d, slices):
     extra, quick = [], []
     for sd in slices:
         sdir = os.path.join(d, sd)
-        wl = {}
-        with open(os.path.join(sdir, "workload.csv")) as f:
-            next(f)
-            for line in f:
-                p = line.strip().split(",")
-                wl[p[0]] = p
+        wl = read_workload(sdir)
         for rd in os.listdir(sdir):
             rdir = os.path.join(sdir, rd)
             if not rd.startswith("run-") or not os.path.exists(os.path.join(rdir, "sacct.psv")):
@@ -245,12 +252,7 @@ def report(a):
     for sd in slices:
         sdir = os.path.join(a.dir, sd)
         kind = open(os.path.join(sdir, "kind")).read().strip()
-        wl = {}
-        with open(os.path.join(sdir, "workload.csv")) as f:
-            next(f)
-            for line in f:
-                p = line.strip().split(",")
-                wl[p[0]] = p
+        wl = read_workload(sdir)
         runs = sorted((d for d in os.listdir(sdir) if d.startswith("run-")), key=lambda d: int(d[4:]))
         per_run = []
         for rd in runs:
@@ -373,8 +375,8 @@ def show(result):
         waits_ok = True
         for q in ("p50", "p90"):
             w = s[f"debug_wait_{q}_s"]
-            ratio = (w["predicted"] / w["observed"]) if w["observed"] else float("nan")
-            print(f"  debug wait {q}: predicted {w['predicted']} s, observed {w['observed']} s (x{ratio:.2f})")
+            ratio = f"x{w['predicted'] / w['observed']:.2f}" if w["observed"] else "observed 0 s: no ratio"
+            print(f"  debug wait {q}: predicted {w['predicted']} s, observed {w['observed']} s ({ratio})")
             # Within 2x, or both within the clock's resolution (1 s).
             waits_ok &= (max(w["predicted"], w["observed"]) <= 1
                          or (w["observed"] > 0 and 0.5 <= ratio <= 2))
