@@ -183,6 +183,8 @@ pub(crate) struct Sim<'w> {
     /// Buffers of [`Sim::pass`], kept between passes: the heap of queue
     /// heads.
     pass_heap: Vec<PassEntry>,
+    /// Per queue: [`Sim::queue_floor`] at this pass (`u64::MAX`: none).
+    pass_floors: Vec<u64>,
     /// Buffers of [`Sim::try_preempt`], kept between calls.
     scratch: std::cell::RefCell<PreemptScratch>,
     m: Metrics,

@@ -109,6 +109,11 @@ impl Sim<'_> {
             return false;
         }
         self.refresh();
+        // Band and rank change only with the snapshot: each queue's floor
+        // once per pass (when it goes past its first job: most stop there),
+        // not once per job looked at.
+        let mut floors = std::mem::take(&mut self.pass_floors);
+        floors.clear();
         let mut heads = std::mem::take(&mut self.pass_heap);
         heads.clear();
         for q in 0..self.queues.len() {
@@ -159,10 +164,18 @@ impl Sim<'_> {
                     // heap's top (then it joins the heap). A successor whose
                     // queue's floor is above the top, as in a long run of one
                     // queue, is taken at once and its key is never read.
-                    let above = match (self.queue_floor(q as usize), heap.peek()) {
-                        (_, None) => true,
-                        (Some(floor), Some(top)) => floor > top.0,
-                        (None, Some(_)) => false,
+                    let above = match heap.peek() {
+                        None => true,
+                        Some(top) => {
+                            if floors.is_empty() {
+                                floors.extend(
+                                    (0..self.queues.len())
+                                        .map(|q| self.queue_floor(q).unwrap_or(u64::MAX)),
+                                );
+                            }
+                            let floor = floors[q as usize];
+                            floor != u64::MAX && floor > top.0
+                        }
                     };
                     if above {
                         taken_now = Some((0, Reverse(el2), Reverse(id2), q, shape, slot2));
@@ -272,6 +285,7 @@ impl Sim<'_> {
             }
         }
         self.pass_heap = heap.into_vec();
+        self.pass_floors = floors;
         blocked
     }
 }

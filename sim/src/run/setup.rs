@@ -127,6 +127,7 @@ impl<'w> Sim<'w> {
             slices,
             head_cache: vec![(u32::MAX, u32::MAX, 0); teams * QUEUES_PER_TEAM],
             pass_heap: Vec::new(),
+            pass_floors: Vec::new(),
             scratch: std::cell::RefCell::new(PreemptScratch {
                 per_node: vec![0; cluster.nodes as usize],
                 ..PreemptScratch::default()
