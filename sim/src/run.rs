@@ -183,8 +183,8 @@ pub(crate) struct Sim<'w> {
     /// Buffers of [`Sim::pass`], kept between passes: the heap of queue
     /// heads.
     pass_heap: Vec<PassEntry>,
-    /// Per queue: [`Sim::queue_floor`] at this pass (`u64::MAX`: none).
-    pass_floors: Vec<u64>,
+    /// Per queue: [`Sim::queue_floor`] at this pass.
+    pass_floors: Vec<Option<u64>>,
     /// Buffers of [`Sim::try_preempt`], kept between calls.
     scratch: std::cell::RefCell<PreemptScratch>,
     m: Metrics,
@@ -295,13 +295,9 @@ impl<'w> Sim<'w> {
                 let id = self.next_arrival as u32;
                 self.next_arrival += 1;
                 self.m.events += 1;
-                if self.misses_pass(id) {
-                    // Submitted after this second's pass: seen in the next.
-                    self.count_pending(id);
-                    self.events.push(Reverse((t + 1, ELIGIBLE, id, 0)));
-                } else {
-                    self.enqueue(id);
-                }
+                // Submitted after this second's pass: seen in the next.
+                let seen = if self.misses_pass(id) { t + 1 } else { t };
+                self.enqueue_at(id, seen);
             }
             let backfill = std::mem::take(&mut self.backfill_now);
             let blocked = self.pass(backfill);

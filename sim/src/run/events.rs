@@ -125,13 +125,24 @@ impl Sim<'_> {
         self.join_queue(id);
     }
 
+    /// Job `id` pending now, in its queue from second `at` on (an ELIGIBLE
+    /// event if that is later): a requeue's `requeue_delay`, a submission
+    /// that missed this second's pass.
+    pub(super) fn enqueue_at(&mut self, id: u32, at: u64) {
+        if at <= self.now {
+            self.enqueue(id);
+        } else {
+            self.count_pending(id);
+            let attempt = self.jobs[id as usize].attempt;
+            self.events.push(Reverse((at, ELIGIBLE, id, attempt)));
+        }
+    }
+
     /// True if job `id` arrives in the last `pass_miss_ms` of its second
     /// (by a seeded sub-second submit phase), after slurmctld's pass.
     pub(super) fn misses_pass(&self, id: u32) -> bool {
         let miss = self.config.sim.pass_miss_ms;
-        miss > 0
-            && crate::cluster::mix(self.config.sim.seed ^ (u64::from(id) << 32) ^ (1 << 31)) % 1000
-                >= 1000 - miss
+        miss > 0 && jobs::sub_second_ms(self.config.sim.seed, id, 1 << 31) >= 1000 - miss
     }
 
     /// Puts pending job `id` in its queue, where passes see it, with the

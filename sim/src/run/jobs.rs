@@ -31,10 +31,7 @@ impl Sim<'_> {
         let extra = if overhead == 0 {
             0
         } else {
-            let phase = crate::cluster::mix(
-                self.config.sim.seed ^ (u64::from(id) << 32) ^ u64::from(j.attempt),
-            ) % 1000;
-            (phase + overhead) / 1000
+            (sub_second_ms(self.config.sim.seed, id, u64::from(j.attempt)) + overhead) / 1000
         };
         j.end = now + j.remaining + extra;
         j.alloc = alloc;
@@ -44,8 +41,7 @@ impl Sim<'_> {
         }
         self.running_by_end.insert((j.end, id));
         if self.plans_by_limit {
-            let plan_end = sj.time_limit.map_or(j.end, |t| now + t);
-            self.running_by_plan.insert((plan_end, id));
+            self.running_by_plan.insert((plan_end(sj, j), id));
         }
         self.events.push(Reverse((j.end, COMPLETE, id, j.attempt)));
         if self.policy == Policy::Allot {
@@ -89,8 +85,7 @@ impl Sim<'_> {
         self.cluster.release(id, &j.alloc);
         self.running_by_end.remove(&(j.end, id));
         if self.plans_by_limit {
-            let plan_end = sj.time_limit.map_or(j.end, |t| j.start + t);
-            self.running_by_plan.remove(&(plan_end, id));
+            self.running_by_plan.remove(&(plan_end(sj, j), id));
         }
         if j.unprotected {
             if sj.min_runtime == 0 {
@@ -144,13 +139,19 @@ impl Sim<'_> {
             StopReason::Fail => self.m.fail_requeues += 1,
             StopReason::Complete => unreachable!(),
         }
-        if delay == 0 {
-            self.enqueue(id);
-        } else {
-            self.count_pending(id);
-            let attempt = self.jobs[id as usize].attempt;
-            self.events
-                .push(Reverse((now + delay, ELIGIBLE, id, attempt)));
-        }
+        self.enqueue_at(id, now + delay);
     }
+}
+
+/// When the backfill plans running job `j` to end: its start plus its time
+/// limit where the trace gives one, else its real end (`running_by_plan`).
+fn plan_end(sj: &crate::workload::SimJob, j: &JobState) -> u64 {
+    sj.time_limit.map_or(j.end, |t| j.start + t)
+}
+
+/// A seeded sub-second phase (0..1000 ms) of job `id` for `salt`: where in
+/// its second something of it happens (`pass_miss_ms`,
+/// `attempt_overhead_ms`), the same for the same seed.
+pub(super) fn sub_second_ms(seed: u64, id: u32, salt: u64) -> u64 {
+    crate::cluster::mix(seed ^ (u64::from(id) << 32) ^ salt) % 1000
 }

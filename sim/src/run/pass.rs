@@ -153,7 +153,8 @@ impl Sim<'_> {
             // only when it sorts below it (one sift instead of a push and a
             // pop; a queue's jobs come out in order, so a long run of one
             // queue touches the heap not at all). Ids are unique: no ties.
-            let (mut successor, mut taken_now) = (None, None);
+            // (entry, taken at once without a look at the heap)
+            let mut successor = None;
             if let Some((q, el, id, slot)) = advance.take() {
                 // The queue walked on from the job just taken (its slot is
                 // kept even once it started).
@@ -168,32 +169,27 @@ impl Sim<'_> {
                         None => true,
                         Some(top) => {
                             if floors.is_empty() {
-                                floors.extend(
-                                    (0..self.queues.len())
-                                        .map(|q| self.queue_floor(q).unwrap_or(u64::MAX)),
-                                );
+                                floors.extend((0..self.queues.len()).map(|q| self.queue_floor(q)));
                             }
-                            let floor = floors[q as usize];
-                            floor != u64::MAX && floor > top.0
+                            floors[q as usize].is_some_and(|floor| floor > top.0)
                         }
                     };
-                    if above {
-                        taken_now = Some((0, Reverse(el2), Reverse(id2), q, shape, slot2));
+                    let key = if above {
+                        0
                     } else {
-                        let key = self.queue_key(q as usize, el2);
-                        successor = Some((key, Reverse(el2), Reverse(id2), q, shape, slot2));
-                    }
+                        self.queue_key(q as usize, el2)
+                    };
+                    successor = Some(((key, Reverse(el2), Reverse(id2), q, shape, slot2), above));
                 }
             }
-            let taken = if taken_now.is_some() {
-                taken_now
-            } else {
-                match (successor, heap.peek_mut()) {
-                    (Some(x), Some(mut top)) if x < *top => Some(std::mem::replace(&mut *top, x)),
-                    (Some(x), _) => Some(x),
-                    (None, Some(top)) => Some(std::collections::binary_heap::PeekMut::pop(top)),
-                    (None, None) => None,
+            let taken = match (successor, heap.peek_mut()) {
+                (Some((x, true)), _) => Some(x),
+                (Some((x, false)), Some(mut top)) if x < *top => {
+                    Some(std::mem::replace(&mut *top, x))
                 }
+                (Some((x, _)), _) => Some(x),
+                (None, Some(top)) => Some(std::collections::binary_heap::PeekMut::pop(top)),
+                (None, None) => None,
             };
             let Some((_, Reverse(el), Reverse(id), q, shape, slot)) = taken else {
                 break;
