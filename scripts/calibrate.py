@@ -306,15 +306,18 @@ def report(a):
             with open(os.path.join(rdir, "prediction.json"), "w") as f:
                 f.write(out.stdout)
             preds = json.loads(out.stdout)["runs"]
+            # Per seeded replay: GPU-h by team, waits by class.
+            hours = [{t["name"]: t["gpu_hours"] for t in r["teams"]} for r in preds]
+            waits = [{w["class"]: w for w in r["waits"]} for r in preds]
             pred = dict(
-                teams=[dict(name=t, gpu_hours=median([next((x["gpu_hours"] for x in r["teams"] if x["name"] == t), 0.0)
-                                                      for r in preds]))
-                       for t in sorted({x["name"] for r in preds for x in r["teams"]})],
+                teams=[dict(name=t, gpu_hours=median([h.get(t, 0.0) for h in hours]))
+                       for t in sorted({t for h in hours for t in h})],
                 preemptions=median([r["preemptions"] for r in preds]),
                 preemptions_seeds=sorted(r["preemptions"] for r in preds),
-                waits=[dict(cls, p50_s=median([w["p50_s"] for r in preds for w in r["waits"] if w["class"] == c]),
-                            p90_s=median([w["p90_s"] for r in preds for w in r["waits"] if w["class"] == c]))
-                       for c, cls in {w["class"]: dict(**{"class": w["class"]}) for r in preds for w in r["waits"]}.items()])
+                waits=[{"class": c,
+                        "p50_s": median([w[c]["p50_s"] for w in waits if c in w]),
+                        "p90_s": median([w[c]["p90_s"] for w in waits if c in w])}
+                       for c in sorted({c for w in waits for c in w})])
             held = {}
             for r in att:
                 held[r["account"]] = held.get(r["account"], 0.0) + r["elapsed"] * r["gpus"] / 3600
