@@ -144,6 +144,23 @@ pub fn render_contract(config: &Config, raw: Option<&toml::Value>) -> String {
             "jobs are charged their runtime only"
         }
     );
+    if c.requeue.period > 0 {
+        out += &line(
+            "requeue_period",
+            &["contract", "requeue_period"],
+            c.requeue.period,
+        );
+        out += &line(
+            "requeue_window",
+            &["contract", "requeue_window"],
+            c.requeue.window,
+        );
+        out += &format!(
+            "  = past its minimum runtime an allocated job is preempted only in the first {} of every {} of running time\n",
+            in_words(c.requeue.window),
+            in_words(c.requeue.period)
+        );
+    }
     for (name, secs) in &c.partition_default {
         out += &line(
             &format!("partition {name}: default_min_runtime"),
@@ -224,6 +241,7 @@ mod tests {
     #[test]
     fn contract_values_shown_as_read_in_words() {
         let text = "[contract]\ndefault_min_runtime = \"4:30\"\nmax_min_runtime = \"1-2:30\"\n\
+                    requeue_period = \"30:00\"\nrequeue_window = \"5:00\"\n\
                     [contract.partition.debug]\ndefault_min_runtime = \"0\"\n\
                     [contract.partition.long]\ndefault_min_runtime = \"90\"\n\
                     [priority]\nshort_max_gpus = 2\nshort_max_time = \"30:00\"\nsweep_jobs = 16\n\
@@ -239,6 +257,9 @@ mod tests {
                 "  default_min_runtime 4:30 = 4 min 30 s",
                 "  max_min_runtime 1-2:30 = 1 d 2 h 30 min",
                 "  charge_min_runtime true = allocated jobs are charged GPUs x max(runtime, minimum runtime)",
+                "  requeue_period 30:00 = 30 min",
+                "  requeue_window 5:00 = 5 min",
+                "  = past its minimum runtime an allocated job is preempted only in the first 5 min of every 30 min of running time",
                 "  partition debug: default_min_runtime 0 = 0 (free tier)",
                 "  partition long: default_min_runtime 90 = 1 h 30 min",
                 "priority short band:",

@@ -61,8 +61,9 @@ pub struct Args {
     #[arg(long = "policy", value_name = "NAME")]
     pub policies: Vec<String>,
     /// Vary a setting: key=v1,v2,... (repeat for a grid). Keys: window, half_life,
-    /// calc_period, default_min_runtime, max_min_runtime, charge_min_runtime, sync_interval,
-    /// checkpoint_interval, metric_window, backfill_depth, seed, cluster
+    /// calc_period, default_min_runtime, max_min_runtime, charge_min_runtime, requeue_period,
+    /// requeue_window (0 = off), sync_interval, checkpoint_interval, metric_window,
+    /// backfill_depth, seed, cluster
     #[arg(long = "sweep", value_name = "KEY=V1,V2")]
     pub sweeps: Vec<String>,
     /// JSON output: every run's summary and per-team results
@@ -373,11 +374,27 @@ fn apply(
                 .parse()
                 .with_context(|| format!("--sweep {key}={value}: expected true or false"))?
         }
+        // 0 turns requeue points off; otherwise the window stays shorter
+        // than the period (as the config requires).
+        "requeue_period" | "requeue_window" => {
+            let d = dur()?;
+            let r = &mut config.contract.requeue;
+            if key == "requeue_period" {
+                r.period = d;
+            } else {
+                r.window = d;
+            }
+            if d == 0 {
+                *r = Default::default();
+            } else if r.window == 0 || r.window >= r.period {
+                bail!("--sweep {key}={value}: requeue_window must be longer than 0 and shorter than requeue_period (now {} and {}); set both in [contract] first", r.window, r.period);
+            }
+        }
         "backfill_depth" => config.sim.backfill_depth = u32::try_from(int()?).context("backfill_depth too large")?,
         "seed" => config.sim.seed = int()?,
         "cluster" => *cluster = ClusterSpec::parse(value).map_err(anyhow::Error::msg)?,
         other => bail!(
-            "--sweep {other}: unknown key; use window, half_life, calc_period, default_min_runtime, max_min_runtime, charge_min_runtime, sync_interval, checkpoint_interval, metric_window, backfill_depth, seed or cluster"
+            "--sweep {other}: unknown key; use window, half_life, calc_period, default_min_runtime, max_min_runtime, charge_min_runtime, requeue_period, requeue_window, sync_interval, checkpoint_interval, metric_window, backfill_depth, seed or cluster"
         ),
     }
     Ok(())

@@ -9,6 +9,8 @@
 //! default_min_runtime = "1:00:00"
 //! max_min_runtime = "8:00:00"
 //! charge_min_runtime = true
+//! requeue_period = "30:00"       # optional: past its minimum runtime a job is preempted
+//! requeue_window = "5:00"        #   only in the first 5 min of each 30 min of running time
 //! [contract.partition.debug]
 //! default_min_runtime = "0"      # debug jobs are unallocated unless they say otherwise
 //! [priority]
@@ -116,6 +118,10 @@ impl Config {
             max_min_runtime: dur("contract.max_min_runtime", &c.max_min_runtime, 8 * 3600),
             charge_min_runtime: c.charge_min_runtime.unwrap_or(true),
             partition_default: BTreeMap::new(),
+            requeue: crate::contract::RequeuePoints {
+                period: dur("contract.requeue_period", &c.requeue_period, 0),
+                window: dur("contract.requeue_window", &c.requeue_window, 0),
+            },
         };
         for (name, p) in &c.partition {
             let path = format!("contract.partition.{name}.default_min_runtime");
@@ -303,6 +309,20 @@ fn check_contract(c: &ContractPolicy, errors: &mut Vec<ConfigError>) {
     for (name, &v) in &c.partition_default {
         check(format!("contract.partition.{name}.default_min_runtime"), v);
     }
+    let r = c.requeue;
+    let message = if r.period == 0 && r.window > 0 {
+        Some("requeue_window needs requeue_period; set requeue_period (e.g. \"30:00\", how often jobs checkpoint) or drop requeue_window")
+    } else if r.period > 0 && (r.window == 0 || r.window >= r.period) {
+        Some("must be longer than 0 and shorter than requeue_period (e.g. \"5:00\" of \"30:00\"); to let jobs be preempted at any second, drop requeue_period")
+    } else {
+        None
+    };
+    if let Some(message) = message {
+        errors.push(ConfigError::Invalid {
+            path: "contract.requeue_window".into(),
+            message: message.into(),
+        });
+    }
 }
 
 /// A Slurm time string; anything else is an error that says what to write.
@@ -460,6 +480,8 @@ struct RawContract {
     default_min_runtime: Option<toml::Value>,
     max_min_runtime: Option<toml::Value>,
     charge_min_runtime: Option<bool>,
+    requeue_period: Option<toml::Value>,
+    requeue_window: Option<toml::Value>,
     #[serde(default)]
     partition: BTreeMap<String, RawPartition>,
 }

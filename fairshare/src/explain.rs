@@ -52,8 +52,10 @@ pub struct Protection {
 /// What could preempt a running job (ignoring whether it would fit).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Preemptible {
-    /// Nothing can preempt it before this epoch second (`now` if it is
-    /// preemptible already; `None` while a protected job is suspended).
+    /// Nothing can preempt it before this epoch second: the end of its
+    /// protection, or with `[contract] requeue_period` the first requeue
+    /// point after it (`now` if it is preemptible already; `None` while a
+    /// suspended job waits for either).
     pub from: Option<u64>,
     /// True for an unallocated job: any allocated job, of any account.
     pub by_any_allocated_job: bool,
@@ -184,7 +186,17 @@ impl Engine {
             ),
             _ => (None, Vec::new()),
         };
-        let when = match until {
+        // Past its protection an allocated job also waits for its next
+        // requeue point (crate::contract::RequeuePoints).
+        let points = self.config().contract.requeue;
+        let from = match until {
+            Some(t) if e.tier != Tier::Unallocated => {
+                let wait = points.wait(run_time + (t - now));
+                (wait == 0 || contract.clock.running_since.is_some()).then_some(t + wait)
+            }
+            other => other,
+        };
+        let when = match from {
             Some(t) if t <= now => "now".to_string(),
             Some(t) => format!("in {} (at {t})", SlurmDuration(t - now)),
             None => "not while suspended".to_string(),
@@ -196,14 +208,23 @@ impl Engine {
                 Some(s) => format!("{s} GPU(s)"),
                 None => "the GPUs".to_string(),
             };
+            let points = if points.period == 0 {
+                String::new()
+            } else {
+                format!(
+                    " (then in the first {} of every {} of running time)",
+                    SlurmDuration(points.window),
+                    SlurmDuration(points.period)
+                )
+            };
             format!(
-                "allocated job, {} of protection left; preemptible {when} by allocated jobs of {} leaf(s) below their entitlement: freely while its leaf holds {surplus} above its own, beyond that only by a job that covers at least twice the entitlement its leaf would lose",
+                "allocated job, {} of protection left; preemptible {when}{points} by allocated jobs of {} leaf(s) below their entitlement: freely while its leaf holds {surplus} above its own, beyond that only by a job that covers at least twice the entitlement its leaf would lose",
                 SlurmDuration(left),
                 below.len()
             )
         };
         e.preemptible = Some(Preemptible {
-            from: until,
+            from,
             by_any_allocated_job: by_any,
             leaf_surplus: surplus,
             by_leaves_below_entitlement: below,
@@ -295,6 +316,39 @@ mod tests {
             NOW,
         );
         assert!(free.preemptible.unwrap().by_any_allocated_job);
+    }
+
+    #[test]
+    fn past_its_protection_a_job_waits_for_its_next_requeue_point() {
+        let mut config = crate::config::Config::with_tree(crate::testutil::example_tree());
+        config.contract.requeue = crate::contract::RequeuePoints {
+            period: 1800,
+            window: 300,
+        };
+        let e = Engine::new(
+            std::sync::Arc::new(config),
+            crate::testutil::example_usage(),
+            NOW,
+        );
+        let at = |ran: u64| {
+            let c = Contract {
+                min_runtime: 3600,
+                clock: RunClock::started(NOW - ran),
+            };
+            e.explain_running("a2", &c, NOW)
+        };
+        // Protected for 50 min more; 1 h is a requeue point.
+        assert_eq!(at(600).preemptible.unwrap().from, Some(NOW + 3000));
+        assert_eq!(at(3700).preemptible.unwrap().from, Some(NOW));
+        // 1 h 10 min: between points, the next at 1 h 30 min.
+        let x = at(4200);
+        assert_eq!(x.preemptible.unwrap().from, Some(NOW + 1200));
+        assert!(
+            x.summary
+                .contains("(then in the first 00:05:00 of every 00:30:00 of running time)"),
+            "{}",
+            x.summary
+        );
     }
 
     #[test]

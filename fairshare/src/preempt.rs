@@ -7,6 +7,10 @@
 //!    ([`crate::contract::protected`]; equal = preemptible).
 //! 4. Either `R` is unallocated (free tier: preemptible by any allocated
 //!    job, its own account's included), or all of:
+//!    - `R` is at a requeue point: with `[contract] requeue_period` set, its
+//!      running time is in the first `requeue_window` of a period
+//!      ([`crate::contract::RequeuePoints`]; a job that checkpoints every
+//!      period loses at most the window's work);
 //!    - `R` is not a short job (the short band of [`crate::priority`]:
 //!      debug work that ends within `short_max_time` anyway);
 //!    - `P` is not part of a sweep ([`crate::sweep`]: it waits for GPUs to
@@ -57,8 +61,8 @@
 //!   `allocated` grows by `P`'s GPUs.
 //!
 //! Normal starts never decrease `covered` or `allocated` nor raise `short`.
-//! The sweep and `short_wait` conditions of rule 4 only remove preemptions,
-//! so they leave this argument as it is.
+//! The requeue-point, sweep and `short_wait` conditions of rule 4 only
+//! remove preemptions, so they leave this argument as it is.
 //! All three are bounded (capacity, jobs pending) and take finitely many
 //! values (GPU counts are whole, entitlements fixed), so without an
 //! arrival, a completion or a capacity change only finitely many
@@ -187,6 +191,13 @@ pub enum Verdict {
         /// When protection ends.
         until: Option<u64>,
     },
+    /// The running job is past its minimum runtime but between two requeue
+    /// points ([`crate::contract::RequeuePoints`]).
+    BetweenRequeuePoints {
+        /// When the next requeue point opens (epoch seconds; `None` while
+        /// it is suspended).
+        next: Option<u64>,
+    },
     /// The running job is in the short band: it is never preempted.
     Short,
     /// The preemptor is part of a sweep ([`crate::sweep`]): it waits for
@@ -302,6 +313,13 @@ impl Engine {
         }
         if Tier::of(r.contract.min_runtime) == Tier::Unallocated {
             return Verdict::Allowed;
+        }
+        let points = self.config().contract.requeue;
+        let wait = points.wait(r.contract.clock.run_time(now));
+        if wait > 0 {
+            return Verdict::BetweenRequeuePoints {
+                next: r.contract.clock.running_since.map(|_| now + wait),
+            };
         }
         if r.short {
             return Verdict::Short;

@@ -167,7 +167,10 @@ pub(crate) struct Sim<'w> {
     load_version: u64,
     load_cache: std::cell::RefCell<LoadCache>,
     epoch: u64,
-    failed_attempt: Option<(u32, u64)>,
+    /// The job whose preemption attempt last failed, at which epoch and
+    /// requeue-point round ([`Sim::attempt_key`]): it is not tried again
+    /// until a job starts or stops, or the round changes.
+    failed_attempt: Option<(u32, u64, u64)>,
     /// Times of pending WAKE events (one event per time).
     wakes: std::collections::BTreeSet<u64>,
     tick_at: u64,

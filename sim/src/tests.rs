@@ -549,6 +549,38 @@ fn a_requeued_job_waits_the_requeue_delay() {
     assert_eq!(delayed.finished, 3);
 }
 
+#[test]
+fn a_job_past_its_contract_is_preempted_at_its_next_requeue_point() {
+    // t1 holds the node with jobs of 10 h; t2 asks for 4 GPUs at 1 h 10 min,
+    // when t1's jobs are past their 1 h contract.
+    let jobs = || {
+        vec![
+            job(1, "t1", 0, 36_000, 4),
+            job(2, "t1", 0, 36_000, 4),
+            job(3, "t2", 4200, 600, 4),
+        ]
+    };
+    let any_time = run(&config(TWO_TEAMS), jobs(), ONE_NODE, Policy::Allot);
+    let points = run(
+        &config(&TWO_TEAMS.replace(
+            "[contract]\n",
+            "[contract]\nrequeue_period = \"30:00\"\nrequeue_window = \"5:00\"\n",
+        )),
+        jobs(),
+        ONE_NODE,
+        Policy::Allot,
+    );
+    // Without requeue points the victim goes at once and loses the 10 min
+    // since its checkpoint at 1 h; with them t2 waits for the point at
+    // 1 h 30 min (the next backfill pass at or after it) and nothing is lost.
+    let at = |r: &SimReport| r.preemption_log.iter().map(|p| p.time).collect::<Vec<_>>();
+    assert_eq!(at(&any_time), [4200]);
+    assert_eq!(any_time.lost_gpu_hours, 4.0 * 600.0 / 3600.0);
+    assert_eq!(at(&points), [5400]);
+    assert_eq!(points.lost_gpu_hours, 0.0);
+    assert_eq!(points.finished, 3);
+}
+
 /// `[sim] backfill_reserve` with trace time limits: EASY (`first`) lets a
 /// small job start on GPUs the second blocked job will need; `all`
 /// (Slurm's sched/backfill) reserves them for it, so the small job waits.

@@ -304,3 +304,38 @@ fn sim_placement_is_best_fit_or_cons_tres() {
         "{m}"
     );
 }
+
+#[test]
+fn requeue_points_need_a_period_longer_than_the_window() {
+    let c = Config::from_toml_str(
+        "[contract]\nrequeue_period = \"30:00\"\nrequeue_window = \"5:00\"\n[tree.x]\nshare = 1",
+    )
+    .unwrap();
+    assert_eq!(
+        (c.contract.requeue.period, c.contract.requeue.window),
+        (1800, 300)
+    );
+    let off = Config::from_toml_str("[tree.x]\nshare = 1").unwrap();
+    assert_eq!(off.contract.requeue.period, 0);
+    let m = message("[contract]\nrequeue_window = \"5:00\"\n[tree.x]\nshare = 1");
+    assert!(
+        m.contains("contract.requeue_window: requeue_window needs requeue_period"),
+        "{m}"
+    );
+    for (period, window) in [("30:00", "30:00"), ("30:00", "0"), ("5:00", "10:00")] {
+        let m = message(&format!(
+            "[contract]\nrequeue_period = \"{period}\"\nrequeue_window = \"{window}\"\n[tree.x]\nshare = 1"
+        ));
+        assert!(
+            m.contains(
+                "contract.requeue_window: must be longer than 0 and shorter than requeue_period"
+            ),
+            "{m}"
+        );
+    }
+    let m = message("[contract]\nrequeue_period = 30\n[tree.x]\nshare = 1");
+    assert!(
+        m.contains("contract.requeue_period: expected a Slurm time string"),
+        "{m}"
+    );
+}

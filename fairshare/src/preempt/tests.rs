@@ -11,8 +11,13 @@ pub(super) const NOW: u64 = 1_700_000_000;
 const H: u64 = 3600;
 
 fn engine_of(tree: Tree) -> Engine {
+    engine_with(tree, crate::contract::RequeuePoints::default())
+}
+
+fn engine_with(tree: Tree, points: crate::contract::RequeuePoints) -> Engine {
     let mut config = Config::with_tree(tree);
     config.priority.short_max_gpus = 2;
+    config.contract.requeue = points;
     Engine::new(Arc::new(config), Vec::new(), NOW)
 }
 
@@ -317,6 +322,41 @@ impl Engine {
 }
 
 #[test]
+fn past_its_contract_a_job_is_preempted_only_at_its_requeue_points() {
+    let points = crate::contract::RequeuePoints {
+        period: 1800,
+        window: 300,
+    };
+    let e = engine_with(
+        Tree::build(&[NodeSpec::leaf("a", 1), NodeSpec::leaf("b", 1)]).unwrap(),
+        points,
+    );
+    let l = load(&e, 8, &[("a", 8, 0), ("b", 0, 4)]);
+    let p = pending("b", H, 1);
+    // 1 h 5 min of running time: between the points of 1 h and 1 h 30 min.
+    assert_eq!(
+        e.preempt_verdict(&p, &running(1, "a", H, H + 300, ONE), &l, NOW),
+        Verdict::BetweenRequeuePoints {
+            next: Some(NOW + 1500)
+        }
+    );
+    for ran in [H, H + 299, H + 1800, 5 * H + 100] {
+        assert!(
+            e.may_preempt(&p, &running(1, "a", H, ran, ONE), &l, NOW),
+            "ran {ran}"
+        );
+    }
+    // The free tier keeps no requeue points.
+    assert!(e.may_preempt(&p, &running(1, "a", 0, H + 300, ONE), &l, NOW));
+    // choose_victims takes the job at its point, not the younger one between.
+    let jobs = [
+        running(1, "a", H, H + 400, ONE),
+        running(2, "a", H, 2 * H + 200, ONE),
+    ];
+    assert_eq!(e.choose_victims(&p, &jobs, &[], &l, NOW), Some(vec![2]));
+}
+
+#[test]
 fn no_requeue_jobs_go_last_and_least_work_lost_first() {
     let e = pair();
     let a = [NodeGpus { node: 0, gpus: 2 }];
@@ -369,6 +409,8 @@ fn multi_node_preemptor_picks_the_cheapest_nodes() {
 /// pending jobs (team, GPUs, short).
 #[derive(Debug, Clone)]
 struct State {
+    /// `[contract] requeue_period` and `requeue_window` (0 = off).
+    points: (u64, u64),
     shares: Vec<u32>,
     nodes: u32,
     running: Vec<(usize, u32, u64, u64, bool, bool)>,
@@ -398,12 +440,16 @@ fn state() -> impl Strategy<Value = State> {
             ),
             1..24,
         );
-        (shares, Just(nodes), run, pend).prop_map(|(shares, nodes, running, pending)| State {
-            shares,
-            nodes,
-            running,
-            pending,
-        })
+        let points = prop_oneof![Just((0, 0)), Just((1800, 300)), Just((H, 600))];
+        (points, shares, Just(nodes), run, pend).prop_map(
+            |(points, shares, nodes, running, pending)| State {
+                points,
+                shares,
+                nodes,
+                running,
+                pending,
+            },
+        )
     })
 }
 
@@ -424,7 +470,11 @@ fn replay(s: &State) -> Result<Vec<(usize, usize, bool, bool)>, TestCaseError> {
         .enumerate()
         .map(|(i, &x)| NodeSpec::leaf(NAMES[i], x))
         .collect();
-    let e = engine_of(Tree::build(&specs).unwrap());
+    let points = crate::contract::RequeuePoints {
+        period: s.points.0,
+        window: s.points.1,
+    };
+    let e = engine_with(Tree::build(&specs).unwrap(), points);
     let teams = s.shares.len();
     let mut free = vec![8u32; s.nodes as usize];
     let mut run: Vec<Held> = Vec::new();
@@ -525,6 +575,10 @@ fn replay(s: &State) -> Result<Vec<(usize, usize, bool, bool)>, TestCaseError> {
         for v in &victims {
             let j = jobs.iter().find(|j| j.id == *v).unwrap();
             prop_assert!(!crate::contract::protected(&j.contract, NOW));
+            // An allocated victim is at a requeue point.
+            prop_assert!(
+                j.contract.min_runtime == 0 || points.open(j.contract.clock.run_time(NOW))
+            );
             prop_assert!(!j.short || j.contract.min_runtime == 0);
             prop_assert_eq!(e.preempt_verdict(&p, j, &load, NOW), Verdict::Allowed);
             for a in j.alloc {

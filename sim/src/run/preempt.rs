@@ -10,11 +10,25 @@ impl Sim<'_> {
         self.w.jobs[id as usize].in_short_band(&self.config.priority)
     }
 
+    /// What a failed preemption attempt of `id` depends on: the epoch (any
+    /// start or stop) and, with requeue points on, the backfill interval it
+    /// falls in. Candidates enter and leave their requeue windows with
+    /// time alone, so a blocked job is asked again once per
+    /// `backfill_interval`, as slurmctld's backfill pass asks it.
+    pub(super) fn attempt_key(&self, id: u32) -> (u32, u64, u64) {
+        let round = if self.config.contract.requeue.period == 0 {
+            0
+        } else {
+            self.now / self.config.sim.backfill_interval.max(1)
+        };
+        (id, self.epoch, round)
+    }
+
     /// Under `allot`: asks the engine for victims so that `id` can start.
     /// The rule and why it terminates: [`fairshare::preempt`].
     pub(super) fn try_preempt(&mut self, id: u32) -> bool {
         let sj = &self.w.jobs[id as usize];
-        if sj.min_runtime == 0 || self.failed_attempt == Some((id, self.epoch)) {
+        if sj.min_runtime == 0 || self.failed_attempt == Some(self.attempt_key(id)) {
             return false;
         }
         let team = sj.team as usize;
@@ -44,7 +58,7 @@ impl Sim<'_> {
             self.unprot_gpus.iter().sum::<u64>() - if short { 0 } else { self.unprot_gpus[team] }
         };
         if free + unprotected < need {
-            self.failed_attempt = Some((id, self.epoch));
+            self.failed_attempt = Some(self.attempt_key(id));
             return false;
         }
         let load = self.entitlements();
@@ -90,7 +104,7 @@ impl Sim<'_> {
         // other teams' entitlements.
         if free + gives.iter().sum::<u64>() < need {
             drop(guard);
-            self.failed_attempt = Some((id, self.epoch));
+            self.failed_attempt = Some(self.attempt_key(id));
             return false;
         }
         // Candidates in the engine's preference order (free tier, then the
@@ -110,20 +124,23 @@ impl Sim<'_> {
         pairs.clear();
         fitting.clear();
         fitting.extend(self.cluster.fitting(g).take(n).map(|node| (0, node)));
+        // (candidates, GPUs they may give, allocated): only allocated jobs
+        // wait for their requeue points (fairshare::contract).
         let sources = (0..self.w.teams.len())
-            .map(|t| (&self.free_tier[t], u64::MAX))
+            .map(|t| (&self.free_tier[t], u64::MAX, false))
             .chain(
                 teams_by_surplus
                     .iter()
-                    .map(|&(_, t)| (&self.unprot[t], gives[t])),
+                    .map(|&(_, t)| (&self.unprot[t], gives[t], true)),
             );
-        'outer: for (set, mut budget) in sources {
-            for (&(_, r), held) in set.iter().rev() {
+        let points = self.config.contract.requeue;
+        'outer: for (set, mut budget, allocated) in sources {
+            for (&(start, r), held) in set.iter().rev() {
                 if budget == 0 {
                     break;
                 }
                 let gpus = u64::from(held.gpus);
-                if gpus > budget {
+                if gpus > budget || (allocated && !points.open(self.now - start)) {
                     continue;
                 }
                 budget -= gpus;
@@ -157,7 +174,7 @@ impl Sim<'_> {
         }
         if fitting.len() < n {
             drop(guard);
-            self.failed_attempt = Some((id, self.epoch));
+            self.failed_attempt = Some(self.attempt_key(id));
             return false;
         }
         fitting.sort_unstable();
@@ -209,7 +226,7 @@ impl Sim<'_> {
         };
         let engine = self.engine.as_ref().expect("refreshed");
         let Some(victims) = engine.choose_victims(&p, &running, &free, &load, self.now) else {
-            self.failed_attempt = Some((id, self.epoch));
+            self.failed_attempt = Some(self.attempt_key(id));
             return false;
         };
         drop(running);
@@ -256,7 +273,7 @@ impl Sim<'_> {
             None => {
                 // The engine saw free GPUs on nodes it was shown; placement
                 // agrees by construction, but never loop on a mismatch.
-                self.failed_attempt = Some((id, self.epoch));
+                self.failed_attempt = Some(self.attempt_key(id));
                 false
             }
         }
