@@ -160,6 +160,69 @@ fn expired_contract_is_requeued_for_an_under_served_account_and_not_before() {
 }
 
 #[test]
+fn past_its_contract_a_job_is_requeued_only_at_a_requeue_point() {
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
+    // Requeue points every minute of running time, open for 15 s
+    // (fairshare::contract): a job past its 20 s contract may be preempted
+    // only from 60 s to 75 s of running time, then from 120 s.
+    let conf = tb.allot_conf();
+    let good = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(
+        &conf,
+        good.replacen(
+            "[contract]\n",
+            "[contract]\nrequeue_period = \"1:00\"\nrequeue_window = \"0:15\"\n",
+            1,
+        ),
+    )
+    .unwrap();
+    tb.ok("scontrol", &["reconfigure"]);
+    let jobs = tb.run_quarters("b1", &["0:20"; 4]);
+    let why = tb.allot_ok(&[
+        "explain",
+        &jobs[0].to_string(),
+        "--config",
+        conf.to_str().unwrap(),
+    ]);
+    assert!(
+        why.contains("(then in the first 00:00:15 of every 00:01:00 of running time)"),
+        "{why}"
+    );
+    let b2 = tb.sbatch_quarter("b2", "0:01");
+    tb.wait_state(b2, "RUNNING", Duration::from_secs(120));
+    // The victim ran past its contract for 40 s untouched and went at its
+    // point: Slurm's Elapsed of the preempted attempt, whole seconds, plus a
+    // few for the scheduling pass and the requeue.
+    let victims: Vec<(u32, u64)> = jobs
+        .iter()
+        .filter(|j| tb.restarts(**j) > 0)
+        .map(|j| {
+            let e = wait_until(Duration::from_secs(30), "the preempted attempt", || {
+                let rows = tb.attempt_states(*j);
+                rows.iter()
+                    .find(|(s, _)| s.starts_with("PREEMPTED") || s.starts_with("REQUEUED"))
+                    .and_then(|(_, e)| *e)
+                    .ok_or(format!("{rows:?}"))
+            });
+            (*j, e)
+        })
+        .collect();
+    assert_eq!(
+        victims.len(),
+        1,
+        "one quarter for b2's quarter: {victims:?}"
+    );
+    let (j, elapsed) = victims[0];
+    assert!(
+        elapsed >= 60 && elapsed % 60 < 15 + 5,
+        "job {j} was preempted after {elapsed} s, not at a requeue point (60-75 s)"
+    );
+    tb.cancel_all();
+    std::fs::write(&conf, good).unwrap();
+    tb.ok("scontrol", &["reconfigure"]);
+}
+
+#[test]
 fn free_tier_is_preempted_at_once_by_any_allocated_job_its_own_included() {
     let (_one, tb) = exclusive(B1_OVER_SERVED);
     // Four free-tier jobs, a quarter of the cluster each, fill it.

@@ -134,23 +134,59 @@ pub fn run_clock(job: &JobRecord<'_>) -> RunClock {
     }
 }
 
-/// A job as a preemptor: charged at the rate of its requested TRES; its
-/// requested GPUs (as one node's) are what its leaf would cover by starting
-/// ([`Engine::gain`], the net rule of [`fairshare::preempt`]); it has waited
-/// since [`eligible_time`] until `now` (epoch seconds).
-pub fn preemptor<'a>(engine: &Engine, job: &JobRecord<'a>, now: u64) -> Preemptor<'a> {
-    let rate = job
-        .tres_req_str()
-        .map_or(0, |t| engine.config().charge.rate_of_tres(t));
-    Preemptor {
-        account: job.account().unwrap_or(""),
-        min_runtime: min_runtime(engine, job),
-        rate,
-        nodes: 1,
-        gpus_per_node: u32::try_from(requested_gpus(job)).unwrap_or(u32::MAX),
-        short: is_short(engine, job),
-        sweep: is_sweep(job),
-        waited: now.saturating_sub(eligible_time(job)),
+/// A pending job as a preemptor, read once and owned: charged at the rate
+/// of its requested TRES; its requested GPUs (as one node's) are what its
+/// leaf would cover by starting ([`Engine::gain`], the net rule of
+/// [`fairshare::preempt`]); it waits from [`eligible_time`]. The preempt
+/// plugin reads it once per preemptor and second instead of once per
+/// candidate: slurmctld asks about every running job for one pending job
+/// in a row (252 candidates in the scale benchmark, where rebuilding the
+/// preemptor was 5-6% of slurmctld's samples: docs/benchmarks.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreemptorFacts {
+    account: String,
+    min_runtime: u64,
+    rate: u64,
+    gpus: u64,
+    short: bool,
+    sweep: bool,
+    eligible: u64,
+}
+
+impl PreemptorFacts {
+    /// Reads `job` as [`preemptor`] does.
+    pub fn of(engine: &Engine, job: &JobRecord<'_>) -> PreemptorFacts {
+        PreemptorFacts {
+            account: job.account().unwrap_or("").to_string(),
+            min_runtime: min_runtime(engine, job),
+            rate: job
+                .tres_req_str()
+                .map_or(0, |t| engine.config().charge.rate_of_tres(t)),
+            gpus: requested_gpus(job),
+            short: is_short(engine, job),
+            sweep: is_sweep(job),
+            eligible: eligible_time(job),
+        }
+    }
+
+    /// Its requested GPUs ([`requested_gpus`]).
+    pub fn gpus(&self) -> u64 {
+        self.gpus
+    }
+
+    /// The preemptor at `now` (epoch seconds): it has waited since
+    /// [`eligible_time`].
+    pub fn at(&self, now: u64) -> Preemptor<'_> {
+        Preemptor {
+            account: &self.account,
+            min_runtime: self.min_runtime,
+            rate: self.rate,
+            nodes: 1,
+            gpus_per_node: u32::try_from(self.gpus).unwrap_or(u32::MAX),
+            short: self.short,
+            sweep: self.sweep,
+            waited: now.saturating_sub(self.eligible),
+        }
     }
 }
 
@@ -219,5 +255,33 @@ mod tests {
         assert_eq!(min(c"allot:min_runtime=356400", c"gpu"), 8 * 3600);
         assert_eq!(min(c"", c"debug,gpu"), 0);
         assert_eq!(min(c"allot:min_runtime=4h", c"gpu"), 3600);
+    }
+
+    #[test]
+    fn a_preemptor_read_once_is_the_job_at_any_second() {
+        let config = fairshare::Config::from_toml_str(
+            "[tree.a1]\nshare = 1\n[priority]\nshort_max_gpus = 2\n[charge]\n\"gres/gpu\" = 2.0\n",
+        )
+        .unwrap();
+        let (engine, _) = Engine::from_account_usage(std::sync::Arc::new(config), [], 0);
+        let rec = sys::job_record_t {
+            account: c"a1".as_ptr() as *mut c_char,
+            admin_comment: c"allot:min_runtime=1800 allot:sweep".as_ptr() as *mut c_char,
+            tres_fmt_req_str: c"cpu=1,gres/gpu=2".as_ptr() as *mut c_char,
+            time_limit: 30,
+            ..Default::default()
+        };
+        // SAFETY: the record and its strings outlive the view.
+        let job = unsafe { JobRecord::from_ptr(&rec) }.unwrap();
+        let facts = PreemptorFacts::of(&engine, &job);
+        let p = facts.at(1000);
+        assert_eq!(
+            (p.account, p.min_runtime, p.rate, p.nodes, p.gpus_per_node),
+            ("a1", 1800, 4, 1, 2)
+        );
+        assert!(p.short && p.sweep, "2 GPUs for 30 min, marked a sweep");
+        assert_eq!(p.waited, 1000, "eligible at 0 (no details)");
+        assert_eq!(facts.at(1500).waited, 1500);
+        assert_eq!(facts.gpus(), 2);
     }
 }

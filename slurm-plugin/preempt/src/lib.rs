@@ -130,27 +130,43 @@ fn may_preempt(state: &EngineState, preemptor: &JobRecord<'_>, preemptee: &JobRe
         return false;
     }
     let now = now();
-    let p = jobs::preemptor(&engine, preemptor, now);
+    let id = preemptor.job_id();
+    let Live {
+        load,
+        counted,
+        facts,
+    } = &mut *live;
+    // The preemptor as read for this job, second and snapshot: slurmctld
+    // asks about every candidate of one pending job in a row.
+    let key = (id, now, std::sync::Arc::as_ptr(&engine) as usize);
+    let facts = match facts {
+        Some((k, f)) if *k == key => &*f,
+        _ => {
+            &facts
+                .insert((key, jobs::PreemptorFacts::of(&engine, preemptor)))
+                .1
+        }
+    };
+    let p = facts.at(now);
     let r = jobs::running(&engine, preemptee);
     let r_gpus = jobs::allocated_gpus(preemptee).max(1);
-    let id = preemptor.job_id();
     let leaf = engine.leaf_of(p.account);
     // A preemptor already counted is judged without its own move.
-    let counted = live.counted.get(&id).copied();
-    let load = live.load.as_mut().expect("checked");
-    if let (Some(l), Some(g)) = (leaf, counted) {
+    let already = counted.get(&id).copied();
+    let load = load.as_mut().expect("checked");
+    if let (Some(l), Some(g)) = (leaf, already) {
         load.shift(l, -(g as i64));
     }
     let verdict = engine.preempt_verdict_with_gpus(&p, &r, r_gpus, load, now);
     let allowed = verdict == fairshare::Verdict::Allowed;
-    match (leaf, counted) {
+    match (leaf, already) {
         (Some(l), Some(g)) => load.shift(l, g as i64),
         (Some(l), None) if allowed => {
             // Charge the move before the next preemptor is judged: its
             // victims are still completing and it is not running yet.
-            let g = jobs::requested_gpus(preemptor);
+            let g = facts.gpus();
             load.shift(l, g as i64);
-            live.counted.insert(id, g);
+            counted.insert(id, g);
         }
         _ => {}
     }
@@ -164,6 +180,9 @@ fn may_preempt(state: &EngineState, preemptor: &JobRecord<'_>, preemptee: &JobRe
 struct Live {
     load: Option<Entitlements>,
     counted: HashMap<u32, u64>,
+    /// The last preemptor read: (job id, second, engine snapshot) and what
+    /// was read.
+    facts: Option<((u32, u64, usize), jobs::PreemptorFacts)>,
 }
 
 static LIVE_CELL: OnceLock<Mutex<Live>> = OnceLock::new();
