@@ -483,6 +483,27 @@ impl Testbed {
         self.dir.join("etc/allot.toml")
     }
 
+    /// Inserts `lines` after the first `[table]` header of the testbed's
+    /// allot.toml and reconfigures slurmctld; the returned guard writes the
+    /// file back and reconfigures again when dropped (also when the test
+    /// fails).
+    ///
+    /// # Panics
+    /// When the file has no such table.
+    pub fn conf_with(&self, table: &str, lines: &str) -> ConfRestore<'_> {
+        let conf = self.allot_conf();
+        let good = std::fs::read_to_string(&conf).unwrap();
+        let header = format!("[{table}]\n");
+        assert!(good.contains(&header), "allot.toml has no {header}");
+        std::fs::write(
+            &conf,
+            good.replacen(&header, &format!("{header}{lines}"), 1),
+        )
+        .unwrap();
+        self.ok("scontrol", &["reconfigure"]);
+        ConfRestore { tb: self, good }
+    }
+
     /// The ledger the testbed's plugins read.
     pub fn ledger(&self) -> PathBuf {
         self.dir.join("ledger.sqlite")
@@ -654,5 +675,18 @@ pub fn wait_until<T>(
             }
             Err(_) => std::thread::sleep(Duration::from_millis(200)),
         }
+    }
+}
+
+/// The guard of [`Testbed::conf_with`]: restores allot.toml on drop.
+pub struct ConfRestore<'a> {
+    tb: &'a Testbed,
+    good: String,
+}
+
+impl Drop for ConfRestore<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.tb.allot_conf(), &self.good);
+        let _ = self.tb.run("scontrol", &["reconfigure"]);
     }
 }

@@ -165,18 +165,11 @@ fn past_its_contract_a_job_is_requeued_only_at_a_requeue_point() {
     // Requeue points every minute of running time, open for 15 s
     // (fairshare::contract): a job past its 20 s contract may be preempted
     // only from 60 s to 75 s of running time, then from 120 s.
+    let _restore = tb.conf_with(
+        "contract",
+        "requeue_period = \"1:00\"\nrequeue_window = \"0:15\"\n",
+    );
     let conf = tb.allot_conf();
-    let good = std::fs::read_to_string(&conf).unwrap();
-    std::fs::write(
-        &conf,
-        good.replacen(
-            "[contract]\n",
-            "[contract]\nrequeue_period = \"1:00\"\nrequeue_window = \"0:15\"\n",
-            1,
-        ),
-    )
-    .unwrap();
-    tb.ok("scontrol", &["reconfigure"]);
     let jobs = tb.run_quarters("b1", &["0:20"; 4]);
     let why = tb.allot_ok(&[
         "explain",
@@ -218,8 +211,6 @@ fn past_its_contract_a_job_is_requeued_only_at_a_requeue_point() {
         "job {j} was preempted after {elapsed} s, not at a requeue point (60-75 s)"
     );
     tb.cancel_all();
-    std::fs::write(&conf, good).unwrap();
-    tb.ok("scontrol", &["reconfigure"]);
 }
 
 #[test]
@@ -249,14 +240,8 @@ fn a_sweep_is_marked_at_submission_and_never_preempts() {
     let (_one, tb) = exclusive(B1_OVER_SERVED);
     // sweep_jobs = 2: an account's third short job within 15 minutes is a
     // sweep (fairshare::sweep).
+    let _restore = tb.conf_with("priority", "sweep_jobs = 2\n");
     let conf = tb.allot_conf();
-    let good = std::fs::read_to_string(&conf).unwrap();
-    std::fs::write(
-        &conf,
-        good.replacen("[priority]\n", "[priority]\nsweep_jobs = 2\n", 1),
-    )
-    .unwrap();
-    tb.ok("scontrol", &["reconfigure"]);
     // b1 fills the cluster with one-GPU jobs unprotected after 5 seconds.
     let all = tb.total_gpus();
     let b1: Vec<u32> = (0..all)
@@ -313,8 +298,6 @@ fn a_sweep_is_marked_at_submission_and_never_preempts() {
     );
     assert!(why.contains("part of a sweep (allot:sweep)"), "{why}");
     tb.cancel_all();
-    std::fs::write(&conf, good).unwrap();
-    tb.ok("scontrol", &["reconfigure"]);
 }
 
 #[test]
