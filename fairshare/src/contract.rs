@@ -33,8 +33,8 @@
 //!   runtime, *when* a victim is taken decides how much of its work is
 //!   thrown away, and the scheduler cannot know when a job checkpoints
 //!   unless the contract says so. Measured on full Philly
-//!   (docs/simulator.md): 30 min / 5 min cut lost work from 0.74% to 0.10%
-//!   of delivered.
+//!   (docs/simulator.md): 30 min / 10 min (examples/sim-philly.toml) cut
+//!   lost work from 0.74% to 0.25% of delivered, 30 min / 5 min to 0.10%.
 //! - **Running time** counts running seconds only: it starts when the job
 //!   starts (Slurm's `start_time`; leaving CONFIGURING does not restart it)
 //!   and stops while the job is suspended.
@@ -95,6 +95,18 @@ impl RequeuePoints {
             0
         } else {
             self.period - run_time % self.period
+        }
+    }
+
+    /// The first epoch second `t >= now` at which an allocated `job` may be
+    /// preempted if it keeps running: the end of its protection
+    /// ([`protected_until`]), or the first requeue point after it. `None`
+    /// while a suspended job waits for either (its clock is stopped).
+    pub fn preemptible_from(&self, job: &Contract, now: u64) -> Option<u64> {
+        let t = protected_until(job, now)?;
+        match self.wait(job.clock.run_time(now) + (t - now)) {
+            0 => Some(t),
+            wait => job.clock.running_since.map(|_| t + wait),
         }
     }
 }
@@ -363,6 +375,19 @@ mod tests {
         assert_eq!(p.wait(3700), 0);
         assert_eq!(p.wait(3900), 1500);
         assert_eq!(p.wait(5399), 1);
+        // Protected until 1 h, then the points: from 1 h, or 1 h 30 min
+        // once the first window has shut; none while suspended between.
+        assert_eq!(p.preemptible_from(&job(3600, 1000), 1000), Some(4600));
+        assert_eq!(p.preemptible_from(&job(3600, 1000), 4700), Some(4700));
+        assert_eq!(p.preemptible_from(&job(3600, 1000), 5000), Some(6400));
+        let suspended = Contract {
+            min_runtime: 3600,
+            clock: RunClock {
+                accumulated: 4000,
+                running_since: None,
+            },
+        };
+        assert_eq!(p.preemptible_from(&suspended, 9000), None);
         for r in 0..4000 {
             let w = p.wait(r);
             assert!(p.open(r + w), "wait({r}) = {w} lands on an open second");

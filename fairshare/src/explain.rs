@@ -189,12 +189,10 @@ impl Engine {
         // Past its protection an allocated job also waits for its next
         // requeue point (crate::contract::RequeuePoints).
         let points = self.config().contract.requeue;
-        let from = match until {
-            Some(t) if e.tier != Tier::Unallocated => {
-                let wait = points.wait(run_time + (t - now));
-                (wait == 0 || contract.clock.running_since.is_some()).then_some(t + wait)
-            }
-            other => other,
+        let from = if e.tier == Tier::Unallocated {
+            until
+        } else {
+            points.preemptible_from(contract, now)
         };
         let when = match from {
             Some(t) if t <= now => "now".to_string(),

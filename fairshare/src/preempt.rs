@@ -314,12 +314,13 @@ impl Engine {
         if Tier::of(r.contract.min_runtime) == Tier::Unallocated {
             return Verdict::Allowed;
         }
-        let points = self.config().contract.requeue;
-        let wait = points.wait(r.contract.clock.run_time(now));
-        if wait > 0 {
-            return Verdict::BetweenRequeuePoints {
-                next: r.contract.clock.running_since.map(|_| now + wait),
-            };
+        let next = self
+            .config()
+            .contract
+            .requeue
+            .preemptible_from(&r.contract, now);
+        if next != Some(now) {
+            return Verdict::BetweenRequeuePoints { next };
         }
         if r.short {
             return Verdict::Short;
