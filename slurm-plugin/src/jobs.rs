@@ -154,16 +154,24 @@ pub struct PreemptorFacts {
 }
 
 impl PreemptorFacts {
-    /// Reads `job` as [`preemptor`] does.
+    /// Reads `job`: its account, [`min_runtime`], the charge rate of its
+    /// requested TRES, [`requested_gpus`], the short band (as [`is_short`],
+    /// from the minimum runtime and GPUs just read), [`is_sweep`] and
+    /// [`eligible_time`].
     pub fn of(engine: &Engine, job: &JobRecord<'_>) -> PreemptorFacts {
+        let min_runtime = min_runtime(engine, job);
+        let gpus = requested_gpus(job);
         PreemptorFacts {
             account: job.account().unwrap_or("").to_string(),
-            min_runtime: min_runtime(engine, job),
+            min_runtime,
             rate: job
                 .tres_req_str()
                 .map_or(0, |t| engine.config().charge.rate_of_tres(t)),
-            gpus: requested_gpus(job),
-            short: is_short(engine, job),
+            gpus,
+            short: engine
+                .config()
+                .priority
+                .is_short(Tier::of(min_runtime), gpus, time_limit(job)),
             sweep: is_sweep(job),
             eligible: eligible_time(job),
         }
