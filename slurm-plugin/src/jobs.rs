@@ -214,6 +214,60 @@ pub fn running<'a>(engine: &Engine, job: &JobRecord<'a>) -> RunningJob<'a> {
     }
 }
 
+/// A running job as a preemptee, read once and owned: what [`running`]
+/// parses (the account, the minimum runtime from AdminComment, the short
+/// band from the TRES and time limit) and its [`allocated_gpus`]. These
+/// stay put while the job runs, so the preempt plugin keeps them per job
+/// and start time: slurmctld asks about the same running jobs for every
+/// pending job it tests (252 candidates x every job a backfill cycle
+/// tests in the scale benchmark, where parsing them per call was 6% of
+/// slurmctld's samples: docs/benchmarks.md). The running-time clock is
+/// never kept: [`PreempteeFacts::at`] takes it read now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreempteeFacts {
+    id: u64,
+    account: String,
+    min_runtime: u64,
+    requeue: bool,
+    short: bool,
+    gpus: u64,
+}
+
+impl PreempteeFacts {
+    /// Reads `job` as [`running`] does, plus its [`allocated_gpus`].
+    pub fn of(engine: &Engine, job: &JobRecord<'_>) -> PreempteeFacts {
+        let r = running(engine, job);
+        PreempteeFacts {
+            id: r.id,
+            account: r.account.to_string(),
+            min_runtime: r.contract.min_runtime,
+            requeue: r.requeue,
+            short: r.short,
+            gpus: allocated_gpus(job),
+        }
+    }
+
+    /// Its allocated GPUs ([`allocated_gpus`]; 0 when none).
+    pub fn gpus(&self) -> u64 {
+        self.gpus
+    }
+
+    /// The preemptee with the running-time `clock` read now ([`run_clock`]).
+    pub fn at(&self, clock: RunClock) -> RunningJob<'_> {
+        RunningJob {
+            id: self.id,
+            account: &self.account,
+            contract: Contract {
+                min_runtime: self.min_runtime,
+                clock,
+            },
+            alloc: &[],
+            requeue: self.requeue,
+            short: self.short,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::ffi::c_char;
@@ -291,5 +345,41 @@ mod tests {
         assert_eq!(p.waited, 1000, "eligible at 0 (no details)");
         assert_eq!(facts.at(1500).waited, 1500);
         assert_eq!(facts.gpus(), 2);
+    }
+
+    #[test]
+    fn a_preemptee_read_once_is_the_job_with_its_clock_now() {
+        let config = fairshare::Config::from_toml_str(
+            "[tree.a1]\nshare = 1\n[priority]\nshort_max_gpus = 2\n",
+        )
+        .unwrap();
+        let (engine, _) = Engine::from_account_usage(std::sync::Arc::new(config), [], 0);
+        let rec = sys::job_record_t {
+            job_id: 42,
+            account: c"a1".as_ptr() as *mut c_char,
+            admin_comment: c"allot:min_runtime=1800".as_ptr() as *mut c_char,
+            tres_fmt_req_str: c"cpu=1,gres/gpu=4".as_ptr() as *mut c_char,
+            tres_fmt_alloc_str: c"cpu=1,gres/gpu=4".as_ptr() as *mut c_char,
+            time_limit: 30,
+            ..Default::default()
+        };
+        // SAFETY: the record and its strings outlive the view.
+        let job = unsafe { JobRecord::from_ptr(&rec) }.unwrap();
+        let facts = PreempteeFacts::of(&engine, &job);
+        let clock = RunClock {
+            accumulated: 60,
+            running_since: Some(1000),
+        };
+        let direct = RunningJob {
+            contract: Contract {
+                clock,
+                ..running(&engine, &job).contract
+            },
+            ..running(&engine, &job)
+        };
+        assert_eq!(facts.at(clock), direct);
+        assert_eq!((direct.id, direct.contract.min_runtime), (42, 1800));
+        assert!(!direct.short, "4 GPUs is above short_max_gpus");
+        assert_eq!(facts.gpus(), 4);
     }
 }
