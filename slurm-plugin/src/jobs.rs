@@ -113,11 +113,36 @@ impl LoadCounter {
     }
 }
 
+/// How long the load thread waits after a count of the job list that held
+/// the job read lock for `walk` ([`load_now_held`]): a second, or 50 times the count when that is longer, so that its
+/// job read lock is held at most 2% of the time. Every submission and
+/// scheduling pass needs the job write lock and waits while a count runs:
+/// at 50,000 pending jobs a count takes about 50 ms, and counting every
+/// second held the lock 5% of the time (docs/benchmarks.md). The preempt
+/// plugin adds the preemptors it allows to the count in between, so a
+/// later count only catches up on starts and ends.
+pub fn load_wait(walk: std::time::Duration) -> std::time::Duration {
+    (walk * 50).max(std::time::Duration::from_secs(1))
+}
+
 /// The load now, from slurmctld's job list (taking the job read lock: only
 /// from the plugin's own thread). `None` outside slurmctld.
 pub fn load_now(engine: &Engine) -> Option<Entitlements> {
+    load_now_held(engine).map(|(load, _)| load)
+}
+
+/// [`load_now`] and how long the walk of the job list took from its first
+/// job (the time the job read lock was held, less taking it; zero for an
+/// empty list).
+pub fn load_now_held(engine: &Engine) -> Option<(Entitlements, std::time::Duration)> {
     let mut c = LoadCounter::default();
-    allot_ffi::ctld::for_each_job(|j| c.add(engine, j)).then(|| c.finish(engine))
+    let mut first: Option<std::time::Instant> = None;
+    let walked = allot_ffi::ctld::for_each_job(|j| {
+        first.get_or_insert_with(std::time::Instant::now);
+        c.add(engine, j)
+    });
+    let held = first.map(|t| t.elapsed()).unwrap_or_default();
+    walked.then(|| (c.finish(engine), held))
 }
 
 /// The running-time clock of a job: `pre_sus_time` accumulated, plus the
@@ -345,6 +370,17 @@ mod tests {
         assert_eq!(p.waited, 1000, "eligible at 0 (no details)");
         assert_eq!(facts.at(1500).waited, 1500);
         assert_eq!(facts.gpus(), 2);
+    }
+
+    #[test]
+    fn the_load_count_holds_the_job_lock_at_most_2_percent_of_the_time() {
+        use std::time::Duration;
+        assert_eq!(load_wait(Duration::ZERO), Duration::from_secs(1));
+        assert_eq!(load_wait(Duration::from_millis(20)), Duration::from_secs(1));
+        assert_eq!(
+            load_wait(Duration::from_millis(50)),
+            Duration::from_millis(2500)
+        );
     }
 
     #[test]

@@ -216,17 +216,20 @@ fn live() -> &'static Mutex<Live> {
     LIVE_CELL.get_or_init(Mutex::default)
 }
 
-/// Recounts the load every second on its own thread (taking the job read
-/// lock, which slurmctld's callbacks cannot: they run inside its own
-/// iterations of the job list).
+/// Recounts the load on its own thread every second, or less often when a
+/// count takes over 20 ms ([`jobs::load_wait`]: a long queue), taking the
+/// job read lock, which slurmctld's callbacks cannot: they run inside its
+/// own iterations of the job list.
 fn start_load_thread() -> Result<(), String> {
     std::thread::Builder::new()
         .name("allot-load".into())
         .spawn(|| {
             while !LIVE_STOP.load(Ordering::Relaxed) {
+                let mut held = std::time::Duration::ZERO;
                 if let Some(state) = STATE.get() {
                     let engine = state.engine.get();
-                    if let Some(load) = jobs::load_now(&engine) {
+                    if let Some((load, h)) = jobs::load_now_held(&engine) {
+                        held = h;
                         if let Ok(mut l) = live().lock() {
                             l.load = Some(load);
                             l.counted.clear();
@@ -234,7 +237,7 @@ fn start_load_thread() -> Result<(), String> {
                         }
                     }
                 }
-                std::thread::sleep(std::time::Duration::from_secs(1));
+                std::thread::sleep(jobs::load_wait(held));
             }
         })
         .map(|_| ())
