@@ -113,36 +113,11 @@ impl LoadCounter {
     }
 }
 
-/// How long the load thread waits after a count of the job list that held
-/// the job read lock for `walk` ([`load_now_held`]): a second, or 50 times the count when that is longer, so that its
-/// job read lock is held at most 2% of the time. Every submission and
-/// scheduling pass needs the job write lock and waits while a count runs:
-/// at 50,000 pending jobs a count takes about 50 ms, and counting every
-/// second held the lock 5% of the time (docs/benchmarks.md). The preempt
-/// plugin adds the preemptors it allows to the count in between, so a
-/// later count only catches up on starts and ends.
-pub fn load_wait(walk: std::time::Duration) -> std::time::Duration {
-    (walk * 50).max(std::time::Duration::from_secs(1))
-}
-
 /// The load now, from slurmctld's job list (taking the job read lock: only
 /// from the plugin's own thread). `None` outside slurmctld.
 pub fn load_now(engine: &Engine) -> Option<Entitlements> {
-    load_now_held(engine).map(|(load, _)| load)
-}
-
-/// [`load_now`] and how long the walk of the job list took from its first
-/// job (the time the job read lock was held, less taking it; zero for an
-/// empty list).
-pub fn load_now_held(engine: &Engine) -> Option<(Entitlements, std::time::Duration)> {
     let mut c = LoadCounter::default();
-    let mut first: Option<std::time::Instant> = None;
-    let walked = allot_ffi::ctld::for_each_job(|j| {
-        first.get_or_insert_with(std::time::Instant::now);
-        c.add(engine, j)
-    });
-    let held = first.map(|t| t.elapsed()).unwrap_or_default();
-    walked.then(|| (c.finish(engine), held))
+    allot_ffi::ctld::for_each_job(|j| c.add(engine, j)).then(|| c.finish(engine))
 }
 
 /// The running-time clock of a job: `pre_sus_time` accumulated, plus the
@@ -239,60 +214,6 @@ pub fn running<'a>(engine: &Engine, job: &JobRecord<'a>) -> RunningJob<'a> {
     }
 }
 
-/// A running job as a preemptee, read once and owned: what [`running`]
-/// parses (the account, the minimum runtime from AdminComment, the short
-/// band from the TRES and time limit) and its [`allocated_gpus`]. These
-/// stay put while the job runs, so the preempt plugin keeps them per job
-/// and start time: slurmctld asks about the same running jobs for every
-/// pending job it tests (252 candidates x every job a backfill cycle
-/// tests in the scale benchmark, where parsing them per call was 6% of
-/// slurmctld's samples: docs/benchmarks.md). The running-time clock is
-/// never kept: [`PreempteeFacts::at`] takes it read now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreempteeFacts {
-    id: u64,
-    account: String,
-    min_runtime: u64,
-    requeue: bool,
-    short: bool,
-    gpus: u64,
-}
-
-impl PreempteeFacts {
-    /// Reads `job` as [`running`] does, plus its [`allocated_gpus`].
-    pub fn of(engine: &Engine, job: &JobRecord<'_>) -> PreempteeFacts {
-        let r = running(engine, job);
-        PreempteeFacts {
-            id: r.id,
-            account: r.account.to_string(),
-            min_runtime: r.contract.min_runtime,
-            requeue: r.requeue,
-            short: r.short,
-            gpus: allocated_gpus(job),
-        }
-    }
-
-    /// Its allocated GPUs ([`allocated_gpus`]; 0 when none).
-    pub fn gpus(&self) -> u64 {
-        self.gpus
-    }
-
-    /// The preemptee with the running-time `clock` read now ([`run_clock`]).
-    pub fn at(&self, clock: RunClock) -> RunningJob<'_> {
-        RunningJob {
-            id: self.id,
-            account: &self.account,
-            contract: Contract {
-                min_runtime: self.min_runtime,
-                clock,
-            },
-            alloc: &[],
-            requeue: self.requeue,
-            short: self.short,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::ffi::c_char;
@@ -370,52 +291,5 @@ mod tests {
         assert_eq!(p.waited, 1000, "eligible at 0 (no details)");
         assert_eq!(facts.at(1500).waited, 1500);
         assert_eq!(facts.gpus(), 2);
-    }
-
-    #[test]
-    fn the_load_count_holds_the_job_lock_at_most_2_percent_of_the_time() {
-        use std::time::Duration;
-        assert_eq!(load_wait(Duration::ZERO), Duration::from_secs(1));
-        assert_eq!(load_wait(Duration::from_millis(20)), Duration::from_secs(1));
-        assert_eq!(
-            load_wait(Duration::from_millis(50)),
-            Duration::from_millis(2500)
-        );
-    }
-
-    #[test]
-    fn a_preemptee_read_once_is_the_job_with_its_clock_now() {
-        let config = fairshare::Config::from_toml_str(
-            "[tree.a1]\nshare = 1\n[priority]\nshort_max_gpus = 2\n",
-        )
-        .unwrap();
-        let (engine, _) = Engine::from_account_usage(std::sync::Arc::new(config), [], 0);
-        let rec = sys::job_record_t {
-            job_id: 42,
-            account: c"a1".as_ptr() as *mut c_char,
-            admin_comment: c"allot:min_runtime=1800".as_ptr() as *mut c_char,
-            tres_fmt_req_str: c"cpu=1,gres/gpu=4".as_ptr() as *mut c_char,
-            tres_fmt_alloc_str: c"cpu=1,gres/gpu=4".as_ptr() as *mut c_char,
-            time_limit: 30,
-            ..Default::default()
-        };
-        // SAFETY: the record and its strings outlive the view.
-        let job = unsafe { JobRecord::from_ptr(&rec) }.unwrap();
-        let facts = PreempteeFacts::of(&engine, &job);
-        let clock = RunClock {
-            accumulated: 60,
-            running_since: Some(1000),
-        };
-        let direct = RunningJob {
-            contract: Contract {
-                clock,
-                ..running(&engine, &job).contract
-            },
-            ..running(&engine, &job)
-        };
-        assert_eq!(facts.at(clock), direct);
-        assert_eq!((direct.id, direct.contract.min_runtime), (42, 1800));
-        assert!(!direct.short, "4 GPUs is above short_max_gpus");
-        assert_eq!(facts.gpus(), 4);
     }
 }

@@ -20,7 +20,6 @@
 // `unsafe` allot_ffi constructor whose safety contract slurmctld meets.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -136,7 +135,6 @@ fn may_preempt(state: &EngineState, preemptor: &JobRecord<'_>, preemptee: &JobRe
         load,
         counted,
         facts,
-        preemptees,
     } = &mut *live;
     // The preemptor as read for this job, second and snapshot: slurmctld
     // asks about every candidate of one pending job in a row.
@@ -150,26 +148,8 @@ fn may_preempt(state: &EngineState, preemptor: &JobRecord<'_>, preemptee: &JobRe
         }
     };
     let p = facts.at(now);
-    // The preemptee as read since its start under this snapshot (kept until
-    // the load thread's next count, at most a second).
-    let ee_key = (
-        preemptee.start_time(),
-        std::sync::Arc::as_ptr(&engine) as usize,
-    );
-    let ee = match preemptees.entry(preemptee.job_id()) {
-        Entry::Occupied(e) if e.get().0 == ee_key => &e.into_mut().1,
-        Entry::Occupied(e) => {
-            let slot = e.into_mut();
-            *slot = (ee_key, jobs::PreempteeFacts::of(&engine, preemptee));
-            &slot.1
-        }
-        Entry::Vacant(e) => {
-            &e.insert((ee_key, jobs::PreempteeFacts::of(&engine, preemptee)))
-                .1
-        }
-    };
-    let r = ee.at(jobs::run_clock(preemptee));
-    let r_gpus = ee.gpus().max(1);
+    let r = jobs::running(&engine, preemptee);
+    let r_gpus = jobs::allocated_gpus(preemptee).max(1);
     let leaf = engine.leaf_of(p.account);
     // A preemptor already counted is judged without its own move.
     let already = counted.get(&id).copied();
@@ -203,10 +183,6 @@ struct Live {
     /// The last preemptor read: (job id, second, engine snapshot) and what
     /// was read.
     facts: Option<((u32, u64, usize), jobs::PreemptorFacts)>,
-    /// The preemptees read, by job id: ((start time, engine snapshot), what
-    /// was read). Emptied at every count of the load thread, so it holds
-    /// at most the running jobs of one second.
-    preemptees: HashMap<u32, ((i64, usize), jobs::PreempteeFacts)>,
 }
 
 static LIVE_CELL: OnceLock<Mutex<Live>> = OnceLock::new();
@@ -216,28 +192,24 @@ fn live() -> &'static Mutex<Live> {
     LIVE_CELL.get_or_init(Mutex::default)
 }
 
-/// Recounts the load on its own thread every second, or less often when a
-/// count takes over 20 ms ([`jobs::load_wait`]: a long queue), taking the
-/// job read lock, which slurmctld's callbacks cannot: they run inside its
-/// own iterations of the job list.
+/// Recounts the load every second on its own thread (taking the job read
+/// lock, which slurmctld's callbacks cannot: they run inside its own
+/// iterations of the job list).
 fn start_load_thread() -> Result<(), String> {
     std::thread::Builder::new()
         .name("allot-load".into())
         .spawn(|| {
             while !LIVE_STOP.load(Ordering::Relaxed) {
-                let mut held = std::time::Duration::ZERO;
                 if let Some(state) = STATE.get() {
                     let engine = state.engine.get();
-                    if let Some((load, h)) = jobs::load_now_held(&engine) {
-                        held = h;
+                    if let Some(load) = jobs::load_now(&engine) {
                         if let Ok(mut l) = live().lock() {
                             l.load = Some(load);
                             l.counted.clear();
-                            l.preemptees.clear();
                         }
                     }
                 }
-                std::thread::sleep(jobs::load_wait(held));
+                std::thread::sleep(std::time::Duration::from_secs(1));
             }
         })
         .map(|_| ())
