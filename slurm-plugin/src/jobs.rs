@@ -38,11 +38,16 @@ pub fn time_limit(job: &JobRecord<'_>) -> Option<u64> {
 
 /// True for a job of the short band ([`fairshare::priority`]).
 pub fn is_short(engine: &Engine, job: &JobRecord<'_>) -> bool {
-    engine.config().priority.is_short(
-        Tier::of(min_runtime(engine, job)),
-        requested_gpus(job),
-        time_limit(job),
-    )
+    short_band(engine, job, min_runtime(engine, job), requested_gpus(job))
+}
+
+/// [`is_short`] for a caller that has read the job's [`min_runtime`] and
+/// [`requested_gpus`] already.
+fn short_band(engine: &Engine, job: &JobRecord<'_>, min_runtime: u64, gpus: u64) -> bool {
+    engine
+        .config()
+        .priority
+        .is_short(Tier::of(min_runtime), gpus, time_limit(job))
 }
 
 /// When the job became eligible: `max(submit, begin)`, epoch seconds (a
@@ -168,10 +173,7 @@ impl PreemptorFacts {
                 .tres_req_str()
                 .map_or(0, |t| engine.config().charge.rate_of_tres(t)),
             gpus,
-            short: engine
-                .config()
-                .priority
-                .is_short(Tier::of(min_runtime), gpus, time_limit(job)),
+            short: short_band(engine, job, min_runtime, gpus),
             sweep: is_sweep(job),
             eligible: eligible_time(job),
         }
