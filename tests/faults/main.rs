@@ -26,6 +26,27 @@ fn allot(tb: &Testbed, args: &[&str]) -> Output {
         .expect("run allot")
 }
 
+/// Spawns `c`, retrying while the kernel refuses the exec with `ETXTBSY`
+/// (at most 100 times, 10 ms apart). Linux refuses to exec a file that any
+/// process holds open for writing, and a child forked by another test thread
+/// carries the writer descriptors open at that instant (`O_CLOEXEC` closes
+/// them only at its own exec: rust-lang/rust#114554). CI saw one such refusal
+/// in `sync_killed_at_random_points_always_ends_identical`, which spawns
+/// `allot` about fifty times while other tests write and run scripts. A
+/// refused exec ran nothing, so retrying repeats no side effect.
+fn spawn(c: &mut Command) -> std::process::Child {
+    let mut tries = 0;
+    loop {
+        match c.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            r => return r.unwrap_or_else(|e| panic!("spawn {c:?}: {e}")),
+        }
+    }
+}
+
 fn text(o: &Output) -> String {
     format!(
         "{}{}",

@@ -32,7 +32,7 @@ fn sync_killed_at_random_points_always_ends_identical() {
     };
     let reference = fresh_ledger(&dir, "reference.sqlite");
     let t0 = Instant::now();
-    assert!(import(&reference).status().unwrap().success());
+    assert!(spawn(&mut import(&reference)).wait().unwrap().success());
     let full = t0.elapsed();
     let want = dump(&reference);
 
@@ -43,13 +43,13 @@ fn sync_killed_at_random_points_always_ends_identical() {
         // Up to three kills in a row before the run that completes.
         for _ in 0..=(rng(&mut seed) % 3) {
             let delay = Duration::from_micros(rng(&mut seed) % (full.as_micros() as u64 + 1));
-            let mut child = import(&ledger).spawn().unwrap();
+            let mut child = spawn(&mut import(&ledger));
             std::thread::sleep(delay);
             let _ = child.kill(); // SIGKILL
             let _ = child.wait();
         }
         assert!(
-            import(&ledger).status().unwrap().success(),
+            spawn(&mut import(&ledger)).wait().unwrap().success(),
             "run {run}: the re-run failed"
         );
         assert!(
