@@ -331,15 +331,6 @@ impl<'a> JobRecordMut<'a> {
     }
 }
 
-/// The job of a scheduler queue record (`job_queue_rec_t`, as passed to
-/// `preempt_p_job_preempt_check`).
-///
-/// # Safety
-/// `rec` is NULL or a valid queue record whose job is valid for `'a`.
-pub unsafe fn job_of_queue_rec<'a>(rec: *const sys::job_queue_rec_t) -> Option<JobRecord<'a>> {
-    rec.as_ref().and_then(|r| JobRecord::from_ptr(r.job_ptr))
-}
-
 /// A job request job_submit may change (`job_desc_msg_t *`).
 pub struct JobDescMut<'a> {
     raw: &'a mut sys::job_desc_msg_t,
