@@ -1,7 +1,7 @@
 //! Where a plugin finds `allot.toml`, and the snapshot it reads it through.
 //!
 //! slurmctld calls must never do I/O: the config is read at `init()` and by
-//! a background thread (on a change of the file's mtime, or when
+//! a background thread (on a change of the file's mtime or length, or when
 //! `scontrol reconfigure` pokes it), and every call reads the current
 //! immutable snapshot. A file that fails to load keeps the last good
 //! config running; the error is logged once per distinct error.
@@ -57,8 +57,16 @@ pub fn start_in_slurmctld(
     Ok(w)
 }
 
-fn mtime(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+/// What tells the reload thread the file changed: its mtime and its length.
+/// The mtime alone misses a second write within the same timestamp tick
+/// (file times are coarse, a few ms) when a check fell between the two
+/// writes: an end-to-end test's restore of the file followed at once by the
+/// next test's edit can leave the job_submit plugin (polled, never poked)
+/// on the restored file.
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    std::fs::metadata(path)
+        .and_then(|m| Ok((m.modified()?, m.len())))
+        .ok()
 }
 
 /// The current config, swapped atomically by a background reload thread.
@@ -92,7 +100,7 @@ impl ConfigWatcher {
             std::thread::Builder::new()
                 .name("allot-config".into())
                 .spawn(move || {
-                    let mut seen = mtime(&path);
+                    let mut seen = stamp(&path);
                     let mut last_error: Option<String> = None;
                     let tick = Duration::from_millis(100);
                     let mut waited = Duration::ZERO;
@@ -104,7 +112,7 @@ impl ConfigWatcher {
                             continue;
                         }
                         waited = Duration::ZERO;
-                        let now = mtime(&path);
+                        let now = stamp(&path);
                         if !poked && now == seen {
                             continue;
                         }
