@@ -19,11 +19,18 @@ mod health;
 mod slurmctld;
 mod sync;
 
+/// Runs `allot` with `args` as `Command::output` does (stdin null, stdout
+/// and stderr captured), started through [`spawn`].
 fn allot(tb: &Testbed, args: &[&str]) -> Output {
-    Command::new(tb.allot_bin())
-        .args(args)
-        .output()
-        .expect("run allot")
+    spawn(
+        Command::new(tb.allot_bin())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .wait_with_output()
+    .expect("run allot")
 }
 
 /// Spawns `c`, retrying while the kernel refuses the exec with `ETXTBSY`
@@ -32,7 +39,8 @@ fn allot(tb: &Testbed, args: &[&str]) -> Output {
 /// carries the writer descriptors open at that instant (`O_CLOEXEC` closes
 /// them only at its own exec: rust-lang/rust#114554). CI saw one such refusal
 /// in `sync_killed_at_random_points_always_ends_identical`, which spawns
-/// `allot` about fifty times while other tests write and run scripts. A
+/// `allot` about fifty times while other tests write and run scripts; every
+/// `allot` these tests start goes through here ([`allot`] too). A
 /// refused exec ran nothing, so retrying repeats no side effect.
 fn spawn(c: &mut Command) -> std::process::Child {
     let mut tries = 0;
