@@ -16,6 +16,22 @@ fn data_symbol(name: &CStr) -> Option<*mut c_void> {
     (!p.is_null()).then_some(p)
 }
 
+/// slurmctld's clock: seconds since the epoch from `time(2)`, the call
+/// that stamps every job's `start_time` and `end_time`.
+///
+/// Not `SystemTime::now()`: glibc's `time` reads the kernel's coarse
+/// clock, which lags the precise one (`clock_gettime(CLOCK_REALTIME)`)
+/// for up to a timer tick after each second boundary. A plugin reading
+/// the precise clock there sees a second slurmctld has not reached, and
+/// a job it judged at 60 s of running time is recorded with an Elapsed
+/// of 59 s. Reading the same clock keeps every running time a plugin
+/// computes at most what slurmctld then records.
+pub fn time_now() -> u64 {
+    // SAFETY: time(2) with a null argument writes nothing.
+    let t = unsafe { libc::time(std::ptr::null_mut()) };
+    u64::try_from(t).unwrap_or(0)
+}
+
 /// Whether this process is slurmctld (it defines `job_list`).
 pub fn in_slurmctld() -> bool {
     data_symbol(c"job_list").is_some()
@@ -276,4 +292,24 @@ pub fn priority_factors_list(
         return std::ptr::null_mut();
     }
     ret
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    #[test]
+    fn slurmctlds_clock_never_runs_ahead_of_the_precise_one() {
+        for _ in 0..10_000 {
+            let coarse = super::time_now();
+            let precise = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            assert!(
+                coarse <= precise && precise - coarse <= 1,
+                "{coarse} vs {precise}"
+            );
+        }
+    }
 }

@@ -11,18 +11,19 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use fairshare::{Config, Engine};
 
 use crate::config::ConfigWatcher;
 
-/// Seconds since the epoch, now.
+/// Seconds since the epoch, now, on slurmctld's own clock
+/// ([`allot_ffi::ctld::time_now`]: the `time(2)` that stamps job start
+/// and end times, so a running time judged here never exceeds the Elapsed
+/// slurmctld records for it).
 pub fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    allot_ffi::ctld::time_now()
 }
 
 /// Reads charged GPU-seconds per account in `[start, end]` (epoch seconds).
