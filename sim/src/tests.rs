@@ -42,6 +42,20 @@ const ONE_NODE: ClusterSpec = ClusterSpec {
     gpus_per_node: 8,
 };
 
+const TWO_NODES: ClusterSpec = ClusterSpec {
+    nodes: 2,
+    gpus_per_node: 8,
+};
+
+/// A job whose trace gives a time limit equal to its duration (what the
+/// backfill plans with under `backfill_reserve = "all"`).
+fn limited(id: u64, team: &str, submit: u64, duration: u64, gpus: u32) -> TraceJob {
+    TraceJob {
+        time_limit: Some(duration),
+        ..job(id, team, submit, duration, gpus)
+    }
+}
+
 /// Every invariant the issue asks for, on one report.
 fn check_invariants(r: &SimReport, w: &Workload) {
     // Delivered GPU time never exceeds capacity, hour by hour.
@@ -394,9 +408,19 @@ fn arb_jobs() -> impl Strategy<Value = Vec<TraceJob>> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     #[test]
-    fn invariants_hold_for_every_policy(jobs in arb_jobs(), window in prop::sample::select(vec!["2:00:00", "1-0", "7-0"])) {
+    fn invariants_hold_for_every_policy(
+        jobs in arb_jobs(),
+        window in prop::sample::select(vec!["2:00:00", "1-0", "7-0"]),
+        // The backfill as the simulator always ran it, and as Slurm's
+        // sched/backfill (every job planned; every job may preempt).
+        backfill in prop::sample::select(vec![
+            "",
+            "backfill_preempt = \"all\"\n",
+            "backfill_reserve = \"all\"\nbackfill_preempt = \"all\"\n",
+        ]),
+    ) {
         let c = config(&format!(
-            "window = \"{window}\"\n[tree.g]\nshare = 3\n[tree.g.a]\nshare = 1\n[tree.g.b]\nshare = 2\n[tree.c]\nshare = 1\n[sim]\ncheckpoint_interval = \"10:00\"\n"
+            "window = \"{window}\"\n[tree.g]\nshare = 3\n[tree.g.a]\nshare = 1\n[tree.g.b]\nshare = 2\n[tree.c]\nshare = 1\n[sim]\ncheckpoint_interval = \"10:00\"\n{backfill}"
         ));
         let cluster = ClusterSpec { nodes: 2, gpus_per_node: 8 };
         let t = trace::from_jobs(jobs, vec![]);
@@ -587,14 +611,6 @@ fn a_job_past_its_contract_is_preempted_at_its_next_requeue_point() {
 #[test]
 fn backfill_reserves_for_every_job_with_all() {
     let base = "[contract]\ndefault_min_runtime = \"0\"\n[tree.t1]\nshare = 1\n[tree.t2]\nshare = 1\n[sim]\nbackfill_interval = \"0:01\"\n";
-    let two_nodes = ClusterSpec {
-        nodes: 2,
-        gpus_per_node: 8,
-    };
-    let limited = |id, team, submit, duration, gpus| TraceJob {
-        time_limit: Some(duration),
-        ..job(id, team, submit, duration, gpus)
-    };
     // 1 holds one node until 100; 2 half of the other until 150. 3 (8 GPUs)
     // is reserved the first node at 100, 4 (8 GPUs) the second at 150; 5 (4
     // GPUs for 200 s) fits now on the second node's free half, but would
@@ -608,11 +624,11 @@ fn backfill_reserves_for_every_job_with_all() {
             limited(5, "t2", 3, 200, 4),
         ]
     };
-    let easy = run(&config(base), jobs(), two_nodes, Policy::Fifo);
+    let easy = run(&config(base), jobs(), TWO_NODES, Policy::Fifo);
     let all = run(
         &config(&format!("{base}backfill_reserve = \"all\"\n")),
         jobs(),
-        two_nodes,
+        TWO_NODES,
         Policy::Fifo,
     );
     assert_eq!((easy.finished, all.finished), (5, 5));
@@ -627,6 +643,41 @@ fn backfill_reserves_for_every_job_with_all() {
     assert_eq!(batch(&easy), 0);
     // all: 5 waits for the first node to be free after 3 (at 200).
     assert_eq!(batch(&all), 200 - 3);
+}
+
+/// `[sim] backfill_preempt`: t1 holds both nodes past its contracts; t2's
+/// 16-GPU job cannot take them all (t1 keeps its entitlement) and blocks
+/// the pass; t2's 4-GPU job behind it may preempt only when the backfill
+/// preempts for every job it looks at (`all`, as Slurm's sched/backfill),
+/// on a node the blocked job is not planned on before it ends.
+#[test]
+fn backfill_preempts_behind_a_blocked_job_only_with_all() {
+    let base =
+        format!("{TWO_TEAMS}[sim]\nbackfill_interval = \"0:01\"\nbackfill_reserve = \"all\"\n");
+    let jobs = || {
+        vec![
+            limited(1, "t1", 0, 2 * 86_400, 8),
+            limited(2, "t1", 0, 2 * 86_400, 8),
+            limited(3, "t2", 7200, 3600, 16),
+            limited(4, "t2", 7201, 3600, 4),
+        ]
+    };
+    let first = run(&config(&base), jobs(), TWO_NODES, Policy::Allot);
+    let all = run(
+        &config(&format!("{base}backfill_preempt = \"all\"\n")),
+        jobs(),
+        TWO_NODES,
+        Policy::Allot,
+    );
+    assert_eq!(first.preemptions, 0, "{:#?}", first.preemption_log);
+    let by = |r: &SimReport| {
+        r.preemption_log
+            .iter()
+            .map(|p| (p.time, p.preemptor, p.victim_team))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(by(&all), vec![(7201, 4, 0)]);
+    assert_eq!((first.finished, all.finished), (4, 4));
 }
 
 /// `[sim] attempt_overhead_ms`: an attempt is held one second longer when

@@ -276,18 +276,26 @@ fn sim_requeue_delay_is_a_duration() {
 }
 
 #[test]
-fn sim_backfill_reserve_is_first_or_all() {
-    use crate::config::sim::BackfillReserve;
-    let c =
-        Config::from_toml_str("[tree.x]\nshare = 1\n[sim]\nbackfill_reserve = \"all\"\n").unwrap();
+fn sim_backfill_reserve_and_preempt_are_first_or_all() {
+    use crate::config::sim::{BackfillPreempt, BackfillReserve};
+    let c = Config::from_toml_str(
+        "[tree.x]\nshare = 1\n[sim]\nbackfill_reserve = \"all\"\nbackfill_preempt = \"all\"\n",
+    )
+    .unwrap();
     assert_eq!(c.sim.backfill_reserve, BackfillReserve::All);
+    assert_eq!(c.sim.backfill_preempt, BackfillPreempt::All);
     let d = Config::from_toml_str("[tree.x]\nshare = 1\n").unwrap();
     assert_eq!(d.sim.backfill_reserve, BackfillReserve::First);
-    let m = message("[tree.x]\nshare = 1\n[sim]\nbackfill_reserve = \"conservative\"\n");
-    assert!(
-        m.contains("sim.backfill_reserve") && m.contains("\"first\"") && m.contains("\"all\""),
-        "{m}"
-    );
+    assert_eq!(d.sim.backfill_preempt, BackfillPreempt::First);
+    for key in ["backfill_reserve", "backfill_preempt"] {
+        let m = message(&format!(
+            "[tree.x]\nshare = 1\n[sim]\n{key} = \"conservative\"\n"
+        ));
+        assert!(
+            m.contains(&format!("sim.{key}")) && m.contains("\"first\"") && m.contains("\"all\""),
+            "{m}"
+        );
+    }
 }
 
 #[test]

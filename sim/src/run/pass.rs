@@ -140,6 +140,15 @@ impl Sim<'_> {
         let mut blocked = false;
         let mut looked = 0u32;
         let depth = self.config.sim.backfill_depth;
+        // `backfill_preempt = "all"`: every job a backfill pass looks at
+        // after the first blocked one may preempt too. Why a pass still
+        // ends: the heap hands out each pending job at most once, and a
+        // preemption starts the job it was for, so a pass makes at most one
+        // preemption per job it looks at (at most `backfill_depth` + 1);
+        // across passes the engine's rule cannot cycle (fairshare::preempt:
+        // each preemption strictly increases a bounded quantity), checked by
+        // the invariants property test with this setting.
+        let bf_preempt = backfill && self.config.sim.backfill_preempt == BackfillPreempt::All;
         // Smallest GPUs-per-node that failed to place this pass, without and
         // with the reservation's nodes avoided: larger shapes fail too.
         let mut failed_any = u32::MAX;
@@ -215,16 +224,36 @@ impl Sim<'_> {
             }
             if blocked {
                 looked += 1;
-                // Nothing fits anywhere any more (even 1 GPU failed): done.
-                if looked > depth || self.cluster.free_total == 0 || failed_any <= 1 {
+                // Nothing fits anywhere any more (even 1 GPU failed): done,
+                // unless a job further down may still preempt.
+                let full = self.cluster.free_total == 0 || failed_any <= 1;
+                if looked > depth || (full && !bf_preempt) {
                     break;
                 }
             }
             let (g, nodes, planned) = shape;
             let salt = u64::from(id);
             if let Some(h) = held.as_mut() {
-                if let Some(alloc) = self.plan(nodes, g, planned, h) {
+                let before = h.len();
+                if let Some(alloc) = self.plan(id, nodes, g, planned, h) {
                     self.start(id, alloc);
+                } else if bf_preempt && self.policy == Policy::Allot {
+                    // Slurm's backfill preempts for any job it tests whose
+                    // start, victims' GPUs counted free, is now on nodes no
+                    // higher job is planned on over its time limit.
+                    let end = self.now + planned;
+                    let mut avoid: Vec<u32> = h[..before]
+                        .iter()
+                        .filter(|r| r.start < end && r.end > self.now)
+                        .map(|r| r.node)
+                        .collect();
+                    avoid.sort_unstable();
+                    avoid.dedup();
+                    if self.try_preempt(id, &avoid) {
+                        h.truncate(before);
+                        failed_any = u32::MAX;
+                        failed_avoid = u32::MAX;
+                    }
                 }
                 continue;
             }
@@ -254,9 +283,19 @@ impl Sim<'_> {
                 continue;
             }
             if blocked {
+                if bf_preempt && self.policy == Policy::Allot {
+                    let avoid = match &reservation {
+                        Some(r) if self.now + planned > r.shadow => r.nodes.clone(),
+                        _ => Vec::new(),
+                    };
+                    if self.try_preempt(id, &avoid) {
+                        failed_any = u32::MAX;
+                        failed_avoid = u32::MAX;
+                    }
+                }
                 continue;
             }
-            if self.policy == Policy::Allot && self.try_preempt(id) {
+            if self.policy == Policy::Allot && self.try_preempt(id, &[]) {
                 // Victims freed GPUs: earlier placement failures may not hold.
                 failed_any = u32::MAX;
                 failed_avoid = u32::MAX;
@@ -274,7 +313,7 @@ impl Sim<'_> {
             if self.config.sim.backfill_reserve == BackfillReserve::All {
                 let mut h = Vec::new();
                 // Nothing fits now (placement just failed): a reservation.
-                let _ = self.plan(nodes, g, planned, &mut h);
+                let _ = self.plan(id, nodes, g, planned, &mut h);
                 held = Some(h);
             } else {
                 reservation = self.reservation(id);

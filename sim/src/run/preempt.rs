@@ -24,13 +24,28 @@ impl Sim<'_> {
         (id, self.epoch, round)
     }
 
+    /// A failed attempt of `id`: remembered (not asked again until
+    /// [`Sim::attempt_key`] changes) when `remember`. Returns false.
+    fn attempt_failed(&mut self, id: u32, remember: bool) -> bool {
+        if remember {
+            self.failed_attempt = Some(self.attempt_key(id));
+        }
+        false
+    }
+
     /// Under `allot`: asks the engine for victims so that `id` can start.
     /// The rule and why it terminates: [`fairshare::preempt`].
-    pub(super) fn try_preempt(&mut self, id: u32) -> bool {
+    /// `avoid` (sorted): nodes the job may not use, those the backfill has
+    /// planned for higher jobs over its time limit (empty for the first
+    /// job a pass cannot start). Only an attempt with nothing avoided is
+    /// remembered as failed.
+    pub(super) fn try_preempt(&mut self, id: u32, avoid: &[u32]) -> bool {
         let sj = &self.w.jobs[id as usize];
         if sj.min_runtime == 0 || self.failed_attempt == Some(self.attempt_key(id)) {
             return false;
         }
+        let remember = avoid.is_empty();
+        let ok = |n: &u32| avoid.binary_search(n).is_err();
         let team = sj.team as usize;
         let my_rank = self.team_rank[team];
         let (n, g) = (sj.nodes as usize, sj.gpus_per_node);
@@ -58,8 +73,7 @@ impl Sim<'_> {
             self.unprot_gpus.iter().sum::<u64>() - if short { 0 } else { self.unprot_gpus[team] }
         };
         if free + unprotected < need {
-            self.failed_attempt = Some(self.attempt_key(id));
-            return false;
+            return self.attempt_failed(id, remember);
         }
         let load = self.entitlements();
         let leaf = |t: usize| self.w.teams[t].leaf;
@@ -104,8 +118,7 @@ impl Sim<'_> {
         // other teams' entitlements.
         if free + gives.iter().sum::<u64>() < need {
             drop(guard);
-            self.failed_attempt = Some(self.attempt_key(id));
-            return false;
+            return self.attempt_failed(id, remember);
         }
         // Candidates in the engine's preference order (free tier, then the
         // teams furthest above their entitlement, youngest jobs first),
@@ -123,7 +136,13 @@ impl Sim<'_> {
         touched.clear();
         pairs.clear();
         fitting.clear();
-        fitting.extend(self.cluster.fitting(g).take(n).map(|node| (0, node)));
+        fitting.extend(
+            self.cluster
+                .fitting(g)
+                .filter(ok)
+                .take(n)
+                .map(|node| (0, node)),
+        );
         // (candidates, GPUs they may give, allocated): only allocated jobs
         // wait for their requeue points (fairshare::contract).
         let sources = (0..self.w.teams.len())
@@ -149,7 +168,7 @@ impl Sim<'_> {
                     None => &self.jobs[r as usize].alloc[..],
                 };
                 for a in alloc {
-                    if !self.cluster.usable(a.node) {
+                    if !self.cluster.usable(a.node) || !ok(&a.node) {
                         continue;
                     }
                     let free = self.cluster.free[a.node as usize];
@@ -174,8 +193,7 @@ impl Sim<'_> {
         }
         if fitting.len() < n {
             drop(guard);
-            self.failed_attempt = Some(self.attempt_key(id));
-            return false;
+            return self.attempt_failed(id, remember);
         }
         fitting.sort_unstable();
         fitting.truncate(n + 1);
@@ -226,8 +244,7 @@ impl Sim<'_> {
         };
         let engine = self.engine.as_ref().expect("refreshed");
         let Some(victims) = engine.choose_victims(&p, &running, &free, &load, self.now) else {
-            self.failed_attempt = Some(self.attempt_key(id));
-            return false;
+            return self.attempt_failed(id, remember);
         };
         drop(running);
         // GPUs each team loses, to tell whether its leaf ends below its
@@ -264,7 +281,7 @@ impl Sim<'_> {
         let sj = &self.w.jobs[id as usize];
         match self
             .cluster
-            .place(sj.nodes, sj.gpus_per_node, &[], u64::from(id))
+            .place(sj.nodes, sj.gpus_per_node, avoid, u64::from(id))
         {
             Some(alloc) => {
                 self.start(id, alloc);
@@ -273,8 +290,7 @@ impl Sim<'_> {
             None => {
                 // The engine saw free GPUs on nodes it was shown; placement
                 // agrees by construction, but never loop on a mismatch.
-                self.failed_attempt = Some(self.attempt_key(id));
-                false
+                self.attempt_failed(id, remember)
             }
         }
     }
