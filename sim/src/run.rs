@@ -54,7 +54,7 @@ use super::trace::{NodeEvent, NodeEventKind};
 use super::workload::Workload;
 use super::{ClusterSpec, Policy, PreemptionRecord, SimReport};
 use backfill::Held;
-use fairshare::config::sim::{BackfillPlan, BackfillPreempt, BackfillReserve, Placement};
+use fairshare::config::sim::{BackfillPreempt, BackfillReserve, Placement};
 use fairshare::config::Config;
 use fairshare::contract::{protected_until, Contract, RunClock};
 use fairshare::drain::{self, NodeJob};

@@ -13,7 +13,6 @@
 //! backfill_interval = "0:30"      # seconds between backfill passes (Slurm: bf_interval)
 //! backfill_reserve = "first"      # "all": every job the backfill looks at gets a reservation
 //! backfill_preempt = "first"      # "all": the backfill may preempt for every job it looks at
-//! backfill_plan = "exact"         # "cons_tres": plan starts as select/cons_tres's will-run test
 //! requeue_delay = "0"             # a requeued job waits this long (Slurm: cred_expire + 1)
 //! placement = "best_fit"          # "cons_tres": Slurm's node choice (most jobs, lowest index)
 //! attempt_overhead_ms = 0         # launch + end report of each attempt, milliseconds
@@ -124,27 +123,6 @@ pub enum BackfillPreempt {
     All,
 }
 
-/// How the backfill (`backfill_reserve = "all"`) finds the earliest start
-/// of a job that cannot start now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BackfillPlan {
-    /// At the first planned end of a running job (or of a reservation)
-    /// after which enough nodes have its GPUs free, on the fullest of them.
-    Exact,
-    /// As Slurm 22.05's select/cons_tres will-run test
-    /// (`_will_run_test` in cons_common/job_test.c): for a job that may
-    /// preempt, the free-tier jobs (which any allocated job may preempt)
-    /// count as gone; the running jobs are released in groups, the first
-    /// those ending up to the first end rounded up to a 30 s barrier plus
-    /// 30 s, each next window twice as long; the start is the last end of
-    /// the first group after which the job fits, on the node with the most
-    /// jobs left then (lowest index on a tie). The reservation lands later
-    /// and elsewhere than the exact plan: holes that lower jobs take, and
-    /// that a preemptor later takes back.
-    ConsTres,
-}
-
 /// How the simulator picks the node of a one-node job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -232,9 +210,6 @@ pub struct SimSettings {
     /// first job it cannot start) or `all` (every job it looks at, as
     /// Slurm's sched/backfill).
     pub backfill_preempt: BackfillPreempt,
-    /// How the backfill plans a start with `backfill_reserve = "all"`:
-    /// `exact` (default) or `cons_tres` (as slurmctld's will-run test).
-    pub backfill_plan: BackfillPlan,
     /// Node choice of one-node jobs: `best_fit` (default) or `cons_tres`
     /// (as slurmctld chooses; matters for which jobs a drain hits).
     pub placement: Placement,
@@ -285,7 +260,6 @@ impl Default for SimSettings {
             backfill_interval: 30,
             backfill_reserve: BackfillReserve::First,
             backfill_preempt: BackfillPreempt::First,
-            backfill_plan: BackfillPlan::Exact,
             placement: Placement::BestFit,
             requeue_delay: 0,
             attempt_overhead_ms: 0,
@@ -310,7 +284,6 @@ struct RawSim {
     backfill_interval: Option<toml::Value>,
     backfill_reserve: Option<String>,
     backfill_preempt: Option<String>,
-    backfill_plan: Option<String>,
     placement: Option<String>,
     requeue_delay: Option<toml::Value>,
     attempt_overhead_ms: Option<u64>,
@@ -377,7 +350,7 @@ pub(crate) fn parse(
             errors.push(ConfigError::Invalid {
                 path: "sim".into(),
                 message: format!(
-                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_preempt, backfill_plan, placement, requeue_delay, attempt_overhead_ms, pass_miss_ms, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
+                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_preempt, placement, requeue_delay, attempt_overhead_ms, pass_miss_ms, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
                 ),
             });
             return SimSettings::default();
@@ -455,16 +428,6 @@ pub(crate) fn parse(
             path: "sim.backfill_preempt".into(),
             message: format!(
                 "{other:?} is not a choice; write \"first\" (only the first job a backfill pass cannot start may preempt) or \"all\" (every job it looks at, as Slurm's sched/backfill)"
-            ),
-        }),
-    }
-    match raw.backfill_plan.as_deref() {
-        None | Some("exact") => {}
-        Some("cons_tres") => s.backfill_plan = BackfillPlan::ConsTres,
-        Some(other) => errors.push(ConfigError::Invalid {
-            path: "sim.backfill_plan".into(),
-            message: format!(
-                "{other:?} is not a choice; write \"exact\" (the first planned end after which the job fits) or \"cons_tres\" (as select/cons_tres's will-run test: free tier gone for a preemptor, ends grouped in 30 s windows)"
             ),
         }),
     }

@@ -76,14 +76,8 @@ impl Sim<'_> {
     /// fits by the running jobs' planned ends and the reservations before
     /// it (added to `held`; `None`). A running job is planned to end no
     /// earlier than the next second.
-    ///
-    /// With `backfill_plan = "cons_tres"` the start is found as
-    /// select/cons_tres's will-run test finds it ([`BackfillPlan::ConsTres`]):
-    /// for job `id` that may preempt, free-tier jobs are gone after now;
-    /// the others are released in groups of growing time windows.
     pub(super) fn plan(
         &self,
-        id: u32,
         nodes: u32,
         g: u32,
         planned: u64,
@@ -96,20 +90,10 @@ impl Sim<'_> {
         if usable.len() < nodes as usize {
             return None;
         }
-        let will_run = self.config.sim.backfill_plan == BackfillPlan::ConsTres;
-        let gone = will_run && self.w.jobs[id as usize].min_runtime > 0;
         let mut releases: Vec<(u64, u32, u32)> = Vec::new();
-        // Planned ends of the jobs released in order (not the gone ones).
-        let mut ends: Vec<u64> = Vec::new();
         for &(end, r) in self.by_plan() {
-            let at = if gone && self.w.jobs[r as usize].min_runtime == 0 {
-                now + 1
-            } else {
-                ends.push(end.max(now + 1));
-                end.max(now + 1)
-            };
             for a in &self.jobs[r as usize].alloc {
-                releases.push((at, a.node, a.gpus));
+                releases.push((end.max(now + 1), a.node, a.gpus));
             }
         }
         let free_at = |node: u32, t: u64| -> i64 {
@@ -126,13 +110,8 @@ impl Sim<'_> {
             }
             f
         };
-        let tested: Vec<u64> = if will_run {
-            will_run_times(&ends)
-        } else {
-            releases.iter().map(|r| r.0).collect()
-        };
         let mut times: Vec<u64> = std::iter::once(now)
-            .chain(tested)
+            .chain(releases.iter().map(|r| r.0))
             .chain(held.iter().map(|h| h.end))
             .filter(|&t| t >= now)
             .collect();
@@ -156,17 +135,10 @@ impl Sim<'_> {
             }
             if fit.len() >= nodes as usize {
                 if self.cluster.cons_tres {
-                    // As placement: the most jobs running (left at `t`,
-                    // in the will-run test), lowest index.
-                    let left = |n: u32| {
-                        let on = self.cluster.jobs_on[n as usize].len();
-                        if will_run && t > now {
-                            on - releases.iter().filter(|r| r.1 == n && r.0 <= t).count()
-                        } else {
-                            on
-                        }
-                    };
-                    fit.sort_unstable_by_key(|&(_, n)| (Reverse(left(n)), n));
+                    // As placement: the most jobs running, lowest index.
+                    fit.sort_unstable_by_key(|&(_, n)| {
+                        (Reverse(self.cluster.jobs_on[n as usize].len()), n)
+                    });
                 } else {
                     fit.sort_unstable();
                 }
@@ -190,55 +162,5 @@ impl Sim<'_> {
             }
         }
         None
-    }
-}
-
-/// The times select/cons_tres's will-run test tries a pending job at, from
-/// the running jobs' planned `ends` (seconds, in release order): it
-/// releases the first job and every job ending up to the first end rounded
-/// up to a 30 s barrier plus a 30 s window, tries the job at the last end
-/// released, then doubles the window until it reaches the next end,
-/// releases up to it and tries again (Slurm 22.05, `_will_run_test` in
-/// src/plugins/select/cons_common/job_test.c, without `bf_window_scale`).
-fn will_run_times(ends: &[u64]) -> Vec<u64> {
-    const WINDOW: u64 = 30;
-    let mut ends = ends.to_vec();
-    ends.sort_unstable();
-    let Some(&first) = ends.first() else {
-        return Vec::new();
-    };
-    let barrier = first + (WINDOW - first % WINDOW);
-    let mut window = WINDOW;
-    let mut times = Vec::new();
-    let mut i = 0;
-    while i < ends.len() {
-        // The first job of a group is always released.
-        i += 1;
-        while i < ends.len() && ends[i] <= barrier + window {
-            i += 1;
-        }
-        times.push(ends[i - 1]);
-        while i < ends.len() && ends[i] > barrier + window {
-            window *= 2;
-        }
-    }
-    times
-}
-
-#[cfg(test)]
-mod tests {
-    use super::will_run_times;
-
-    #[test]
-    fn will_run_groups_ends_in_doubling_windows_from_a_30_s_barrier() {
-        // First end 207: barrier 210, window 30: 207, 219, 229, 240 go
-        // together (tried at 240); then the window doubles to 60 (270), 120
-        // (330) to reach 300: 300 and 321 go (tried at 321); 1000 needs 960.
-        assert_eq!(
-            will_run_times(&[219, 207, 229, 240, 300, 321, 1000]),
-            vec![240, 321, 1000]
-        );
-        assert_eq!(will_run_times(&[]), Vec::<u64>::new());
-        assert_eq!(will_run_times(&[60]), vec![60]);
     }
 }

@@ -235,7 +235,7 @@ impl Sim<'_> {
             let salt = u64::from(id);
             if let Some(h) = held.as_mut() {
                 let before = h.len();
-                if let Some(alloc) = self.plan(id, nodes, g, planned, h) {
+                if let Some(alloc) = self.plan(nodes, g, planned, h) {
                     self.start(id, alloc);
                 } else if bf_preempt && self.policy == Policy::Allot {
                     // Slurm's backfill preempts for any job it tests whose
@@ -313,7 +313,7 @@ impl Sim<'_> {
             if self.config.sim.backfill_reserve == BackfillReserve::All {
                 let mut h = Vec::new();
                 // Nothing fits now (placement just failed): a reservation.
-                let _ = self.plan(id, nodes, g, planned, &mut h);
+                let _ = self.plan(nodes, g, planned, &mut h);
                 held = Some(h);
             } else {
                 reservation = self.reservation(id);
