@@ -133,7 +133,7 @@ def sim_config(base, timing):
     sim = f"""
 [sim]
 cluster = "{t['cluster']}"
-backfill_interval = "0:{t['bf_interval_s']:02d}"
+backfill_interval = {dur(t['bf_interval_s'])}
 backfill_depth = {t['bf_max_job_test']}
 resumable = false
 checkpoint_interval = "0"
@@ -145,11 +145,18 @@ checkpoint_interval = "0"
     return base + sim + extra.replace("\\n", "\n") + "\n"
 
 
+def dur(seconds):
+    """Seconds as a quoted Slurm duration, H:MM:SS (a bare number would be minutes)."""
+    return f'"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"'
+
+
 def sim_keys(timing):
     """The [sim] timing settings the testbed's values give (docs/simulator.md)."""
-    keys = {"requeue_delay": f'"0:{timing["cred_expire_s"] + 1:02d}"',
+    keys = {"requeue_delay": dur(timing["cred_expire_s"] + 1),
             "backfill_reserve": '"all"',
+            "backfill_preempt": '"all"',
             "placement": f'"{os.environ.get("CALIB_PLACEMENT", "cons_tres")}"'}
+    keys["sched_interval"] = dur(timing["sched_interval_s"])
     if "pass_miss_ms" in timing:
         keys["pass_miss_ms"] = str(timing["pass_miss_ms"])
     if "attempt_overhead_ms" in timing:
@@ -290,6 +297,14 @@ def report(a):
             if os.path.exists(dfile):
                 ds, de = map(int, open(dfile).read().split())
                 trace.append(f"0,{ds - t0},{max(1, de - ds)},0,a1,0,gpu,maintenance,yes,false,drain,0,")
+            # The main scheduler's passes fall on whole multiples of
+            # sched_interval of the epoch: their phase in this run's trace.
+            run_conf = conf
+            if "sched_interval" in timing.get("sim_keys", {}):
+                iv = timing["sched_interval_s"]
+                run_conf = os.path.join(rdir, "sim.toml")
+                with open(conf) as src, open(run_conf, "w") as dst:
+                    dst.write(src.read().rstrip("\n") + f"\nsched_offset = {(iv - t0 % iv) % iv}\n")
             tpath = os.path.join(rdir, "replayed.csv")
             with open(tpath, "w") as f:
                 f.write("\n".join(trace) + "\n")
@@ -297,7 +312,7 @@ def report(a):
             # are seeded: one replay per seed, the prediction is the median,
             # and the spread over seeds stands beside the testbed's.
             seeds = ",".join(str(k) for k in range(1, SEEDS + 1))
-            out = subprocess.run([a.allot, "sim", "--trace", tpath, "--config", conf, "--cluster",
+            out = subprocess.run([a.allot, "sim", "--trace", tpath, "--config", run_conf, "--cluster",
                                   timing["cluster"], "--policy", "allot", "--json",
                                   "--sweep", f"seed={seeds}"],
                                  capture_output=True, text=True)

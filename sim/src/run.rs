@@ -78,6 +78,8 @@ const BACKFILL: u8 = 6;
 const WAKE: u8 = 7;
 /// A requeued job's `[sim] requeue_delay` ends: it joins its queue.
 const ELIGIBLE: u8 = 8;
+/// `[sim] sched_interval`: the main scheduler's next pass is due.
+const MAIN: u8 = 9;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -175,6 +177,8 @@ pub(crate) struct Sim<'w> {
     wakes: std::collections::BTreeSet<u64>,
     tick_at: u64,
     bf_at: u64,
+    /// Second of the next MAIN event queued (u64::MAX: none).
+    main_at: u64,
     backfill_now: bool,
     /// Simulated time after which the run stops (see [`horizon`]).
     horizon: u64,
@@ -291,6 +295,12 @@ impl<'w> Sim<'w> {
                 self.m.events += 1;
                 self.handle(kind, a, b);
             }
+            // `sched_interval`: slurmctld's periodic main scheduler, before
+            // this second's arrivals; the backfill pass follows them.
+            let sched = self.config.sim.sched_interval;
+            if sched > 0 && t % sched == self.config.sim.sched_offset {
+                self.pass(false);
+            }
             while let Some(j) = self.w.jobs.get(self.next_arrival) {
                 if j.submit != t {
                     break;
@@ -302,12 +312,28 @@ impl<'w> Sim<'w> {
                 let seen = if self.misses_pass(id) { t + 1 } else { t };
                 self.enqueue_at(id, seen);
             }
+            if sched > 0 && self.pending > 0 && t % self.config.sim.backfill_interval.max(1) == 0 {
+                self.backfill_now = true;
+            }
             let backfill = std::mem::take(&mut self.backfill_now);
-            let blocked = self.pass(backfill);
-            if blocked && self.bf_at == u64::MAX {
+            // With `sched_interval` there is no main pass after arrivals.
+            let blocked = (sched == 0 || backfill) && self.pass(backfill);
+            // With `sched_interval` the backfill runs every
+            // `backfill_interval` while anything is pending, blocked or not.
+            if (blocked || (sched > 0 && self.pending > 0)) && self.bf_at == u64::MAX {
                 let iv = self.config.sim.backfill_interval.max(1);
                 self.bf_at = (t / iv + 1) * iv;
                 self.events.push(Reverse((self.bf_at, BACKFILL, 0, 0)));
+            }
+            if sched > 0 && self.pending > 0 && self.main_at == u64::MAX {
+                // The next second t' > t with t' mod sched = sched_offset.
+                let off = self.config.sim.sched_offset;
+                self.main_at = if t < off {
+                    off
+                } else {
+                    ((t - off) / sched + 1) * sched + off
+                };
+                self.events.push(Reverse((self.main_at, MAIN, 0, 0)));
             }
             if blocked
                 && self.policy == Policy::Allot

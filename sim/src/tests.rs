@@ -417,6 +417,7 @@ proptest! {
             "",
             "backfill_preempt = \"all\"\n",
             "backfill_reserve = \"all\"\nbackfill_preempt = \"all\"\n",
+            "backfill_preempt = \"all\"\nsched_interval = \"0:10\"\nsched_offset = 3\n",
         ]),
     ) {
         let c = config(&format!(
@@ -678,6 +679,39 @@ fn backfill_preempts_behind_a_blocked_job_only_with_all() {
     };
     assert_eq!(by(&all), vec![(7201, 4, 0)]);
     assert_eq!((first.finished, all.finished), (4, 4));
+}
+
+/// `[sim] sched_interval`: the main scheduler passes only at its seconds,
+/// before that second's arrivals. t1's job at 0 starts in the backfill pass
+/// at 0; t2's at 1 waits for the main pass at 10 (5 with `sched_offset =
+/// 5`); t3's at 10 misses the pass at 10 and starts at 20 (15). Without it
+/// every job starts the second it arrives.
+#[test]
+fn the_main_scheduler_passes_only_at_its_interval_before_arrivals() {
+    let base = "[tree.t1]\nshare = 1\n[tree.t2]\nshare = 1\n[tree.t3]\nshare = 1\n[sim]\n";
+    let jobs = || {
+        vec![
+            job(1, "t1", 0, 100, 1),
+            job(2, "t2", 1, 100, 1),
+            job(3, "t3", 10, 100, 1),
+        ]
+    };
+    let waits = |extra: &str| {
+        let r = run(
+            &config(&format!("{base}{extra}")),
+            jobs(),
+            ONE_NODE,
+            Policy::Fifo,
+        );
+        assert_eq!(r.finished, 3);
+        r.teams.iter().map(|t| t.wait_p50_s).collect::<Vec<_>>()
+    };
+    assert_eq!(waits(""), vec![0, 0, 0]);
+    assert_eq!(waits("sched_interval = \"0:10\"\n"), vec![0, 9, 10]);
+    assert_eq!(
+        waits("sched_interval = \"0:10\"\nsched_offset = 5\n"),
+        vec![0, 4, 5]
+    );
 }
 
 /// `[sim] attempt_overhead_ms`: an attempt is held one second longer when

@@ -17,6 +17,8 @@
 //! placement = "best_fit"          # "cons_tres": Slurm's node choice (most jobs, lowest index)
 //! attempt_overhead_ms = 0         # launch + end report of each attempt, milliseconds
 //! pass_miss_ms = 0                # part of each second after slurmctld's pass, milliseconds
+//! sched_interval = "0"            # main scheduler only every this, before the second's arrivals
+//! sched_offset = 0                # ... at the seconds t with t mod sched_interval = this
 //! resumable = true                # requeued jobs continue with their remaining work
 //! checkpoint_interval = "30:00"   # ... from their last checkpoint; "0" = lose nothing
 //! metric_window = "1-0"           # rolling window of the share-error metric
@@ -234,6 +236,19 @@ pub struct SimSettings {
     /// (`bf_interval=1`), so about 230. 0 (default): every job is looked at
     /// in the second it arrives. At most 1000.
     pub pass_miss_ms: u64,
+    /// Seconds between two passes of slurmctld's main scheduler (its
+    /// `sched_interval`, 60 s by default in Slurm). 0 (default): the
+    /// simulator's main pass runs at every event, after the second's
+    /// arrivals, as it always did. Above 0: the main pass runs only at the
+    /// seconds `t` (since the trace's first submission) with `t mod
+    /// sched_interval = sched_offset`, *before* that second's arrivals (the
+    /// testbed's main scheduler runs about 0.1 s into its second, so it sees
+    /// only jobs submitted earlier), and a backfill pass runs after them
+    /// every `backfill_interval` while any job is pending.
+    pub sched_interval: u64,
+    /// The phase of the main passes (see `sched_interval`), seconds, less
+    /// than `sched_interval`.
+    pub sched_offset: u64,
     /// Default for jobs no rule marks: continue after requeue (true) or restart.
     pub resumable: bool,
     /// A resumable job keeps its work up to its last checkpoint, taken every
@@ -264,6 +279,8 @@ impl Default for SimSettings {
             requeue_delay: 0,
             attempt_overhead_ms: 0,
             pass_miss_ms: 0,
+            sched_interval: 0,
+            sched_offset: 0,
             resumable: true,
             checkpoint_interval: 1800,
             metric_window: 86_400,
@@ -288,6 +305,8 @@ struct RawSim {
     requeue_delay: Option<toml::Value>,
     attempt_overhead_ms: Option<u64>,
     pass_miss_ms: Option<u64>,
+    sched_interval: Option<toml::Value>,
+    sched_offset: Option<u64>,
     resumable: Option<bool>,
     checkpoint_interval: Option<toml::Value>,
     metric_window: Option<toml::Value>,
@@ -350,7 +369,7 @@ pub(crate) fn parse(
             errors.push(ConfigError::Invalid {
                 path: "sim".into(),
                 message: format!(
-                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_preempt, placement, requeue_delay, attempt_overhead_ms, pass_miss_ms, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
+                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_preempt, placement, requeue_delay, attempt_overhead_ms, pass_miss_ms, sched_interval, sched_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
                 ),
             });
             return SimSettings::default();
@@ -411,6 +430,25 @@ pub(crate) fn parse(
         &mut s.requeue_delay,
         true,
     );
+    positive(
+        "sim.sched_interval",
+        &raw.sched_interval,
+        &mut s.sched_interval,
+        true,
+    );
+    if let Some(off) = raw.sched_offset {
+        if s.sched_interval == 0 || off >= s.sched_interval {
+            errors.push(ConfigError::Invalid {
+                path: "sim.sched_offset".into(),
+                message: format!(
+                    "{off} needs a sched_interval above it (now {} s); it is the second of each sched_interval at which the main pass runs, 0 to sched_interval - 1",
+                    s.sched_interval
+                ),
+            });
+        } else {
+            s.sched_offset = off;
+        }
+    }
     match raw.backfill_reserve.as_deref() {
         None | Some("first") => {}
         Some("all") => s.backfill_reserve = BackfillReserve::All,

@@ -299,6 +299,25 @@ fn sim_backfill_reserve_and_preempt_are_first_or_all() {
 }
 
 #[test]
+fn sim_sched_offset_needs_a_sched_interval_above_it() {
+    let c = Config::from_toml_str(
+        "[tree.x]\nshare = 1\n[sim]\nsched_interval = \"0:02\"\nsched_offset = 1\n",
+    )
+    .unwrap();
+    assert_eq!((c.sim.sched_interval, c.sim.sched_offset), (2, 1));
+    for bad in [
+        "sched_offset = 1\n",
+        "sched_interval = \"0:02\"\nsched_offset = 2\n",
+    ] {
+        let m = message(&format!("[tree.x]\nshare = 1\n[sim]\n{bad}"));
+        assert!(
+            m.contains("sim.sched_offset") && m.contains("sched_interval"),
+            "{m}"
+        );
+    }
+}
+
+#[test]
 fn sim_placement_is_best_fit_or_cons_tres() {
     use crate::config::sim::Placement;
     let c =

@@ -56,6 +56,8 @@ impl Sim<'_> {
                 self.bf_at = u64::MAX;
                 self.backfill_now = true;
             }
+            // The pass itself runs in the event loop, before arrivals.
+            MAIN => self.main_at = u64::MAX,
             NODE_START => {
                 let e = self.node_events[a as usize];
                 self.m.accrue_capacity(now, self.cluster.capacity);

@@ -116,6 +116,7 @@ impl<'w> Sim<'w> {
             wakes: std::collections::BTreeSet::new(),
             tick_at: u64::MAX,
             bf_at: u64::MAX,
+            main_at: u64::MAX,
             backfill_now: false,
             horizon: horizon(w, cluster),
             decay: Decay {
