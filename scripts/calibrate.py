@@ -298,13 +298,20 @@ def report(a):
                 ds, de = map(int, open(dfile).read().split())
                 trace.append(f"0,{ds - t0},{max(1, de - ds)},0,a1,0,gpu,maintenance,yes,false,drain,0,")
             # The main scheduler's passes fall on whole multiples of
-            # sched_interval of the epoch: their phase in this run's trace.
+            # sched_interval of the epoch, and the backfill rounds its
+            # reservations to bf_resolution of it: their phases in this
+            # run's trace.
             run_conf = conf
             if "sched_interval" in timing.get("sim_keys", {}):
                 iv = timing["sched_interval_s"]
                 run_conf = os.path.join(rdir, "sim.toml")
                 with open(conf) as src, open(run_conf, "w") as dst:
-                    dst.write(src.read().rstrip("\n") + f"\nsched_offset = {(iv - t0 % iv) % iv}\n")
+                    extra = f"\nsched_offset = {(iv - t0 % iv) % iv}\n"
+                    # bf_resolution (60 s unless set; older saved runs
+                    # did not record it) rounds reservations on the epoch.
+                    r = timing.get("bf_resolution_s", 60)
+                    extra += f"backfill_resolution = {dur(r)}\nresolution_offset = {t0 % r}\n"
+                    dst.write(src.read().rstrip("\n") + extra)
             tpath = os.path.join(rdir, "replayed.csv")
             with open(tpath, "w") as f:
                 f.write("\n".join(trace) + "\n")

@@ -418,6 +418,7 @@ proptest! {
             "backfill_preempt = \"all\"\n",
             "backfill_reserve = \"all\"\nbackfill_preempt = \"all\"\n",
             "backfill_preempt = \"all\"\nsched_interval = \"0:10\"\nsched_offset = 3\n",
+            "backfill_reserve = \"all\"\nbackfill_resolution = \"1:00\"\nresolution_offset = 7\n",
         ]),
     ) {
         let c = config(&format!(
@@ -711,6 +712,41 @@ fn the_main_scheduler_passes_only_at_its_interval_before_arrivals() {
     assert_eq!(
         waits("sched_interval = \"0:10\"\nsched_offset = 5\n"),
         vec![0, 4, 5]
+    );
+}
+
+/// `[sim] backfill_resolution`: t2's 8-GPU job is planned at 100 (when
+/// t1's 4-GPU job ends) to 200; exactly, that reservation keeps t3's 4-GPU
+/// job of 150 s off the node until 200. Rounded down to 300 s the
+/// reservation is empty ([0, 0)), so t3's job starts at once and t2's
+/// waits for it (152), as slurmctld's bf_resolution lets happen.
+#[test]
+fn backfill_resolution_shortens_reservations_down_to_nothing() {
+    let base = "[tree.t1]\nshare = 1\n[tree.t2]\nshare = 1\n[tree.t3]\nshare = 1\n[sim]\nbackfill_interval = \"0:01\"\nbackfill_reserve = \"all\"\n";
+    let jobs = || {
+        vec![
+            limited(1, "t1", 0, 100, 4),
+            limited(2, "t2", 1, 100, 8),
+            limited(3, "t3", 2, 150, 4),
+        ]
+    };
+    let waits = |extra: &str| {
+        let r = run(
+            &config(&format!("{base}{extra}")),
+            jobs(),
+            ONE_NODE,
+            Policy::Fifo,
+        );
+        assert_eq!(r.finished, 3);
+        r.teams.iter().map(|t| t.wait_p50_s).collect::<Vec<_>>()
+    };
+    assert_eq!(waits(""), vec![0, 99, 198]);
+    assert_eq!(waits("backfill_resolution = \"5:00\"\n"), vec![0, 151, 0]);
+    // The same rounding with the trace's second 0 at 250 s past a multiple
+    // of 300: [100, 200) becomes [50, 50), still empty.
+    assert_eq!(
+        waits("backfill_resolution = \"5:00\"\nresolution_offset = 250\n"),
+        vec![0, 151, 0]
     );
 }
 

@@ -19,6 +19,8 @@
 //! pass_miss_ms = 0                # part of each second after slurmctld's pass, milliseconds
 //! sched_interval = "0"            # main scheduler only every this, before the second's arrivals
 //! sched_offset = 0                # ... at the seconds t with t mod sched_interval = this
+//! backfill_resolution = "0"       # reservations' ends rounded down to this (Slurm: bf_resolution)
+//! resolution_offset = 0           # ... the trace's second 0 past a multiple of it
 //! resumable = true                # requeued jobs continue with their remaining work
 //! checkpoint_interval = "30:00"   # ... from their last checkpoint; "0" = lose nothing
 //! metric_window = "1-0"           # rolling window of the share-error metric
@@ -249,6 +251,19 @@ pub struct SimSettings {
     /// The phase of the main passes (see `sched_interval`), seconds, less
     /// than `sched_interval`.
     pub sched_offset: u64,
+    /// Slurm's `bf_resolution`, seconds (0, the default: exact). Above 0,
+    /// a reservation the backfill (`backfill_reserve = "all"`) makes for a
+    /// job planned over `[start, start + limit)` holds its nodes over
+    /// `[start, start + limit)` with both ends rounded down to a multiple
+    /// of it on slurmctld's clock (backfill.c: `start_time` and
+    /// `end_reserve` divided by `backfill_resolution`): a reservation is
+    /// shorter than the job's limit, down to nothing, and lower jobs fit in
+    /// what it leaves.
+    pub backfill_resolution: u64,
+    /// Seconds past a multiple of `backfill_resolution` that the trace's
+    /// second 0 falls on slurmctld's clock (`scripts/calibrate` gives each
+    /// run's), less than `backfill_resolution`.
+    pub resolution_offset: u64,
     /// Default for jobs no rule marks: continue after requeue (true) or restart.
     pub resumable: bool,
     /// A resumable job keeps its work up to its last checkpoint, taken every
@@ -281,6 +296,8 @@ impl Default for SimSettings {
             pass_miss_ms: 0,
             sched_interval: 0,
             sched_offset: 0,
+            backfill_resolution: 0,
+            resolution_offset: 0,
             resumable: true,
             checkpoint_interval: 1800,
             metric_window: 86_400,
@@ -307,6 +324,8 @@ struct RawSim {
     pass_miss_ms: Option<u64>,
     sched_interval: Option<toml::Value>,
     sched_offset: Option<u64>,
+    backfill_resolution: Option<toml::Value>,
+    resolution_offset: Option<u64>,
     resumable: Option<bool>,
     checkpoint_interval: Option<toml::Value>,
     metric_window: Option<toml::Value>,
@@ -369,7 +388,7 @@ pub(crate) fn parse(
             errors.push(ConfigError::Invalid {
                 path: "sim".into(),
                 message: format!(
-                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_preempt, placement, requeue_delay, attempt_overhead_ms, pass_miss_ms, sched_interval, sched_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
+                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_preempt, placement, requeue_delay, attempt_overhead_ms, pass_miss_ms, sched_interval, sched_offset, backfill_resolution, resolution_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
                 ),
             });
             return SimSettings::default();
@@ -436,6 +455,25 @@ pub(crate) fn parse(
         &mut s.sched_interval,
         true,
     );
+    positive(
+        "sim.backfill_resolution",
+        &raw.backfill_resolution,
+        &mut s.backfill_resolution,
+        true,
+    );
+    if let Some(off) = raw.resolution_offset {
+        if s.backfill_resolution == 0 || off >= s.backfill_resolution {
+            errors.push(ConfigError::Invalid {
+                path: "sim.resolution_offset".into(),
+                message: format!(
+                    "{off} needs a backfill_resolution above it (now {} s); it is where the trace's second 0 falls past a multiple of backfill_resolution, 0 to backfill_resolution - 1",
+                    s.backfill_resolution
+                ),
+            });
+        } else {
+            s.resolution_offset = off;
+        }
+    }
     if let Some(off) = raw.sched_offset {
         if s.sched_interval == 0 || off >= s.sched_interval {
             errors.push(ConfigError::Invalid {

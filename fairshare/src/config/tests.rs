@@ -299,7 +299,7 @@ fn sim_backfill_reserve_and_preempt_are_first_or_all() {
 }
 
 #[test]
-fn sim_sched_offset_needs_a_sched_interval_above_it() {
+fn sim_sched_and_resolution_offsets_need_their_interval_above_them() {
     let c = Config::from_toml_str(
         "[tree.x]\nshare = 1\n[sim]\nsched_interval = \"0:02\"\nsched_offset = 1\n",
     )
@@ -315,6 +315,13 @@ fn sim_sched_offset_needs_a_sched_interval_above_it() {
             "{m}"
         );
     }
+    let m = message(
+        "[tree.x]\nshare = 1\n[sim]\nbackfill_resolution = \"1:00\"\nresolution_offset = 60\n",
+    );
+    assert!(
+        m.contains("sim.resolution_offset") && m.contains("backfill_resolution"),
+        "{m}"
+    );
 }
 
 #[test]

@@ -150,13 +150,25 @@ impl Sim<'_> {
                             .collect(),
                     );
                 }
-                for (_, node) in fit {
-                    held.push(Held {
-                        start: t,
-                        end: t + planned,
-                        node,
-                        gpus: g,
-                    });
+                // `backfill_resolution`: both ends rounded down on
+                // slurmctld's clock; an empty reservation holds nothing.
+                let (start, end) = match self.config.sim.backfill_resolution {
+                    0 => (t, t + planned),
+                    r => {
+                        let off = self.config.sim.resolution_offset;
+                        let down = |x: u64| ((x + off) / r * r).saturating_sub(off);
+                        (down(t), down(t + planned))
+                    }
+                };
+                if end > start {
+                    for (_, node) in fit {
+                        held.push(Held {
+                            start,
+                            end,
+                            node,
+                            gpus: g,
+                        });
+                    }
                 }
                 return None;
             }
