@@ -682,6 +682,19 @@ fn backfill_preempts_behind_a_blocked_job_only_with_all() {
     assert_eq!((first.finished, all.finished), (4, 4));
 }
 
+/// Teams t1, t2 and t3 of equal shares, `sim` as their `[sim]` section:
+/// each team's median wait (seconds) replaying `jobs` (all must finish)
+/// FIFO on one 8-GPU node.
+fn fifo_waits_of_three_teams(sim: &str, jobs: Vec<TraceJob>) -> Vec<u64> {
+    let c = config(&format!(
+        "[tree.t1]\nshare = 1\n[tree.t2]\nshare = 1\n[tree.t3]\nshare = 1\n[sim]\n{sim}"
+    ));
+    let n = jobs.len() as u64;
+    let r = run(&c, jobs, ONE_NODE, Policy::Fifo);
+    assert_eq!(r.finished, n);
+    r.teams.iter().map(|t| t.wait_p50_s).collect()
+}
+
 /// `[sim] sched_interval`: the main scheduler passes only at its seconds,
 /// before that second's arrivals. t1's job at 0 starts in the backfill pass
 /// at 0; t2's at 1 waits for the main pass at 10 (5 with `sched_offset =
@@ -689,23 +702,15 @@ fn backfill_preempts_behind_a_blocked_job_only_with_all() {
 /// every job starts the second it arrives.
 #[test]
 fn the_main_scheduler_passes_only_at_its_interval_before_arrivals() {
-    let base = "[tree.t1]\nshare = 1\n[tree.t2]\nshare = 1\n[tree.t3]\nshare = 1\n[sim]\n";
-    let jobs = || {
-        vec![
-            job(1, "t1", 0, 100, 1),
-            job(2, "t2", 1, 100, 1),
-            job(3, "t3", 10, 100, 1),
-        ]
-    };
-    let waits = |extra: &str| {
-        let r = run(
-            &config(&format!("{base}{extra}")),
-            jobs(),
-            ONE_NODE,
-            Policy::Fifo,
-        );
-        assert_eq!(r.finished, 3);
-        r.teams.iter().map(|t| t.wait_p50_s).collect::<Vec<_>>()
+    let waits = |sim: &str| {
+        fifo_waits_of_three_teams(
+            sim,
+            vec![
+                job(1, "t1", 0, 100, 1),
+                job(2, "t2", 1, 100, 1),
+                job(3, "t3", 10, 100, 1),
+            ],
+        )
     };
     assert_eq!(waits(""), vec![0, 0, 0]);
     assert_eq!(waits("sched_interval = \"0:10\"\n"), vec![0, 9, 10]);
@@ -722,23 +727,15 @@ fn the_main_scheduler_passes_only_at_its_interval_before_arrivals() {
 /// waits for it (152), as slurmctld's bf_resolution lets happen.
 #[test]
 fn backfill_resolution_shortens_reservations_down_to_nothing() {
-    let base = "[tree.t1]\nshare = 1\n[tree.t2]\nshare = 1\n[tree.t3]\nshare = 1\n[sim]\nbackfill_interval = \"0:01\"\nbackfill_reserve = \"all\"\n";
-    let jobs = || {
-        vec![
-            limited(1, "t1", 0, 100, 4),
-            limited(2, "t2", 1, 100, 8),
-            limited(3, "t3", 2, 150, 4),
-        ]
-    };
     let waits = |extra: &str| {
-        let r = run(
-            &config(&format!("{base}{extra}")),
-            jobs(),
-            ONE_NODE,
-            Policy::Fifo,
-        );
-        assert_eq!(r.finished, 3);
-        r.teams.iter().map(|t| t.wait_p50_s).collect::<Vec<_>>()
+        fifo_waits_of_three_teams(
+            &format!("backfill_interval = \"0:01\"\nbackfill_reserve = \"all\"\n{extra}"),
+            vec![
+                limited(1, "t1", 0, 100, 4),
+                limited(2, "t2", 1, 100, 8),
+                limited(3, "t3", 2, 150, 4),
+            ],
+        )
     };
     assert_eq!(waits(""), vec![0, 99, 198]);
     assert_eq!(waits("backfill_resolution = \"5:00\"\n"), vec![0, 151, 0]);

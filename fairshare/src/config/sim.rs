@@ -374,6 +374,51 @@ fn duration(path: &str, v: &toml::Value, errors: &mut Vec<ConfigError>) -> Optio
     }
 }
 
+/// One of `options` (name, value) for the key `path` into `slot`; absent
+/// keeps the default; anything else is an error listing `choices`.
+fn choose<T: Copy>(
+    path: &str,
+    given: Option<&str>,
+    options: &[(&str, T)],
+    choices: &str,
+    slot: &mut T,
+    errors: &mut Vec<ConfigError>,
+) {
+    let Some(given) = given else {
+        return;
+    };
+    match options.iter().find(|(name, _)| *name == given) {
+        Some(&(_, v)) => *slot = v,
+        None => errors.push(ConfigError::Invalid {
+            path: path.into(),
+            message: format!("{given:?} is not a choice; write {choices}"),
+        }),
+    }
+}
+
+/// A phase `given` (seconds) of the period `(name, seconds)`: valid from 0
+/// to the period - 1, which must be above 0; else an error at `path`
+/// saying what the phase is (`meaning`).
+fn phase(
+    path: &str,
+    given: Option<u64>,
+    (name, period): (&str, u64),
+    meaning: &str,
+    errors: &mut Vec<ConfigError>,
+) -> Option<u64> {
+    let off = given?;
+    if period == 0 || off >= period {
+        errors.push(ConfigError::Invalid {
+            path: path.into(),
+            message: format!(
+                "{off} needs a {name} above it (now {period} s); {meaning}, 0 to {name} - 1"
+            ),
+        });
+        return None;
+    }
+    Some(off)
+}
+
 /// Parses and validates the `[sim]` table. `max_min_runtime` is the
 /// contract cap (seconds) that fixed rule minimum runtimes must respect.
 /// Problems are appended to `errors`, each naming its key.
@@ -461,62 +506,48 @@ pub(crate) fn parse(
         &mut s.backfill_resolution,
         true,
     );
-    if let Some(off) = raw.resolution_offset {
-        if s.backfill_resolution == 0 || off >= s.backfill_resolution {
-            errors.push(ConfigError::Invalid {
-                path: "sim.resolution_offset".into(),
-                message: format!(
-                    "{off} needs a backfill_resolution above it (now {} s); it is where the trace's second 0 falls past a multiple of backfill_resolution, 0 to backfill_resolution - 1",
-                    s.backfill_resolution
-                ),
-            });
-        } else {
-            s.resolution_offset = off;
-        }
+    if let Some(off) = phase(
+        "sim.resolution_offset",
+        raw.resolution_offset,
+        ("backfill_resolution", s.backfill_resolution),
+        "it is where the trace's second 0 falls past a multiple of backfill_resolution",
+        errors,
+    ) {
+        s.resolution_offset = off;
     }
-    if let Some(off) = raw.sched_offset {
-        if s.sched_interval == 0 || off >= s.sched_interval {
-            errors.push(ConfigError::Invalid {
-                path: "sim.sched_offset".into(),
-                message: format!(
-                    "{off} needs a sched_interval above it (now {} s); it is the second of each sched_interval at which the main pass runs, 0 to sched_interval - 1",
-                    s.sched_interval
-                ),
-            });
-        } else {
-            s.sched_offset = off;
-        }
+    if let Some(off) = phase(
+        "sim.sched_offset",
+        raw.sched_offset,
+        ("sched_interval", s.sched_interval),
+        "it is the second of each sched_interval at which the main pass runs",
+        errors,
+    ) {
+        s.sched_offset = off;
     }
-    match raw.backfill_reserve.as_deref() {
-        None | Some("first") => {}
-        Some("all") => s.backfill_reserve = BackfillReserve::All,
-        Some(other) => errors.push(ConfigError::Invalid {
-            path: "sim.backfill_reserve".into(),
-            message: format!(
-                "{other:?} is not a choice; write \"first\" (EASY: the first blocked job only) or \"all\" (every job the pass looks at, as Slurm's sched/backfill)"
-            ),
-        }),
-    }
-    match raw.backfill_preempt.as_deref() {
-        None | Some("first") => {}
-        Some("all") => s.backfill_preempt = BackfillPreempt::All,
-        Some(other) => errors.push(ConfigError::Invalid {
-            path: "sim.backfill_preempt".into(),
-            message: format!(
-                "{other:?} is not a choice; write \"first\" (only the first job a backfill pass cannot start may preempt) or \"all\" (every job it looks at, as Slurm's sched/backfill)"
-            ),
-        }),
-    }
-    match raw.placement.as_deref() {
-        None | Some("best_fit") => {}
-        Some("cons_tres") => s.placement = Placement::ConsTres,
-        Some(other) => errors.push(ConfigError::Invalid {
-            path: "sim.placement".into(),
-            message: format!(
-                "{other:?} is not a choice; write \"best_fit\" (fewest free GPUs, seeded ties) or \"cons_tres\" (Slurm's select/cons_tres: most jobs running, lowest index)"
-            ),
-        }),
-    }
+    choose(
+        "sim.backfill_reserve",
+        raw.backfill_reserve.as_deref(),
+        &[("first", BackfillReserve::First), ("all", BackfillReserve::All)],
+        "\"first\" (EASY: the first blocked job only) or \"all\" (every job the pass looks at, as Slurm's sched/backfill)",
+        &mut s.backfill_reserve,
+        errors,
+    );
+    choose(
+        "sim.backfill_preempt",
+        raw.backfill_preempt.as_deref(),
+        &[("first", BackfillPreempt::First), ("all", BackfillPreempt::All)],
+        "\"first\" (only the first job a backfill pass cannot start may preempt) or \"all\" (every job it looks at, as Slurm's sched/backfill)",
+        &mut s.backfill_preempt,
+        errors,
+    );
+    choose(
+        "sim.placement",
+        raw.placement.as_deref(),
+        &[("best_fit", Placement::BestFit), ("cons_tres", Placement::ConsTres)],
+        "\"best_fit\" (fewest free GPUs, seeded ties) or \"cons_tres\" (Slurm's select/cons_tres: most jobs running, lowest index)",
+        &mut s.placement,
+        errors,
+    );
     if let Some(ms) = raw.attempt_overhead_ms {
         if ms > 60_000 {
             errors.push(ConfigError::Invalid {

@@ -10,7 +10,7 @@ pub(super) struct Held {
     pub(super) start: u64,
     pub(super) end: u64,
     pub(super) node: u32,
-    pub(super) gpus: u32,
+    gpus: u32,
 }
 
 impl Sim<'_> {
