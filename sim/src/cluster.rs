@@ -29,6 +29,9 @@ pub(crate) struct Cluster {
     /// Running jobs on each node.
     pub jobs_on: Vec<Vec<u32>>,
     seed: u64,
+    /// `[sim] node_cpus` (with `cons_tres`): CPUs per node, one a job; 0:
+    /// the node running the most jobs over all nodes.
+    pub node_cpus: u32,
     /// `[sim] placement = "cons_tres"`: a one-node job goes to the usable
     /// node running the most jobs, lowest index first.
     pub cons_tres: bool,
@@ -57,6 +60,7 @@ impl Cluster {
             jobs_on: vec![Vec::new(); nodes as usize],
             seed,
             cons_tres: false,
+            node_cpus: 0,
         }
     }
 
@@ -147,6 +151,14 @@ impl Cluster {
             return None;
         }
         let ok = |n: &u32| avoid.binary_search(n).is_err();
+        if nodes == 1 && self.cons_tres && self.node_cpus > 0 {
+            return self.cons_tres_runs(per_node, &ok).map(|node| {
+                vec![NodeGpus {
+                    node,
+                    gpus: per_node,
+                }]
+            });
+        }
         if nodes == 1 && self.cons_tres {
             // Slurm's select/cons_tres takes, of the nodes that fit, the one
             // with the fewest CPUs available (strictly fewer: the lowest
@@ -194,6 +206,43 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// select/cons_tres's node for a one-node job (22.05 job_test.c,
+    /// `_eval_nodes`), with `node_cpus` CPUs a node and one a job: the
+    /// nodes the job fits on (usable, `per_node` GPUs and a CPU free, `ok`)
+    /// form runs of consecutive indices; of those runs the one with the
+    /// fewest CPUs available in all (the first on a tie), and in it the
+    /// node with the fewest (the first on a tie). A lone node beside full
+    /// ones is thus preferred to a busier node beside another free one.
+    fn cons_tres_runs(&self, per_node: u32, ok: &impl Fn(&u32) -> bool) -> Option<u32> {
+        let avail = |n: u32| {
+            self.node_cpus
+                .saturating_sub(self.jobs_on[n as usize].len() as u32)
+        };
+        let fits =
+            |n: u32| self.usable(n) && self.free[n as usize] >= per_node && ok(&n) && avail(n) > 0;
+        // (CPUs available in the run, its node with the fewest).
+        let mut best: Option<(u32, u32)> = None;
+        let mut run: Option<(u32, u32)> = None;
+        for n in 0..=self.nodes() {
+            if n < self.nodes() && fits(n) {
+                run = Some(match run {
+                    None => (avail(n), n),
+                    Some((total, pick)) => (
+                        total + avail(n),
+                        if avail(n) < avail(pick) { n } else { pick },
+                    ),
+                });
+            } else if let Some(r) = run.take() {
+                if best.map_or(true, |b| r.0 < b.0) {
+                    best = Some(r);
+                }
+            }
+        }
+        best.map(|b| b.1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,5 +268,29 @@ mod tests {
             0,
             "a tie: lowest index"
         );
+    }
+
+    /// With `node_cpus` (16 here), cons_tres's runs of consecutive nodes:
+    /// nodes 0 and 1 run three and four 1-GPU jobs, node 2 is full, node 3
+    /// runs two. Runs: {0, 1} with 13 + 12 CPUs available, {3} with 14: a
+    /// 1-GPU job goes to node 3, though nodes 0 and 1 run more jobs; with
+    /// node 3 avoided, to node 1 (fewer CPUs available than node 0).
+    #[test]
+    fn cons_tres_takes_the_tightest_run_of_consecutive_nodes() {
+        let mut c = Cluster::new(4, 8, 0);
+        c.cons_tres = true;
+        let mut id = 0;
+        for (node, jobs) in [(0, 3), (1, 4), (3, 2)] {
+            for _ in 0..jobs {
+                id += 1;
+                c.take(id, &[NodeGpus { node, gpus: 1 }]);
+            }
+        }
+        c.take(99, &[NodeGpus { node: 2, gpus: 8 }]);
+        assert_eq!(c.place(1, 1, &[], 7).unwrap()[0].node, 1, "most jobs");
+        c.node_cpus = 16;
+        assert_eq!(c.place(1, 1, &[], 7).unwrap()[0].node, 3);
+        assert_eq!(c.place(1, 1, &[3], 7).unwrap()[0].node, 1);
+        assert_eq!(c.place(1, 8, &[], 7), None, "nowhere 8 GPUs free");
     }
 }

@@ -45,6 +45,7 @@ mod jobs;
 mod pass;
 mod preempt;
 mod queue;
+mod second;
 mod setup;
 mod snapshot;
 
@@ -54,7 +55,7 @@ use super::trace::{NodeEvent, NodeEventKind};
 use super::workload::Workload;
 use super::{ClusterSpec, Policy, PreemptionRecord, SimReport};
 use backfill::Held;
-use fairshare::config::sim::{BackfillPreempt, BackfillReserve, Placement};
+use fairshare::config::sim::{BackfillPreempt, BackfillReserve, Placement, PreemptorStart};
 use fairshare::config::Config;
 use fairshare::contract::{protected_until, Contract, RunClock};
 use fairshare::drain::{self, NodeJob};
@@ -69,9 +70,12 @@ use queue::Queue;
 /// Event kinds, in the order they apply within one second.
 const COMPLETE: u8 = 0;
 const NODE_START: u8 = 1;
-const NODE_END: u8 = 2;
-const EXPIRY: u8 = 3;
-const DRAIN_REQUEUE: u8 = 4;
+const EXPIRY: u8 = 2;
+/// Before NODE_END: a drained node's job whose contract ends in the second
+/// the drain ends is still requeued (the drain ends because the node is
+/// empty: `scontrol update state=resume` once the sidecar requeued it).
+const DRAIN_REQUEUE: u8 = 3;
+const NODE_END: u8 = 4;
 const TICK: u8 = 5;
 const BACKFILL: u8 = 6;
 /// A short job's `[preempt] short_wait` ends: look at the queue again.
@@ -108,6 +112,11 @@ struct JobState {
     alloc: Vec<NodeGpus>,
     open: Option<OpenCharge>,
     unprotected: bool,
+    /// When the job last preempted (`repreempt_delay`); u64::MAX: never.
+    preempted_at: u64,
+    /// Its end's offset into its second, µs (with `sched_interval`: the
+    /// offset of the pass that started it plus `attempt_overhead_ms`).
+    end_us: u32,
 }
 
 struct Reservation {
@@ -192,6 +201,20 @@ pub(crate) struct Sim<'w> {
     pass_heap: Vec<PassEntry>,
     /// Per queue: [`Sim::queue_floor`] at this pass.
     pass_floors: Vec<Option<u64>>,
+    /// `preemptor_start = "next_pass"`: per preemption in this pass, the
+    /// preemptor and the GPUs held for it (its victims', still completing,
+    /// and the rest of its placement) until the pass ends.
+    completing: Vec<(u32, Vec<NodeGpus>)>,
+    /// Buffer of [`Sim::second_with_passes`]: this second's job ends and
+    /// node events (offset µs, kind, a, b), applied at their offsets among
+    /// its passes.
+    pass_ends: Vec<(u64, u8, u32, u32)>,
+    /// With `sched_interval`: whether this second's backfill pass left a
+    /// job blocked.
+    bf_blocked: bool,
+    /// The offset (µs) into its second of the pass running now, with
+    /// `sched_interval` ([`Sim::second_with_passes`]).
+    pass_us: Option<u64>,
     /// Buffers of [`Sim::try_preempt`], kept between calls.
     scratch: std::cell::RefCell<PreemptScratch>,
     m: Metrics,
@@ -287,52 +310,52 @@ impl<'w> Sim<'w> {
                 break;
             }
             self.set_now(t);
-            while let Some(&Reverse((et, kind, a, b))) = self.events.peek() {
-                if et != t {
-                    break;
-                }
-                self.events.pop();
-                self.m.events += 1;
-                self.handle(kind, a, b);
-            }
-            // `sched_interval`: slurmctld's periodic main scheduler, before
-            // this second's arrivals; the backfill pass follows them.
             let sched = self.config.sim.sched_interval;
-            if sched > 0 && t % sched == self.config.sim.sched_offset {
-                self.pass(false);
-            }
-            while let Some(j) = self.w.jobs.get(self.next_arrival) {
-                if j.submit != t {
-                    break;
+            if sched == 0 {
+                // The main pass runs at every event, after the second's
+                // events and arrivals.
+                while let Some(&Reverse((et, kind, a, b))) = self.events.peek() {
+                    if et != t {
+                        break;
+                    }
+                    self.events.pop();
+                    self.m.events += 1;
+                    self.handle(kind, a, b);
                 }
-                let id = self.next_arrival as u32;
-                self.next_arrival += 1;
-                self.m.events += 1;
-                // Submitted after this second's pass: seen in the next.
-                let seen = if self.misses_pass(id) { t + 1 } else { t };
-                self.enqueue_at(id, seen);
-            }
-            if sched > 0 && self.pending > 0 && t % self.config.sim.backfill_interval.max(1) == 0 {
-                self.backfill_now = true;
+                while let Some(j) = self.w.jobs.get(self.next_arrival) {
+                    if j.submit != t {
+                        break;
+                    }
+                    let id = self.next_arrival as u32;
+                    self.next_arrival += 1;
+                    self.m.events += 1;
+                    // Submitted after this second's pass: seen in the next.
+                    let seen = if self.misses_pass(id) { t + 1 } else { t };
+                    self.enqueue_at(id, seen);
+                }
+            } else {
+                self.second_with_passes(t);
             }
             let backfill = std::mem::take(&mut self.backfill_now);
-            // With `sched_interval` there is no main pass after arrivals.
-            let blocked = (sched == 0 || backfill) && self.pass(backfill);
+            // With `sched_interval` the second's passes have run.
+            let blocked = if sched == 0 {
+                self.pass(backfill)
+            } else {
+                self.bf_blocked
+            };
             // With `sched_interval` the backfill runs every
             // `backfill_interval` while anything is pending, blocked or not.
             if (blocked || (sched > 0 && self.pending > 0)) && self.bf_at == u64::MAX {
-                let iv = self.config.sim.backfill_interval.max(1);
-                self.bf_at = (t / iv + 1) * iv;
+                self.bf_at = if sched > 0 {
+                    self.backfill_pass_at(t).1
+                } else {
+                    let iv = self.config.sim.backfill_interval.max(1);
+                    (t / iv + 1) * iv
+                };
                 self.events.push(Reverse((self.bf_at, BACKFILL, 0, 0)));
             }
             if sched > 0 && self.pending > 0 && self.main_at == u64::MAX {
-                // The next second t' > t with t' mod sched = sched_offset.
-                let off = self.config.sim.sched_offset;
-                self.main_at = if t < off {
-                    off
-                } else {
-                    ((t - off) / sched + 1) * sched + off
-                };
+                self.main_at = self.main_pass_at(t).1;
                 self.events.push(Reverse((self.main_at, MAIN, 0, 0)));
             }
             if blocked

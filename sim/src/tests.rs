@@ -345,18 +345,21 @@ fn node_failures_and_drains() {
             at: 1800,
             duration: 3600,
             kind: NodeEventKind::Fail,
+            at_ms: None,
         },
         NodeEvent {
             node: 1,
             at: 600,
             duration: 7200,
             kind: NodeEventKind::Drain,
+            at_ms: None,
         },
         NodeEvent {
             node: 9,
             at: 600,
             duration: 60,
             kind: NodeEventKind::Drain,
+            at_ms: None,
         },
     ];
     let t = trace::from_jobs(jobs, events);
@@ -419,6 +422,9 @@ proptest! {
             "backfill_reserve = \"all\"\nbackfill_preempt = \"all\"\n",
             "backfill_preempt = \"all\"\nsched_interval = \"0:10\"\nsched_offset = 3\n",
             "backfill_reserve = \"all\"\nbackfill_resolution = \"1:00\"\nresolution_offset = 7\n",
+            // slurmctld's timing as scripts/calibrate gives it.
+            "backfill_reserve = \"all\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:10\"\nsched_offset = 3\npreemptor_start = \"next_pass\"\nrepreempt_delay = \"0:30\"\nmain_phase_ms = 700\npass_miss_ms = 500\npass_drift_us = 50000\n",
+            "preemptor_start = \"next_pass\"\n",
         ]),
     ) {
         let c = config(&format!(
@@ -807,4 +813,144 @@ fn pass_miss_delays_late_submissions_by_a_second() {
         e.contains("sim.pass_miss_ms") && e.contains("0..=1000"),
         "{e}"
     );
+}
+
+/// `[sim] preemptor_start`: t1 holds the node with two 10 h jobs; t2's
+/// 4-GPU job arrives at 4200, past their 1 h contracts, and preempts one.
+/// `at_once` starts it on the victim's GPUs that second; `next_pass` (as
+/// slurmctld) leaves it pending until a later pass: the next backfill, at
+/// 4230 with passes every 30 s.
+#[test]
+fn a_preemptor_starts_in_a_later_pass_with_next_pass() {
+    let jobs = || {
+        vec![
+            job(1, "t1", 0, 36_000, 4),
+            job(2, "t1", 0, 36_000, 4),
+            job(3, "t2", 4200, 600, 4),
+        ]
+    };
+    let wait = |extra: &str| {
+        let r = run(
+            &config(&format!("{TWO_TEAMS}\n[sim]\n{extra}")),
+            jobs(),
+            ONE_NODE,
+            Policy::Allot,
+        );
+        assert_eq!((r.preemptions, r.finished), (1, 3));
+        assert_eq!(r.preemption_log[0].time, 4200);
+        r.teams[1].wait_p50_s
+    };
+    assert_eq!(wait(""), 0);
+    assert_eq!(wait("preemptor_start = \"next_pass\"\n"), 30);
+    let e = Config::from_toml_str(&format!(
+        "{TWO_TEAMS}\n[sim]\npreemptor_start = \"later\"\n"
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("sim.preemptor_start") && e.contains("\"next_pass\""),
+        "{e}"
+    );
+}
+
+/// `[sim] repreempt_delay`: t1 holds two nodes with eight 10 h jobs of 2
+/// GPUs; t2's 4-GPU job (9) preempts two at 4200 and waits for a later
+/// pass; t2's short job (10, short band: first in priority) arriving at
+/// 4210 takes two of the freed GPUs. Job 9 preempts again at once (4210),
+/// or with a 60 s delay (slurmctld: KillWait + MessageTimeout) only at
+/// 4260.
+#[test]
+fn a_preemptor_that_lost_its_gpus_preempts_again_after_the_delay() {
+    let base = format!(
+        "{TWO_TEAMS}\n[priority]\nshort_max_gpus = 2\nshort_max_time = \"1:00:00\"\n[sim]\npreemptor_start = \"next_pass\"\n"
+    );
+    let jobs = || {
+        let mut v: Vec<TraceJob> = (1..=8).map(|i| job(i, "t1", 0, 36_000, 2)).collect();
+        v.push(job(9, "t2", 4200, 600, 4));
+        v.push(job(10, "t2", 4210, 600, 2));
+        v
+    };
+    let times = |extra: &str| {
+        let r = run(
+            &config(&format!("{base}{extra}")),
+            jobs(),
+            TWO_NODES,
+            Policy::Allot,
+        );
+        assert_eq!(r.finished, 10);
+        r.preemption_log
+            .iter()
+            .map(|p| (p.time, p.preemptor))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(times(""), [(4200, 9), (4200, 9), (4210, 9)]);
+    assert_eq!(
+        times("repreempt_delay = \"1:00\"\n"),
+        [(4200, 9), (4200, 9), (4260, 9)]
+    );
+}
+
+/// `[sim] main_phase_ms`, `pass_miss_ms`, `pass_drift_us` and the trace's
+/// `submit_ms`: a job is in the first pass of its second that comes after
+/// its submission (main at 300 ms of the even seconds, backfill at 600 ms
+/// of every second), else in the next second's. A drift of 100 ms a second
+/// moves the backfill of second 3 to 900 ms, so a submission at 650 ms is
+/// in it.
+#[test]
+fn a_submission_is_in_the_next_pass_after_it_within_its_second() {
+    let at = |id: u64, team: &str, submit: u64, ms: u16| TraceJob {
+        submit_ms: Some(ms),
+        ..job(id, team, submit, 100, 1)
+    };
+    let waits = |extra: &str| {
+        fifo_waits_of_three_teams(
+            &format!(
+                "backfill_interval = \"0:01\"\nsched_interval = \"0:02\"\nmain_phase_ms = 300\npass_miss_ms = 400\n{extra}"
+            ),
+            vec![at(1, "t1", 1, 700), at(2, "t2", 2, 100), at(3, "t3", 3, 650)],
+        )
+    };
+    // 1: after the backfill of second 1 -> the main pass of 2. 2: before
+    // the main pass of 2. 3: after the backfill of 3 -> 4.
+    assert_eq!(waits(""), vec![1, 0, 1]);
+    assert_eq!(waits("pass_drift_us = 100000\n"), vec![1, 0, 0]);
+    for (key, value, fix) in [
+        ("main_phase_ms", "1000", "0-999"),
+        ("pass_drift_us", "200000", "at most 100000"),
+    ] {
+        let e = Config::from_toml_str(&format!(
+            "{TWO_TEAMS}\n[sim]\nsched_interval = \"0:02\"\n{key} = {value}\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(&format!("sim.{key}")) && e.contains(fix), "{e}");
+    }
+    let e = Config::from_toml_str(&format!("{TWO_TEAMS}\n[sim]\nmain_phase_ms = 300\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("needs a sched_interval"), "{e}");
+}
+
+/// With `sched_interval`, a job ends at the offset of the pass that
+/// started it (plus `attempt_overhead_ms`): job 1 (the whole node, 10 s)
+/// starts in the backfill at 600 ms of second 0 and ends at 600 ms of
+/// second 10, after that second's backfill, so job 2 starts at 11. With the
+/// passes drifting 10 ms a second the backfill of second 10 is at 700 ms,
+/// after the end, and job 2 starts at 10.
+#[test]
+fn a_job_ends_at_the_offset_of_the_pass_that_started_it() {
+    let at = |id: u64, team: &str, submit: u64, ms: u16| TraceJob {
+        submit_ms: Some(ms),
+        ..job(id, team, submit, 10, 8)
+    };
+    let waits = |extra: &str| {
+        fifo_waits_of_three_teams(
+            &format!(
+                "backfill_interval = \"0:01\"\nsched_interval = \"0:02\"\nmain_phase_ms = 300\npass_miss_ms = 400\n{extra}"
+            ),
+            vec![at(1, "t1", 0, 400), at(2, "t2", 5, 0)],
+        )
+    };
+    assert_eq!(waits(""), vec![0, 6, 0]);
+    assert_eq!(waits("pass_drift_us = 10000\n"), vec![0, 5, 0]);
 }

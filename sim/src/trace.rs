@@ -4,7 +4,7 @@
 //! Formats (the header line decides, or the caller names one):
 //! - **allot CSV** (documented in `docs/simulator.md`): header with at least
 //!   `submit,duration,gpus,team`; optional `id,user,partition,min_runtime,
-//!   resumable,kind,node`. `kind` is `job` (default), `drain` or `fail`
+//!   resumable,kind,node,time_limit,submit_ms`. `kind` is `job` (default), `drain` or `fail`
 //!   (a node event: node `node` out of service from `submit` for `duration`).
 //!   Durations are whole seconds.
 //! - **Philly** (`timestamp,duration,num_gpus,gpu_time,cluster`): the
@@ -110,6 +110,11 @@ pub struct TraceJob {
     /// `time_limit` column): the short band and the backfill's plans use
     /// it. `None`: the runtime stands for it.
     pub time_limit: Option<u64>,
+    /// Milliseconds into its submit second (0-999), if the trace records
+    /// them (the allot CSV's `submit_ms` column): where in that second it
+    /// arrived, which the simulator compares with slurmctld's passes
+    /// (`[sim] pass_miss_ms`, `main_phase_ms`). `None`: a seeded phase.
+    pub submit_ms: Option<u16>,
     /// Line in the trace text (1-based).
     pub line: u32,
 }
@@ -135,6 +140,7 @@ impl TraceJob {
             min_runtime: None,
             resumable: None,
             time_limit: None,
+            submit_ms: None,
             line: id as u32,
         }
     }
@@ -162,6 +168,10 @@ pub struct NodeEvent {
     pub duration: u64,
     /// Drain or failure.
     pub kind: NodeEventKind,
+    /// Milliseconds into its start second, if the trace records them (the
+    /// allot CSV's `submit_ms`): with `[sim] sched_interval`, where it falls
+    /// among that second's passes. `None`: before them.
+    pub at_ms: Option<u16>,
 }
 
 /// A row that could not be read.
@@ -394,6 +404,22 @@ mod tests {
     }
 
     #[test]
+    fn allot_csv_submit_ms_is_a_millisecond_of_the_second() {
+        let t = parse(
+            "submit,duration,gpus,team,submit_ms\n0,10,1,a,999\n1,10,1,a,\n2,10,1,a,1000\n3,10,1,a,0.5\n",
+            None,
+        )
+        .unwrap();
+        let ms: Vec<Option<u16>> = t.jobs.iter().map(|j| j.submit_ms).collect();
+        assert_eq!(ms, [Some(999), None], "empty: a seeded phase");
+        let e: Vec<String> = t.errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(e.len(), 2, "{e:?}");
+        for e in e {
+            assert!(e.contains("submit_ms") && e.contains("0-999"), "{e}");
+        }
+    }
+
+    #[test]
     fn allot_csv_time_limits_are_seconds() {
         let t = parse(
             "submit,duration,gpus,team,time_limit\n0,10,1,a,60\n1,10,1,a,\n",
@@ -518,7 +544,8 @@ mod tests {
                 node: 3,
                 at: 50,
                 duration: 600,
-                kind: NodeEventKind::Drain
+                kind: NodeEventKind::Drain,
+                at_ms: None,
             }]
         );
     }

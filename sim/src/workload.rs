@@ -125,6 +125,9 @@ pub struct SimJob {
     /// Time limit from the trace, seconds, at least `duration`; `None`:
     /// the runtime stands for it (the short band, the backfill's plans).
     pub time_limit: Option<u64>,
+    /// Milliseconds into its submit second, from the trace (`None`:
+    /// seeded; [`crate::trace::TraceJob::submit_ms`]).
+    pub submit_ms: Option<u16>,
 }
 
 impl SimJob {
@@ -430,6 +433,7 @@ impl Workload {
                 // A job runs no longer than its limit: a limit below the
                 // runtime is read as the runtime.
                 time_limit: j.time_limit.map(|t| t.max(j.duration)),
+                submit_ms: j.submit_ms,
             });
         }
         let describe = |m: &RuleMinRuntime| match m {

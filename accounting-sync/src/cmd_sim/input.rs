@@ -73,6 +73,7 @@ pub(super) fn attempts_to_trace(attempts: impl IntoIterator<Item = AttemptLite>)
             min_runtime: a.min_runtime,
             resumable: None,
             time_limit: None,
+            submit_ms: None,
             line: a.line,
         });
         e.submit = e.submit.min(a.submit.max(0) as u64);

@@ -13,10 +13,15 @@
 //! backfill_interval = "0:30"      # seconds between backfill passes (Slurm: bf_interval)
 //! backfill_reserve = "first"      # "all": every job the backfill looks at gets a reservation
 //! backfill_preempt = "first"      # "all": the backfill may preempt for every job it looks at
+//! preemptor_start = "at_once"     # "next_pass": a preemptor waits for a later pass, as in Slurm
+//! repreempt_delay = "0"           # a job that preempted may not again for this long (Slurm: KillWait + MessageTimeout)
 //! requeue_delay = "0"             # a requeued job waits this long (Slurm: cred_expire + 1)
 //! placement = "best_fit"          # "cons_tres": Slurm's node choice (most jobs, lowest index)
+//! node_cpus = 0                   # with cons_tres: CPUs a node (one a job): its runs of nodes
 //! attempt_overhead_ms = 0         # launch + end report of each attempt, milliseconds
 //! pass_miss_ms = 0                # part of each second after slurmctld's pass, milliseconds
+//! main_phase_ms = 0               # the main pass's offset into its second, milliseconds (0-999)
+//! pass_drift_us = 0               # both passes start this much later each second, microseconds
 //! sched_interval = "0"            # main scheduler only every this, before the second's arrivals
 //! sched_offset = 0                # ... at the seconds t with t mod sched_interval = this
 //! backfill_resolution = "0"       # reservations' ends rounded down to this (Slurm: bf_resolution)
@@ -127,6 +132,24 @@ pub enum BackfillPreempt {
     All,
 }
 
+/// When a job that preempted starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PreemptorStart {
+    /// At once, on the GPUs its victims free (what the simulator always
+    /// did).
+    AtOnce,
+    /// In a later pass, like any pending job: its victims hold their GPUs
+    /// until the pass that preempted them ends (slurmctld signals them and
+    /// they free the GPUs as their requeue completes, tens of milliseconds
+    /// later), and the next pass gives the GPUs to the highest-priority job
+    /// that fits, which need not be the preemptor. Slurm's main scheduler
+    /// and backfill both leave the preemptor pending when they preempt
+    /// (select_nodes answers "nodes busy"); the testbed's slurmctld.log
+    /// shows a short job submitted a second later starting on them first.
+    NextPass,
+}
+
 /// How the simulator picks the node of a one-node job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -214,9 +237,25 @@ pub struct SimSettings {
     /// first job it cannot start) or `all` (every job it looks at, as
     /// Slurm's sched/backfill).
     pub backfill_preempt: BackfillPreempt,
+    /// When a job that preempted starts: `at_once` (default) on its
+    /// victims' GPUs, or `next_pass` (as slurmctld: it waits, and the next
+    /// pass gives the GPUs to the highest-priority job that fits).
+    pub preemptor_start: PreemptorStart,
+    /// Seconds after a job preempts before it may preempt again. Slurm's
+    /// select_nodes kills no more jobs for a preemptor whose preemption
+    /// began less than `KillWait + MessageTimeout` ago (default 30 + 10 s;
+    /// the testbed's 2 + 10): it waits for the GPUs already asked for, even
+    /// when another job took them. 0 (default): no wait.
+    pub repreempt_delay: u64,
     /// Node choice of one-node jobs: `best_fit` (default) or `cons_tres`
     /// (as slurmctld chooses; matters for which jobs a drain hits).
     pub placement: Placement,
+    /// With `placement = "cons_tres"`: CPUs per node, one a job. Above 0,
+    /// select/cons_tres's own choice: the nodes a job fits on form runs of
+    /// consecutive nodes, the run with the fewest CPUs available in all
+    /// is taken and in it the node with the fewest. 0 (default): the node
+    /// with the fewest CPUs available (the most jobs) over all nodes.
+    pub node_cpus: u32,
     /// Seconds a requeued job (preempted, drained or failed) waits before
     /// it may start again. Slurm 22.05 sets a requeued batch job's begin
     /// time to `now + cred_expire + 1` (`AuthInfo=cred_expire=`, default
@@ -227,29 +266,49 @@ pub struct SimSettings {
     /// script's launch after slurmctld starts the job plus the report of
     /// its end. Slurm records start and end in whole seconds, so an
     /// attempt of `d` seconds of work is recorded (and held) as `d + 1`
-    /// seconds when its sub-second start phase (a seeded hash of job and
+    /// seconds when its start's offset into its second (with
+    /// `sched_interval` the starting pass's, else a seeded hash of job and
     /// attempt) plus this overhead crosses a second: on average `d +
     /// overhead`. 0 (default): exactly `d`. At most 60000.
     pub attempt_overhead_ms: u64,
-    /// The part of each second, milliseconds, after slurmctld's scheduling
-    /// pass in it: a job submitted then (its seeded sub-second submit phase
-    /// at least `1000 - pass_miss_ms`) is first looked at in the next
-    /// second. The testbed's backfill runs about 770 ms into each second
-    /// (`bf_interval=1`), so about 230. 0 (default): every job is looked at
-    /// in the second it arrives. At most 1000.
+    /// The part of each second, milliseconds, after slurmctld's (backfill)
+    /// pass in it: a job submitted then (its sub-second submit offset, the
+    /// trace's `submit_ms` or else seeded, at least `1000 - pass_miss_ms`)
+    /// is first looked at in the next second. 0 (default): every job is
+    /// looked at in the second it arrives. At most 1000.
     pub pass_miss_ms: u64,
+    /// With `sched_interval`: the main scheduler's offset into its second,
+    /// milliseconds, 0-999. A job submitted earlier in that second (its
+    /// submit phase: the trace's `submit_ms`, else seeded, the one
+    /// `pass_miss_ms` reads) is in that main pass. The backfill runs at
+    /// `1000 - pass_miss_ms`; the two passes run in the order of their
+    /// offsets. 0 (default): the main pass comes first, before every
+    /// arrival.
+    pub main_phase_ms: u64,
+    /// With `sched_interval`: microseconds by which both passes' offsets
+    /// grow each second (0, the default: fixed offsets). slurmctld's
+    /// backfill sleeps `bf_interval` after each pass *ends*, so each pass
+    /// starts later by the last one's run time and its offset drifts
+    /// through the second (on the testbed about 2 ms a second, 0.5 s over
+    /// a calibration slice; the main pass drifts alike). `main_phase_ms`
+    /// and `pass_miss_ms` give the offsets at the trace's second 0. With a
+    /// drift a pass whose offset passes the second's end skips a second.
+    /// At most 100000.
+    pub pass_drift_us: u64,
     /// Seconds between two passes of slurmctld's main scheduler (its
     /// `sched_interval`, 60 s by default in Slurm). 0 (default): the
     /// simulator's main pass runs at every event, after the second's
-    /// arrivals, as it always did. Above 0: the main pass runs only at the
-    /// seconds `t` (since the trace's first submission) with `t mod
-    /// sched_interval = sched_offset`, *before* that second's arrivals (the
-    /// testbed's main scheduler runs about 0.1 s into its second, so it sees
-    /// only jobs submitted earlier), and a backfill pass runs after them
-    /// every `backfill_interval` while any job is pending.
+    /// arrivals, as it always did. Above 0: the main pass runs only every
+    /// `sched_interval` (from second `sched_offset`, `main_phase_ms` into
+    /// its second) and a backfill pass every `backfill_interval` while any
+    /// job is pending (`1000 - pass_miss_ms` into its second); inside a
+    /// second the passes, arrivals and job ends go in the order of their
+    /// offsets.
     pub sched_interval: u64,
-    /// The phase of the main passes (see `sched_interval`), seconds, less
-    /// than `sched_interval`.
+    /// The second of the first main pass (see `sched_interval`), less than
+    /// `sched_interval`. slurmctld runs its main scheduler `sched_interval`
+    /// after the last run, so the phase follows slurmctld's start, not the
+    /// epoch (`scripts/calibrate` reads each run's from slurmctld.log).
     pub sched_offset: u64,
     /// Slurm's `bf_resolution`, seconds (0, the default: exact). Above 0,
     /// a reservation the backfill (`backfill_reserve = "all"`) makes for a
@@ -290,10 +349,15 @@ impl Default for SimSettings {
             backfill_interval: 30,
             backfill_reserve: BackfillReserve::First,
             backfill_preempt: BackfillPreempt::First,
+            preemptor_start: PreemptorStart::AtOnce,
+            repreempt_delay: 0,
             placement: Placement::BestFit,
+            node_cpus: 0,
             requeue_delay: 0,
             attempt_overhead_ms: 0,
             pass_miss_ms: 0,
+            main_phase_ms: 0,
+            pass_drift_us: 0,
             sched_interval: 0,
             sched_offset: 0,
             backfill_resolution: 0,
@@ -318,10 +382,15 @@ struct RawSim {
     backfill_interval: Option<toml::Value>,
     backfill_reserve: Option<String>,
     backfill_preempt: Option<String>,
+    preemptor_start: Option<String>,
+    repreempt_delay: Option<toml::Value>,
     placement: Option<String>,
+    node_cpus: Option<u32>,
     requeue_delay: Option<toml::Value>,
     attempt_overhead_ms: Option<u64>,
     pass_miss_ms: Option<u64>,
+    main_phase_ms: Option<u64>,
+    pass_drift_us: Option<u64>,
     sched_interval: Option<toml::Value>,
     sched_offset: Option<u64>,
     backfill_resolution: Option<toml::Value>,
@@ -433,7 +502,7 @@ pub(crate) fn parse(
             errors.push(ConfigError::Invalid {
                 path: "sim".into(),
                 message: format!(
-                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_preempt, placement, requeue_delay, attempt_overhead_ms, pass_miss_ms, sched_interval, sched_offset, backfill_resolution, resolution_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
+                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_preempt, preemptor_start, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, pass_miss_ms, main_phase_ms, pass_drift_us, sched_interval, sched_offset, backfill_resolution, resolution_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
                 ),
             });
             return SimSettings::default();
@@ -495,6 +564,12 @@ pub(crate) fn parse(
         true,
     );
     positive(
+        "sim.repreempt_delay",
+        &raw.repreempt_delay,
+        &mut s.repreempt_delay,
+        true,
+    );
+    positive(
         "sim.sched_interval",
         &raw.sched_interval,
         &mut s.sched_interval,
@@ -541,6 +616,14 @@ pub(crate) fn parse(
         errors,
     );
     choose(
+        "sim.preemptor_start",
+        raw.preemptor_start.as_deref(),
+        &[("at_once", PreemptorStart::AtOnce), ("next_pass", PreemptorStart::NextPass)],
+        "\"at_once\" (the preemptor starts on its victims' GPUs) or \"next_pass\" (it waits for a later pass, as in Slurm)",
+        &mut s.preemptor_start,
+        errors,
+    );
+    choose(
         "sim.placement",
         raw.placement.as_deref(),
         &[("best_fit", Placement::BestFit), ("cons_tres", Placement::ConsTres)],
@@ -572,6 +655,33 @@ pub(crate) fn parse(
             s.pass_miss_ms = ms;
         }
     }
+    if let Some(ms) = raw.main_phase_ms {
+        if s.sched_interval == 0 || ms > 999 {
+            errors.push(ConfigError::Invalid {
+                path: "sim.main_phase_ms".into(),
+                message: format!(
+                    "{ms} needs a sched_interval above 0 (now {} s) and must be 0-999: it is the main pass's offset into its second, in milliseconds (the testbed's varies from run to run; scripts/calibrate reads it from slurmctld.log)",
+                    s.sched_interval
+                ),
+            });
+        } else {
+            s.main_phase_ms = ms;
+        }
+    }
+    if let Some(us) = raw.pass_drift_us {
+        if s.sched_interval == 0 || us > 100_000 {
+            errors.push(ConfigError::Invalid {
+                path: "sim.pass_drift_us".into(),
+                message: format!(
+                    "{us} needs a sched_interval above 0 (now {} s) and must be at most 100000: it is how many microseconds later slurmctld's passes start each second (about 2000 on the testbed; scripts/calibrate reads it from slurmctld.log)",
+                    s.sched_interval
+                ),
+            });
+        } else {
+            s.pass_drift_us = us;
+        }
+    }
+    s.node_cpus = raw.node_cpus.unwrap_or(0);
     s.seed = raw.seed.unwrap_or(0);
     s.backfill_depth = raw.backfill_depth.unwrap_or(s.backfill_depth);
     s.resumable = raw.resumable.unwrap_or(true);

@@ -141,10 +141,19 @@ impl Sim<'_> {
     }
 
     /// True if job `id` arrives in the last `pass_miss_ms` of its second
-    /// (by a seeded sub-second submit phase), after slurmctld's pass.
+    /// (its submit phase), after slurmctld's pass.
     pub(super) fn misses_pass(&self, id: u32) -> bool {
         let miss = self.config.sim.pass_miss_ms;
-        miss > 0 && jobs::sub_second_ms(self.config.sim.seed, id, 1 << 31) >= 1000 - miss
+        miss > 0 && self.submit_phase_ms(id) >= 1000 - miss
+    }
+
+    /// Where in its submit second job `id` arrived, milliseconds: the
+    /// trace's `submit_ms`, else a seeded phase.
+    pub(super) fn submit_phase_ms(&self, id: u32) -> u64 {
+        match self.w.jobs[id as usize].submit_ms {
+            Some(ms) => u64::from(ms),
+            None => jobs::sub_second_ms(self.config.sim.seed, id, 1 << 31),
+        }
     }
 
     /// Puts pending job `id` in its queue, where passes see it, with the

@@ -24,15 +24,19 @@ impl Sim<'_> {
         j.state = State::Running;
         j.start = now;
         // Slurm stamps start and end in whole seconds: an attempt whose
-        // work starts `attempt_overhead_ms` after a start at a seeded
-        // sub-second phase is recorded one second longer when the two
-        // cross a second.
-        let overhead = self.config.sim.attempt_overhead_ms;
-        let extra = if overhead == 0 {
-            0
-        } else {
-            (sub_second_ms(self.config.sim.seed, id, u64::from(j.attempt)) + overhead) / 1000
+        // work starts `attempt_overhead_ms` after its start's offset into
+        // the second is recorded one second longer when the two cross a
+        // second. With `sched_interval` the offset is that of the pass
+        // starting it (Sim::second_with_passes), else seeded; the end comes
+        // at the same offset past the last whole second.
+        let overhead = self.config.sim.attempt_overhead_ms * 1000;
+        let phase = match self.pass_us {
+            Some(us) => us,
+            None if overhead == 0 => 0,
+            None => sub_second_ms(self.config.sim.seed, id, u64::from(j.attempt)) * 1000,
         };
+        let extra = (phase + overhead) / 1_000_000;
+        j.end_us = ((phase + overhead) % 1_000_000) as u32;
         j.end = now + j.remaining + extra;
         j.alloc = alloc;
         j.unprotected = false;

@@ -321,6 +321,16 @@ impl Sim<'_> {
         }
         self.pass_heap = heap.into_vec();
         self.pass_floors = floors;
-        blocked
+        // GPUs held for preemptors in this pass (`preemptor_start =
+        // "next_pass"`) come back now; the preemptors are still pending, so
+        // the pass reports a blocked job and a later pass comes.
+        let completing = !self.completing.is_empty();
+        for (v, alloc) in std::mem::take(&mut self.completing) {
+            self.cluster.release(v, &alloc);
+        }
+        if completing {
+            self.epoch += 1;
+        }
+        blocked || completing
     }
 }

@@ -64,6 +64,7 @@ impl<'w> Sim<'w> {
             cluster: {
                 let mut c = Cluster::new(cluster.nodes, cluster.gpus_per_node, seed);
                 c.cons_tres = config.sim.placement == Placement::ConsTres;
+                c.node_cpus = config.sim.node_cpus;
                 c
             },
             jobs: w
@@ -80,6 +81,8 @@ impl<'w> Sim<'w> {
                     alloc: Vec::new(),
                     open: None,
                     unprotected: false,
+                    preempted_at: u64::MAX,
+                    end_us: 0,
                 })
                 .collect(),
             queues: vec![Queue::default(); teams * QUEUES_PER_TEAM],
@@ -128,6 +131,10 @@ impl<'w> Sim<'w> {
             slices,
             head_cache: vec![(u32::MAX, u32::MAX, 0); teams * QUEUES_PER_TEAM],
             pass_heap: Vec::new(),
+            completing: Vec::new(),
+            pass_ends: Vec::new(),
+            bf_blocked: false,
+            pass_us: None,
             pass_floors: Vec::new(),
             scratch: std::cell::RefCell::new(PreemptScratch {
                 per_node: vec![0; cluster.nodes as usize],

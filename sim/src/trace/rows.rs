@@ -66,6 +66,7 @@ pub(super) struct RowReader {
     partition: Option<usize>,
     min_runtime: Option<usize>,
     time_limit: Option<usize>,
+    submit_ms: Option<usize>,
     resumable: Option<usize>,
     kind: Option<usize>,
     node: Option<usize>,
@@ -110,6 +111,7 @@ impl RowReader {
             partition: c.find("partition"),
             min_runtime: c.find("min_runtime"),
             time_limit: c.find("time_limit"),
+            submit_ms: c.find("submit_ms"),
             resumable: c.find("resumable"),
             kind: c.find("kind"),
             node: c.find("node"),
@@ -279,7 +281,29 @@ impl Row<'_, '_> {
             at: 0,
             duration,
             kind,
+            at_ms: self.submit_ms()?,
         })
+    }
+
+    /// The optional `submit_ms` column: 0-999, or empty.
+    fn submit_ms(&self) -> Result<Option<u16>, RowError> {
+        let Some(i) = self
+            .r
+            .submit_ms
+            .filter(|_| self.opt(self.r.submit_ms).is_some())
+        else {
+            return Ok(None);
+        };
+        match self.get(i).parse::<u16>() {
+            Ok(ms) if ms < 1000 => Ok(Some(ms)),
+            _ => Err(self.err(
+                i,
+                format!(
+                    "{:?} is not a millisecond of a second; write a whole number 0-999 (where in its submit second the job arrived) or leave it empty",
+                    self.get(i)
+                ),
+            )),
+        }
     }
 
     /// GPUs, rounded up; an Alibaba pod with a fraction of a GPU
@@ -350,6 +374,7 @@ impl Row<'_, '_> {
             },
             None => None,
         };
+        let submit_ms = self.submit_ms()?;
         let resumable = match self.opt(r.resumable) {
             None => None,
             Some("true" | "1" | "yes") => Some(true),
@@ -371,6 +396,7 @@ impl Row<'_, '_> {
             min_runtime,
             resumable,
             time_limit,
+            submit_ms,
             line,
         })
     }

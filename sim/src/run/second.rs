@@ -1,0 +1,154 @@
+//! One second of the replay with `sched_interval` set: slurmctld's two
+//! scheduling passes at their offsets into the second, and the second's
+//! arrivals and job ends in between, in the order of their offsets.
+//!
+//! What the testbed's slurmctld.log shows, and this models:
+//! - the main scheduler runs every `sched_interval`, the backfill every
+//!   `backfill_interval` while a job is pending, each at its own offset
+//!   into the second (`main_phase_ms`, `1000 - pass_miss_ms`);
+//! - both offsets drift later by `pass_drift_us` a second: the backfill
+//!   sleeps `bf_interval` after each pass *ends* (backfill.c's agent), so
+//!   each pass starts later by the last one's run time; an offset that
+//!   passes the second's end moves the pass to the next second's start;
+//! - a job submitted earlier in the second than a pass is in it (its
+//!   offset: the trace's `submit_ms`, else seeded);
+//! - a job starts at the offset of the pass that starts it and ends
+//!   `attempt_overhead_ms` after that offset plus its run time: its end
+//!   frees its GPUs for the passes after that offset;
+//! - a drain or failure with the trace's `submit_ms` happens at that
+//!   offset (`scontrol update state=drain` between two passes).
+//!
+//! All offsets are in microseconds here (`_us`), seconds since the trace's
+//! first submission times 1,000,000 plus the offset.
+
+use super::*;
+
+/// One microsecond short of a second: `pass_miss_ms = 0` puts the backfill
+/// after every arrival and job end of its second, not in the next one.
+const LAST_US: u64 = 999_999;
+
+impl Sim<'_> {
+    /// The first pass of a series (the first at `first_us`, then every
+    /// `period_s` seconds and `drift_us` microseconds more each second) in
+    /// second `t` or later: (its second, its offset into it, µs).
+    fn pass_from(first_us: u64, period_s: u64, drift_us: u64, t: u64) -> (u64, u64) {
+        let period = period_s * (1_000_000 + drift_us);
+        let from = t * 1_000_000;
+        let k = if from <= first_us {
+            0
+        } else {
+            (from - first_us).div_ceil(period)
+        };
+        let at = first_us + k * period;
+        (at / 1_000_000, at % 1_000_000)
+    }
+
+    /// The main pass of second `t`, if any, as its offset (µs), and the
+    /// second of the next main pass after `t`.
+    pub(super) fn main_pass_at(&self, t: u64) -> (Option<u64>, u64) {
+        let s = &self.config.sim;
+        let first = s.sched_offset * 1_000_000 + s.main_phase_ms * 1000;
+        let (second, off) = Self::pass_from(first, s.sched_interval, s.pass_drift_us, t);
+        let next = Self::pass_from(first, s.sched_interval, s.pass_drift_us, t + 1).0;
+        ((second == t).then_some(off), next)
+    }
+
+    /// The backfill pass of second `t`, if one falls in it, as its offset
+    /// (µs), and the second of the next one after `t`.
+    pub(super) fn backfill_pass_at(&self, t: u64) -> (Option<u64>, u64) {
+        let s = &self.config.sim;
+        let first = ((1000 - s.pass_miss_ms.min(1000)) * 1000).min(LAST_US);
+        let iv = s.backfill_interval.max(1);
+        let (second, off) = Self::pass_from(first, iv, s.pass_drift_us, t);
+        let next = Self::pass_from(first, iv, s.pass_drift_us, t + 1).0;
+        ((second == t).then_some(off), next)
+    }
+
+    /// Second `t`'s events, arrivals, job ends and passes (`sched_interval`
+    /// set). Sets `bf_blocked`.
+    pub(super) fn second_with_passes(&mut self, t: u64) {
+        // Job ends and node events at their offsets (µs); the rest now.
+        let mut timed = std::mem::take(&mut self.pass_ends);
+        while let Some(&Reverse((et, kind, a, b))) = self.events.peek() {
+            if et != t {
+                break;
+            }
+            self.events.pop();
+            self.m.events += 1;
+            let at = match kind {
+                COMPLETE => Some(u64::from(self.jobs[a as usize].end_us)),
+                NODE_START => self.node_events[a as usize]
+                    .at_ms
+                    .map(|ms| u64::from(ms) * 1000),
+                _ => None,
+            };
+            match at {
+                Some(at) => timed.push((at, kind, a, b)),
+                None => self.handle(kind, a, b),
+            }
+        }
+        let first = self.next_arrival as u32;
+        while self
+            .w
+            .jobs
+            .get(self.next_arrival)
+            .is_some_and(|j| j.submit == t)
+        {
+            self.next_arrival += 1;
+            self.m.events += 1;
+        }
+        let arrivals = first..self.next_arrival as u32;
+        self.bf_blocked = false;
+        // The second's passes in the order of their offsets (main first on
+        // a tie); `None`: that pass does not run in this second.
+        let main = self.main_pass_at(t).0;
+        let backfill = self.backfill_pass_at(t).0;
+        let mut passes = [(main, true), (backfill, false)];
+        passes.sort_by_key(|&(at, is_main)| (at.unwrap_or(u64::MAX), !is_main));
+        // Arrivals and job ends with an offset below `seen` are done.
+        let mut seen = 0;
+        for (at, is_main) in passes {
+            let Some(at) = at else { continue };
+            self.arrive(arrivals.clone(), seen, at);
+            self.apply_timed(&mut timed, seen, at);
+            seen = at;
+            self.pass_us = Some(at);
+            if is_main {
+                self.pass(false);
+            } else {
+                self.bf_blocked = self.pass(true);
+            }
+            self.pass_us = None;
+        }
+        // After the second's passes: ends free their GPUs for the next
+        // second's; arrivals are first seen in it.
+        self.apply_timed(&mut timed, seen, u64::MAX);
+        for id in arrivals {
+            if self.submit_phase_ms(id) * 1000 >= seen {
+                self.enqueue_at(id, t + 1);
+            }
+        }
+        self.backfill_now = false;
+        self.pass_ends = timed;
+    }
+
+    /// Queues the arrivals `ids` whose submit offset is in `lo..hi` µs.
+    fn arrive(&mut self, ids: std::ops::Range<u32>, lo: u64, hi: u64) {
+        for id in ids {
+            if (lo..hi).contains(&(self.submit_phase_ms(id) * 1000)) {
+                self.enqueue_at(id, self.now);
+            }
+        }
+    }
+
+    /// Applies the events of `timed` (offset µs, kind, a, b) whose offset
+    /// is in `lo..hi`, in the order of their offsets; the rest stay.
+    fn apply_timed(&mut self, timed: &mut Vec<(u64, u8, u32, u32)>, lo: u64, hi: u64) {
+        timed.sort_unstable();
+        let (now, later): (Vec<_>, Vec<_>) = timed.iter().partition(|e| (lo..hi).contains(&e.0));
+        *timed = later;
+        for (_, kind, a, b) in now {
+            self.handle(kind, a, b);
+        }
+    }
+}
