@@ -3,6 +3,7 @@
 //! ```text
 //! allot sim --trace FILE --config allot.toml [--cluster NODESxGPUS]
 //!           [--policy NAME]... [--sweep key=v1,v2,...]... [--json] [--plot DIR]
+//!           [--preemptions FILE]
 //! ```
 //!
 //! Every combination of `--sweep` values x `--policy` is one run; runs go in
@@ -12,8 +13,9 @@
 //! silently), which contract rules decided how many jobs, then one table
 //! row per run and one column per run in the per-team table. `--plot DIR`
 //! writes SVGs: share over time per team (one per run), wait-time CDFs per
-//! job class, share error over time. Formats and every metric:
-//! docs/simulator.md.
+//! job class, share error over time. `--preemptions FILE` lists every
+//! preemption of every run, one JSON object a line. Formats and every
+//! metric: docs/simulator.md.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -72,6 +74,10 @@ pub struct Args {
     /// Write SVG plots into this directory
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
+    /// Write every preemption of every run to FILE, one JSON object a line: run, time (s since
+    /// the first submission), preemptor and victim (trace ids and teams), the victim's run time
+    #[arg(long, value_name = "FILE")]
+    pub preemptions: Option<PathBuf>,
     /// Replay what could be read even if some rows are malformed (they are listed on stderr)
     #[arg(long)]
     pub skip_bad_rows: bool,
@@ -260,6 +266,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         print_text(args, &format, &trace, w0, &variants, &outs);
     }
+    if let Some(path) = &args.preemptions {
+        write_preemptions(path, &outs, &w0.teams)?;
+    }
     if let Some(dir) = &args.plot {
         let alloc: Vec<f64> = w0.teams.iter().map(|t| t.allocation).collect();
         let names: Vec<String> = w0.teams.iter().map(|t| t.name.clone()).collect();
@@ -285,6 +294,42 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line of `--preemptions`: the run's label, the record, its teams'
+/// names.
+#[derive(Serialize)]
+struct PreemptionLine<'a> {
+    run: String,
+    #[serde(flatten)]
+    record: &'a sim::PreemptionRecord,
+    preemptor_team_name: &'a str,
+    victim_team_name: &'a str,
+}
+
+/// Writes every run's preemptions to `path` (JSON lines). Errors: the file
+/// cannot be written (named in the message).
+fn write_preemptions(path: &Path, outs: &[RunOut], teams: &[sim::Team]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("--preemptions {}: cannot create it", path.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    let name = |t: u32| teams.get(t as usize).map_or("?", |t| t.name.as_str());
+    for o in outs {
+        let run = run_label(o);
+        for p in &o.report.preemption_log {
+            let line = PreemptionLine {
+                run: run.clone(),
+                record: p,
+                preemptor_team_name: name(p.preemptor_team),
+                victim_team_name: name(p.victim_team),
+            };
+            serde_json::to_writer(&mut w, &line)?;
+            w.write_all(b"\n")?;
+        }
+    }
+    w.flush()
+        .with_context(|| format!("--preemptions {}: cannot write it", path.display()))
 }
 
 fn run_label(o: &RunOut) -> String {

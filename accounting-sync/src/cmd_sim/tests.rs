@@ -61,6 +61,7 @@ fn the_shipped_demo_runs_and_plots() {
         sweeps: vec!["window=1-0,7-0".into()],
         json: true,
         plot: Some(dir.clone()),
+        preemptions: Some(dir.join("preemptions.jsonl")),
         skip_bad_rows: false,
         threads: Some(2),
     };
@@ -72,6 +73,21 @@ fn the_shipped_demo_runs_and_plots() {
     ] {
         let text = std::fs::read_to_string(dir.join(f)).unwrap();
         assert!(text.starts_with("<svg"), "{f}");
+    }
+    // One line per preemption of each allot run, none of fairtree's.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("preemptions.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!lines.is_empty());
+    for l in &lines {
+        assert!(
+            l["run"].as_str().unwrap().starts_with("allot window="),
+            "{l}"
+        );
+        assert!(l["time"].is_u64() && l["victim"].is_u64(), "{l}");
+        assert!(l["preemptor_team_name"].is_string(), "{l}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -122,6 +138,7 @@ fn sim_args(dir: &Path, config: &str, trace: &str) -> Args {
         sweeps: vec![],
         json: true,
         plot: None,
+        preemptions: None,
         skip_bad_rows: false,
         threads: Some(1),
     }
