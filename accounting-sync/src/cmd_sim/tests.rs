@@ -50,6 +50,7 @@ fn sweep_grid_and_errors() {
 fn the_shipped_demo_runs_and_plots() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let dir = std::env::temp_dir().join(format!("allot-sim-plots-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
     let args = Args {
         config: ConfigArg {
             config: Some(root.join("examples/sim-philly.toml")),
