@@ -6,6 +6,7 @@ simulator's prediction with what the testbed did.
   calibrate.py report --dir DIR --allot BIN --json FILE
 """
 import argparse
+import datetime
 import json
 import math
 import os
@@ -156,11 +157,22 @@ def sim_keys(timing):
             "backfill_reserve": '"all"',
             "backfill_preempt": '"all"',
             "placement": f'"{os.environ.get("CALIB_PLACEMENT", "cons_tres")}"'}
+    if keys["placement"] == '"cons_tres"':
+        # scripts/testbed gives each node 16 CPUs; each job takes one.
+        keys["node_cpus"] = str(timing.get("node_cpus", 16))
     keys["sched_interval"] = dur(timing["sched_interval_s"])
+    # slurmctld leaves a preemptor pending until a later pass, and kills
+    # no more for it for KillWait + MessageTimeout (node_scheduler.c).
+    keys["preemptor_start"] = '"next_pass"'
+    if "kill_wait_s" in timing:
+        keys["repreempt_delay"] = dur(timing["kill_wait_s"] + timing["msg_timeout_s"])
     if "pass_miss_ms" in timing:
         keys["pass_miss_ms"] = str(timing["pass_miss_ms"])
     if "attempt_overhead_ms" in timing:
         keys["attempt_overhead_ms"] = str(timing["attempt_overhead_ms"])
+    # CALIB_SIM_DROP=key,...: leave settings out, to see what each does.
+    for k in os.environ.get("CALIB_SIM_DROP", "").split(","):
+        keys.pop(k.strip(), None)
     return keys
 
 
@@ -174,6 +186,19 @@ def read_workload(sdir):
             p = line.strip().split(",")
             wl[p[0]] = p
     return wl
+
+
+def ctld_waits(path):
+    """KillWait and MessageTimeout (seconds) from `scontrol show config`
+    ("KillWait = 2 sec"), if recorded."""
+    out = {}
+    if os.path.exists(path):
+        for line in open(path):
+            k, _, v = line.partition("=")
+            key = {"KillWait": "kill_wait_s", "MessageTimeout": "msg_timeout_s"}.get(k.strip())
+            if key and v.split() and v.split()[0].isdigit():
+                out[key] = int(v.split()[0])
+    return out if len(out) == 2 else {}
 
 
 def measure(d, slices):
@@ -229,6 +254,110 @@ def measure(d, slices):
     return out
 
 
+def circular_median(values, period):
+    """The value of `values` (mod `period`) with the least total circular
+    distance to the others: a pass's offset, robust to a few passes that
+    ran off the beat."""
+    best, cost = None, None
+    for c in values:
+        d = sum(min((v - c) % period, (c - v) % period) for v in values)
+        if cost is None or d < cost:
+            best, cost = c, d
+    return best
+
+
+def log_timing(log, t0, t1, sched_s, bf_s):
+    """The [sim] phase keys of one run, from its slurmctld.log between t0
+    and t1 (epoch seconds; t0 is the trace's second 0), and each
+    submission's millisecond, or None without a log or passes in it.
+
+    slurmctld stamps its log in milliseconds. The backfill's starts
+    ("sched/backfill: _start_job") and the main scheduler's allocations
+    ("sched: Allocate") give each pass's offset into its second; both grow
+    by a little each second (the backfill sleeps bf_interval after each
+    pass ends, so it starts later by that pass's run time): the slope of
+    the backfill's offsets is `pass_drift_us`. Then each series is one
+    first pass plus whole periods of (interval s + drift): its circular
+    median gives the main pass's second (`sched_offset`) and offset
+    (`main_phase_ms`) and the backfill's offset (`pass_miss_ms` = 1000 -
+    it) at second 0. `submit_ms` maps job ids to the millisecond of their
+    submission ("_slurm_rpc_submit_batch_job"), and "drain" to that of the
+    drain ("state set to DRAINING")."""
+    if not os.path.exists(log):
+        return None
+    main, backfill, submit = [], [], {}
+    for line in open(log, errors="replace"):
+        if not line.startswith("["):
+            continue
+        try:
+            # slurmctld stamps its log in local time, as a naive datetime is.
+            stamp = datetime.datetime.fromisoformat(line[1:24])
+        except ValueError:
+            continue
+        t = int(stamp.timestamp())
+        if not t0 <= t <= t1:
+            continue
+        # Microseconds since the trace's second 0.
+        us = (t - t0) * 1_000_000 + stamp.microsecond // 1000 * 1000
+        if "sched: Allocate" in line:
+            main.append(us)
+        elif "sched/backfill: _start_job: Started" in line:
+            backfill.append(us)
+        elif "_slurm_rpc_submit_batch_job: JobId=" in line:
+            submit[line.split("JobId=")[1].split()[0]] = stamp.microsecond // 1000
+        elif "state set to DRAINING" in line:
+            submit["drain"] = stamp.microsecond // 1000
+    if len(backfill) < 2 or not main:
+        return None
+    # The drift: the least-squares slope of the backfill's offsets, each
+    # step unwrapped to the nearest (-500, 500] ms.
+    xs, ys, y = [], [], None
+    for us in backfill:
+        off = us % 1_000_000
+        if y is None:
+            y = off
+        else:
+            step = (off - ys[-1] % 1_000_000) % 1_000_000
+            y = ys[-1] + (step - 1_000_000 if step > 500_000 else step)
+        xs.append(us // 1_000_000)
+        ys.append(y)
+    mx, my = statistics.mean(xs), statistics.mean(ys)
+    var = sum((x - mx) ** 2 for x in xs)
+    drift = 0 if var == 0 else sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var
+    drift = int(min(max(round(drift), 0), 100_000))
+    mp = sched_s * (1_000_000 + drift)
+    first_main = circular_median([us % mp for us in main], mp)
+    # A period is a little longer than sched_s seconds: an offset in that
+    # last bit is the next period's start, a few ms early.
+    first_main %= sched_s * 1_000_000
+    bp = bf_s * (1_000_000 + drift)
+    first_bf = circular_median([us % bp for us in backfill], bp) % 1_000_000
+    return dict(sched_offset=first_main // 1_000_000, main_phase_ms=first_main % 1_000_000 // 1000,
+                pass_miss_ms=1000 - first_bf // 1000, pass_drift_us=drift, submit_ms=submit)
+
+
+def logged_preemptions(log, t0, t1, ids):
+    """slurmctld's preemptions from t0 to t1 (epoch seconds) as (seconds
+    since t0, preemptor, victim), workload ids (`ids`: job id -> workload
+    id): the "preempted JobId=V has been requeued to reclaim resources for
+    JobId=P" lines."""
+    out = []
+    if not os.path.exists(log):
+        return out
+    for line in open(log, errors="replace"):
+        if "to reclaim resources for JobId=" not in line or not line.startswith("["):
+            continue
+        try:
+            t = datetime.datetime.fromisoformat(line[1:24]).timestamp()
+        except ValueError:
+            continue
+        victim = line.split("preempted JobId=")[1].split()[0]
+        preemptor = line.split("resources for JobId=")[1].split()[0]
+        if t0 <= t <= t1 + 1 and victim in ids and preemptor in ids:
+            out.append((t - t0, ids[preemptor], ids[victim]))
+    return out
+
+
 def limit_s(text):
     """Seconds of a Slurm time limit written MM:SS (as the workload does)."""
     m, s = text.split(":")
@@ -254,6 +383,7 @@ def report(a):
     if not slices:
         die(f"{a.dir}: no slice-K directories; run scripts/calibrate first")
     timing.update(measure(a.dir, slices))
+    timing.update(ctld_waits(os.path.join(a.dir, "scontrol-config.txt")))
     if os.environ.get("CALIB_NO_TIMING") != "1":
         timing["sim_keys"] = sim_keys(timing)
     conf = os.path.join(a.dir, "sim.toml")
@@ -286,42 +416,59 @@ def report(a):
                 if r["start"] is not None and r["elapsed"] >= 0 and r["state"] not in ("PENDING", "CANCELLED"):
                     first[r["id"]] = min(first.get(r["id"], r["start"]), r["start"])
             t0 = min(sub.values())
-            trace = ["id,submit,duration,gpus,team,min_runtime,partition,class,requeue,resumable,kind,node,time_limit"]
+            last = max((r["start"] + r["elapsed"] for r in att if r["start"] is not None), default=t0)
+            # slurmctld's passes and each submission's millisecond, from the
+            # slice's log (older saved runs without sched_interval: none).
+            lt = None
+            # CALIB_PHASES=0: no phases from the log (each run's
+            # sched_offset from the epoch, the measured pass_miss_ms).
+            if "sched_interval" in timing.get("sim_keys", {}) and os.environ.get("CALIB_PHASES") != "0":
+                lt = log_timing(os.path.join(sdir, "slurmctld.log"), t0, last,
+                                timing["sched_interval_s"], timing["bf_interval_s"])
+            sub_ms = lt["submit_ms"] if lt else {}
+            trace = ["id,submit,duration,gpus,team,min_runtime,partition,class,requeue,resumable,kind,node,time_limit,submit_ms"]
             for jid, wid in sorted(ids.items(), key=lambda x: (sub.get(x[0], 0), int(x[1]))):
                 p = wl[wid]
                 # CALIB_NO_TIMING=1: the simulator as it was before its
                 # timing settings (no time limits either), for comparison.
                 limit = "" if os.environ.get("CALIB_NO_TIMING") == "1" else limit_s(p[8])
-                trace.append(f"{wid},{sub[jid] - t0},{p[2]},{p[3]},{p[4]},{p[5]},{p[6]},{p[7]},yes,false,job,,{limit}")
+                trace.append(f"{wid},{sub[jid] - t0},{p[2]},{p[3]},{p[4]},{p[5]},{p[6]},{p[7]},yes,false,job,,{limit},{sub_ms.get(jid, '')}")
             dfile = os.path.join(rdir, "drain.txt")
             if os.path.exists(dfile):
                 ds, de = map(int, open(dfile).read().split())
-                trace.append(f"0,{ds - t0},{max(1, de - ds)},0,a1,0,gpu,maintenance,yes,false,drain,0,")
-            # The main scheduler's passes fall on whole multiples of
-            # sched_interval of the epoch, and the backfill rounds its
-            # reservations to bf_resolution of it: their phases in this
-            # run's trace.
+                trace.append(f"0,{ds - t0},{max(1, de - ds)},0,a1,0,gpu,maintenance,yes,false,drain,0,,{sub_ms.get('drain', '')}")
+            # This run's pass phases (they follow slurmctld's start and
+            # drift, so each run has its own) and the backfill's
+            # reservations rounded to bf_resolution of the epoch.
             run_conf = conf
             if "sched_interval" in timing.get("sim_keys", {}):
-                iv = timing["sched_interval_s"]
                 run_conf = os.path.join(rdir, "sim.toml")
                 with open(conf) as src, open(run_conf, "w") as dst:
-                    extra = f"\nsched_offset = {(iv - t0 % iv) % iv}\n"
+                    text = src.read().rstrip("\n")
+                    extra = "\n"
+                    if lt:
+                        text = "\n".join(l for l in text.split("\n") if not l.startswith("pass_miss_ms"))
+                        extra += "".join(f"{k} = {lt[k]}\n" for k in
+                                         ("sched_offset", "main_phase_ms", "pass_miss_ms", "pass_drift_us"))
+                    else:
+                        iv = timing["sched_interval_s"]
+                        extra += f"sched_offset = {(iv - t0 % iv) % iv}\n"
                     # bf_resolution (60 s unless set; older saved runs
                     # did not record it) rounds reservations on the epoch.
                     r = timing.get("bf_resolution_s", 60)
                     extra += f"backfill_resolution = {dur(r)}\nresolution_offset = {t0 % r}\n"
-                    dst.write(src.read().rstrip("\n") + extra)
+                    dst.write(text + extra)
             tpath = os.path.join(rdir, "replayed.csv")
             with open(tpath, "w") as f:
                 f.write("\n".join(trace) + "\n")
-            # The sub-second phases (pass_miss_ms, attempt_overhead_ms)
-            # are seeded: one replay per seed, the prediction is the median,
-            # and the spread over seeds stands beside the testbed's.
+            # One replay per seed (sub-second phases the log does not give
+            # are seeded); the prediction is the median, and the spread over
+            # seeds stands beside the testbed's.
             seeds = ",".join(str(k) for k in range(1, SEEDS + 1))
+            plog = os.path.join(rdir, "preemptions.jsonl")
             out = subprocess.run([a.allot, "sim", "--trace", tpath, "--config", run_conf, "--cluster",
                                   timing["cluster"], "--policy", "allot", "--json",
-                                  "--sweep", f"seed={seeds}"],
+                                  "--sweep", f"seed={seeds}", "--preemptions", plog],
                                  capture_output=True, text=True)
             if out.returncode != 0:
                 die(f"allot sim on {tpath}: {out.stderr.strip()}")
@@ -340,6 +487,22 @@ def report(a):
                         "p50_s": median([w[c]["p50_s"] for w in waits if c in w]),
                         "p90_s": median([w[c]["p90_s"] for w in waits if c in w])}
                        for c in sorted({c for w in waits for c in w})])
+            # One by one: slurmctld's preemptions (preemptor and victim,
+            # from the log) that the first seeded replay makes too, within
+            # 5 s.
+            observed_pairs = logged_preemptions(os.path.join(sdir, "slurmctld.log"), t0, last, ids)
+            predicted_pairs = []
+            with open(plog) as f:
+                for line in f:
+                    p = json.loads(line)
+                    if p["run"] == "allot seed=1":
+                        predicted_pairs.append((p["time"], str(p["preemptor"]), str(p["victim"])))
+            matched = 0
+            for t, o, v in observed_pairs:
+                hit = next((q for q in predicted_pairs if q[1:] == (o, v) and abs(q[0] - t) <= 5), None)
+                if hit:
+                    predicted_pairs.remove(hit)
+                    matched += 1
             held = {}
             for r in att:
                 held[r["account"]] = held.get(r["account"], 0.0) + r["elapsed"] * r["gpus"] / 3600
@@ -352,6 +515,7 @@ def report(a):
                 obs=held,
                 pred_pre=pred["preemptions"],
                 pred_pre_seeds=pred["preemptions_seeds"],
+                pairs_logged=len(observed_pairs), pairs_matched=matched,
                 obs_pre=sum(1 for r in att if r["state"].startswith("PREEMPTED")),
                 pred_p50=pw["p50_s"], pred_p90=pw["p90_s"],
                 obs_p50=pct(waits, 50), obs_p90=pct(waits, 90),
@@ -379,6 +543,10 @@ def report(a):
             observed_preemptions=median([r["obs_pre"] for r in per_run]),
             observed_preemptions_runs=[r["obs_pre"] for r in per_run],
             predicted_preemptions_seeds=[r["pred_pre_seeds"] for r in per_run],
+            # slurmctld.log's preemptions (all runs) and how many of them
+            # the first seeded replay of each run makes too, one by one.
+            preemptions_logged=sum(r["pairs_logged"] for r in per_run),
+            preemptions_matched=sum(r["pairs_matched"] for r in per_run),
             debug_wait_p50_s=dict(predicted=median([r["pred_p50"] for r in per_run]),
                                   observed=median([r["obs_p50"] for r in per_run])),
             debug_wait_p90_s=dict(predicted=median([r["pred_p90"] for r in per_run]),
@@ -416,9 +584,19 @@ def show(result):
             print(f"  {r['team']:8} {r['predicted_gpu_hours']:11.4f} {r['observed_gpu_hours']:11.4f} {e:>8}  {r['observed_runs']}")
         pp, op = s["predicted_preemptions"], s["observed_preemptions"]
         pe = f"{100 * (pp - op) / op:+.0f}%" if op else "-"
-        seeds = [x for r in s.get("predicted_preemptions_seeds", []) for x in r]
-        over = f"; predicted over {len(seeds)} seeded replays {min(seeds)}-{max(seeds)}" if seeds else ""
+        # Per run: the median of its seeded replays (with every pass phase
+        # read from the log the seeds change nothing), and their range.
+        per = s.get("predicted_preemptions_seeds", [])
+        seeds = [x for r in per for x in r]
+        over = ""
+        if per:
+            over = f"; predicted per run {[statistics.median(r) for r in per]}"
+            if any(min(r) != max(r) for r in per):
+                over += f", over {len(seeds)} seeded replays {min(seeds)}-{max(seeds)}"
         print(f"  preemptions: predicted {pp}, observed {op} ({pe}); observed per run {s['observed_preemptions_runs']}{over}")
+        if s.get("preemptions_logged"):
+            print(f"  one by one: {s['preemptions_matched']} of slurmctld's {s['preemptions_logged']} preemptions"
+                  f" predicted (same preemptor and victim, within 5 s)")
         waits_ok = True
         for q in ("p50", "p90"):
             w = s[f"debug_wait_{q}_s"]
