@@ -488,6 +488,26 @@ fn phase(
     Some(off)
 }
 
+/// A number `given` for the key `path` if `ok` holds for it; else an error
+/// at `path` with `message` (what the key is and its range).
+fn within(
+    path: &str,
+    given: Option<u64>,
+    ok: impl Fn(u64) -> bool,
+    message: impl Fn(u64) -> String,
+    errors: &mut Vec<ConfigError>,
+) -> Option<u64> {
+    let v = given?;
+    if ok(v) {
+        return Some(v);
+    }
+    errors.push(ConfigError::Invalid {
+        path: path.into(),
+        message: message(v),
+    });
+    None
+}
+
 /// Parses and validates the `[sim]` table. `max_min_runtime` is the
 /// contract cap (seconds) that fixed rule minimum runtimes must respect.
 /// Problems are appended to `errors`, each naming its key.
@@ -631,55 +651,50 @@ pub(crate) fn parse(
         &mut s.placement,
         errors,
     );
-    if let Some(ms) = raw.attempt_overhead_ms {
-        if ms > 60_000 {
-            errors.push(ConfigError::Invalid {
-                path: "sim.attempt_overhead_ms".into(),
-                message: format!(
-                    "{ms} ms is over a minute; it is the launch and end-report time of one attempt in milliseconds (the testbed measures about 300-700), at most 60000"
-                ),
-            });
-        } else {
-            s.attempt_overhead_ms = ms;
-        }
+    if let Some(ms) = within(
+        "sim.attempt_overhead_ms",
+        raw.attempt_overhead_ms,
+        |ms| ms <= 60_000,
+        |ms| {
+            format!("{ms} ms is over a minute; it is the launch and end-report time of one attempt in milliseconds (the testbed measures about 300-700), at most 60000")
+        },
+        errors,
+    ) {
+        s.attempt_overhead_ms = ms;
     }
-    if let Some(ms) = raw.pass_miss_ms {
-        if ms > 1000 {
-            errors.push(ConfigError::Invalid {
-                path: "sim.pass_miss_ms".into(),
-                message: format!(
-                    "{ms} is more than a second; it is the part of each second after slurmctld's pass, in milliseconds: 0..=1000 (1000 - the pass's offset into the second, about 230 on the testbed)"
-                ),
-            });
-        } else {
-            s.pass_miss_ms = ms;
-        }
+    if let Some(ms) = within(
+        "sim.pass_miss_ms",
+        raw.pass_miss_ms,
+        |ms| ms <= 1000,
+        |ms| {
+            format!("{ms} is more than a second; it is the part of each second after slurmctld's pass, in milliseconds: 0..=1000 (1000 - the pass's offset into the second, about 230 on the testbed)")
+        },
+        errors,
+    ) {
+        s.pass_miss_ms = ms;
     }
-    if let Some(ms) = raw.main_phase_ms {
-        if s.sched_interval == 0 || ms > 999 {
-            errors.push(ConfigError::Invalid {
-                path: "sim.main_phase_ms".into(),
-                message: format!(
-                    "{ms} needs a sched_interval above 0 (now {} s) and must be 0-999: it is the main pass's offset into its second, in milliseconds (the testbed's varies from run to run; scripts/calibrate reads it from slurmctld.log)",
-                    s.sched_interval
-                ),
-            });
-        } else {
-            s.main_phase_ms = ms;
-        }
+    let sched = s.sched_interval;
+    if let Some(ms) = within(
+        "sim.main_phase_ms",
+        raw.main_phase_ms,
+        |ms| sched > 0 && ms <= 999,
+        |ms| {
+            format!("{ms} needs a sched_interval above 0 (now {sched} s) and must be 0-999: it is the main pass's offset into its second, in milliseconds (the testbed's varies from run to run; scripts/calibrate reads it from slurmctld.log)")
+        },
+        errors,
+    ) {
+        s.main_phase_ms = ms;
     }
-    if let Some(us) = raw.pass_drift_us {
-        if s.sched_interval == 0 || us > 100_000 {
-            errors.push(ConfigError::Invalid {
-                path: "sim.pass_drift_us".into(),
-                message: format!(
-                    "{us} needs a sched_interval above 0 (now {} s) and must be at most 100000: it is how many microseconds later slurmctld's passes start each second (about 2000 on the testbed; scripts/calibrate reads it from slurmctld.log)",
-                    s.sched_interval
-                ),
-            });
-        } else {
-            s.pass_drift_us = us;
-        }
+    if let Some(us) = within(
+        "sim.pass_drift_us",
+        raw.pass_drift_us,
+        |us| sched > 0 && us <= 100_000,
+        |us| {
+            format!("{us} needs a sched_interval above 0 (now {sched} s) and must be at most 100000: it is how many microseconds later slurmctld's passes start each second (about 2000 on the testbed; scripts/calibrate reads it from slurmctld.log)")
+        },
+        errors,
+    ) {
+        s.pass_drift_us = us;
     }
     s.node_cpus = raw.node_cpus.unwrap_or(0);
     s.seed = raw.seed.unwrap_or(0);
