@@ -22,6 +22,14 @@ fn config(text: &str) -> Arc<Config> {
     Arc::new(Config::from_toml_str(text).unwrap())
 }
 
+/// The errors of `TWO_TEAMS` with `sim` as its `[sim]` section, which
+/// must be refused.
+fn sim_error(sim: &str) -> String {
+    Config::from_toml_str(&format!("{TWO_TEAMS}\n[sim]\n{sim}"))
+        .unwrap_err()
+        .to_string()
+}
+
 fn job(id: u64, team: &str, submit: u64, duration: u64, gpus: u32) -> TraceJob {
     TraceJob::plain(id, team, submit, duration, gpus)
 }
@@ -773,11 +781,7 @@ fn attempt_overhead_lengthens_attempts_by_whole_seconds() {
     );
     let extra_s = (most.gpu_hours * 3600.0 - 500.0).round() as u64;
     assert!((45..=50).contains(&extra_s), "{extra_s}");
-    let e = Config::from_toml_str(&format!(
-        "{TWO_TEAMS}\n[sim]\nattempt_overhead_ms = 70000\n"
-    ))
-    .unwrap_err()
-    .to_string();
+    let e = sim_error("attempt_overhead_ms = 70000\n");
     assert!(
         e.contains("sim.attempt_overhead_ms") && e.contains("at most 60000"),
         "{e}"
@@ -806,9 +810,7 @@ fn pass_miss_delays_late_submissions_by_a_second() {
     assert!(debug(&with(1000)).iter().all(|&w| w == 1));
     let late = debug(&with(250)).iter().filter(|&&w| w == 1).count();
     assert!((10..=40).contains(&late), "{late} of 100 late at 250 ms");
-    let e = Config::from_toml_str(&format!("{TWO_TEAMS}\n[sim]\npass_miss_ms = 1001\n"))
-        .unwrap_err()
-        .to_string();
+    let e = sim_error("pass_miss_ms = 1001\n");
     assert!(
         e.contains("sim.pass_miss_ms") && e.contains("0..=1000"),
         "{e}"
@@ -842,11 +844,7 @@ fn a_preemptor_starts_in_a_later_pass_with_next_pass() {
     };
     assert_eq!(wait(""), 0);
     assert_eq!(wait("preemptor_start = \"next_pass\"\n"), 30);
-    let e = Config::from_toml_str(&format!(
-        "{TWO_TEAMS}\n[sim]\npreemptor_start = \"later\"\n"
-    ))
-    .unwrap_err()
-    .to_string();
+    let e = sim_error("preemptor_start = \"later\"\n");
     assert!(
         e.contains("sim.preemptor_start") && e.contains("\"next_pass\""),
         "{e}"
@@ -918,16 +916,10 @@ fn a_submission_is_in_the_next_pass_after_it_within_its_second() {
         ("main_phase_ms", "1000", "0-999"),
         ("pass_drift_us", "200000", "at most 100000"),
     ] {
-        let e = Config::from_toml_str(&format!(
-            "{TWO_TEAMS}\n[sim]\nsched_interval = \"0:02\"\n{key} = {value}\n"
-        ))
-        .unwrap_err()
-        .to_string();
+        let e = sim_error(&format!("sched_interval = \"0:02\"\n{key} = {value}\n"));
         assert!(e.contains(&format!("sim.{key}")) && e.contains(fix), "{e}");
     }
-    let e = Config::from_toml_str(&format!("{TWO_TEAMS}\n[sim]\nmain_phase_ms = 300\n"))
-        .unwrap_err()
-        .to_string();
+    let e = sim_error("main_phase_ms = 300\n");
     assert!(e.contains("needs a sched_interval"), "{e}");
 }
 
