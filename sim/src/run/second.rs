@@ -98,6 +98,8 @@ impl Sim<'_> {
             self.m.events += 1;
         }
         let arrivals = first..self.next_arrival as u32;
+        // In the order of their offsets: each step below applies a prefix.
+        timed.sort_unstable();
         self.bf_blocked = false;
         // The second's passes in the order of their offsets (main first on
         // a tie); `None`: that pass does not run in this second.
@@ -110,7 +112,7 @@ impl Sim<'_> {
         for (at, is_main) in passes {
             let Some(at) = at else { continue };
             self.arrive(arrivals.clone(), seen, at);
-            self.apply_timed(&mut timed, seen, at);
+            self.apply_timed(&mut timed, at);
             seen = at;
             self.pass_us = Some(at);
             if is_main {
@@ -122,7 +124,7 @@ impl Sim<'_> {
         }
         // After the second's passes: ends free their GPUs for the next
         // second's; arrivals are first seen in it.
-        self.apply_timed(&mut timed, seen, u64::MAX);
+        self.apply_timed(&mut timed, u64::MAX);
         for id in arrivals {
             if self.submit_phase_ms(id) * 1000 >= seen {
                 self.enqueue_at(id, t + 1);
@@ -141,13 +143,11 @@ impl Sim<'_> {
         }
     }
 
-    /// Applies the events of `timed` (offset µs, kind, a, b) whose offset
-    /// is in `lo..hi`, in the order of their offsets; the rest stay.
-    fn apply_timed(&mut self, timed: &mut Vec<(u64, u8, u32, u32)>, lo: u64, hi: u64) {
-        timed.sort_unstable();
-        let (now, later): (Vec<_>, Vec<_>) = timed.iter().partition(|e| (lo..hi).contains(&e.0));
-        *timed = later;
-        for (_, kind, a, b) in now {
+    /// Applies the events at the front of `timed` (offset µs, kind, a, b;
+    /// sorted) whose offset is below `hi`; the rest stay.
+    fn apply_timed(&mut self, timed: &mut Vec<(u64, u8, u32, u32)>, hi: u64) {
+        let n = timed.partition_point(|e| e.0 < hi);
+        for (_, kind, a, b) in timed.drain(..n) {
             self.handle(kind, a, b);
         }
     }
