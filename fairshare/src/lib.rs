@@ -63,7 +63,7 @@ pub use engine::Engine;
 pub use entitlement::Entitlements;
 pub use explain::Explanation;
 pub use fair_tree::{FairTree, LevelFs};
-pub use preempt::{NodeGpus, Preemptor, RunningJob, Verdict};
+pub use preempt::{NodeGpus, Preemptor, RunningJob, Verdict, VictimTally};
 pub use priority::{Band, PendingJob, PriorityFactors, PriorityWeights};
 pub use tree::{LeafId, NodeId, NodeSpec, Tree};
 pub use usage::{OpenCharge, UsageTracker};

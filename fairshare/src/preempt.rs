@@ -247,6 +247,36 @@ impl<'a> RunningJob<'a> {
     }
 }
 
+/// GPUs of the victims already allowed for one preemptor, per leaf (free
+/// tier and the preemptor's own leaf cost none): what
+/// [`Engine::preempt_verdict_tallied`] judges the next candidate beside.
+/// Start a new one for each round of candidates of one pending job.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VictimTally {
+    gpus: BTreeMap<LeafId, u64>,
+}
+
+impl VictimTally {
+    /// Forgets every victim allowed so far.
+    pub fn clear(&mut self) {
+        self.gpus.clear();
+    }
+
+    /// Counts `gpus` more GPUs of `leaf`'s jobs as victims.
+    pub fn add(&mut self, leaf: LeafId, gpus: u64) {
+        *self.gpus.entry(leaf).or_default() += gpus;
+    }
+
+    /// This tally and `other`'s victims together.
+    pub fn with(&self, other: &VictimTally) -> VictimTally {
+        let mut t = self.clone();
+        for (&l, &g) in &other.gpus {
+            t.add(l, g);
+        }
+        t
+    }
+}
+
 /// What a victim costs its leaf's entitlement: the leaf's index + 1, or 0
 /// for jobs that cost none (free tier, accounts not in the tree).
 fn budget_group(engine: &Engine, r: &RunningJob<'_>, own: Option<LeafId>) -> usize {
@@ -300,19 +330,63 @@ impl Engine {
         load: &Entitlements,
         now: u64,
     ) -> Verdict {
+        self.verdict_beside(p, r, gpus, &VictimTally::default(), load, now)
+            .0
+    }
+
+    /// [`Engine::preempt_verdict_with_gpus`] for `r` beside the victims
+    /// already allowed for the same preemptor (`tally`), which it joins if
+    /// allowed: rule 4 bounds what the victims' leaves lose *together*. The
+    /// preempt plugin is asked about one candidate at a time (slurmctld
+    /// then preempts any subset of those allowed); judged alone, two 4-GPU
+    /// jobs of a leaf that may lose 4 were both allowed, and an 8-GPU
+    /// preemptor took both. With the tally, whatever subset slurmctld
+    /// takes keeps the bound, as [`Engine::choose_victims`] does, so the
+    /// termination argument above holds for the plugin too. The tally is
+    /// conservative: a candidate allowed early counts even if slurmctld
+    /// then takes another.
+    pub fn preempt_verdict_tallied(
+        &self,
+        p: &Preemptor<'_>,
+        r: &RunningJob<'_>,
+        gpus: u64,
+        tally: &mut VictimTally,
+        load: &Entitlements,
+        now: u64,
+    ) -> Verdict {
+        let (v, charged) = self.verdict_beside(p, r, gpus, tally, load, now);
+        if let Some(l) = charged {
+            tally.add(l, gpus);
+        }
+        v
+    }
+
+    /// The verdict for `r` (holding `gpus` GPUs) beside the victims in
+    /// `tally`, and the leaf whose tally it joins if allowed (an allocated
+    /// job of another leaf; `None` for one that costs no entitlement).
+    pub fn verdict_beside(
+        &self,
+        p: &Preemptor<'_>,
+        r: &RunningJob<'_>,
+        gpus: u64,
+        tally: &VictimTally,
+        load: &Entitlements,
+        now: u64,
+    ) -> (Verdict, Option<LeafId>) {
+        let v = |v: Verdict| (v, None);
         if Tier::of(p.min_runtime) == Tier::Unallocated {
-            return Verdict::PreemptorUnallocated;
+            return v(Verdict::PreemptorUnallocated);
         }
         let Some(pl) = self.leaf_of(p.account) else {
-            return Verdict::UnknownAccount;
+            return v(Verdict::UnknownAccount);
         };
         if protected(&r.contract, now) {
-            return Verdict::Protected {
+            return v(Verdict::Protected {
                 until: protected_until(&r.contract, now),
-            };
+            });
         }
         if Tier::of(r.contract.min_runtime) == Tier::Unallocated {
-            return Verdict::Allowed;
+            return v(Verdict::Allowed);
         }
         let next = self
             .config()
@@ -320,49 +394,61 @@ impl Engine {
             .requeue
             .preemptible_from(&r.contract, now);
         if next != Some(now) {
-            return Verdict::BetweenRequeuePoints { next };
+            return v(Verdict::BetweenRequeuePoints { next });
         }
         if r.short {
-            return Verdict::Short;
+            return v(Verdict::Short);
         }
         if p.sweep {
-            return Verdict::Sweep;
+            return v(Verdict::Sweep);
         }
         let wait = self.config().preempt_short_wait;
         if p.short && p.waited < wait {
-            return Verdict::ShortWaiting {
+            return v(Verdict::ShortWaiting {
                 left: wait - p.waited,
-            };
+            });
         }
         let rl = self.leaf_of(r.account);
         if p.account == r.account || rl == Some(pl) {
             // A short job may take its own leaf's GPUs: the leaf trades
             // batch work for debug work inside what it holds.
-            return if p.short {
+            return v(if p.short {
                 Verdict::Allowed
             } else {
                 Verdict::SameAccount
-            };
+            });
         }
         if !p.short && !load.below(pl) {
-            return Verdict::PreemptorServed {
+            return v(Verdict::PreemptorServed {
                 running: load.running(pl),
                 entitled: load.entitled(pl),
-            };
+            });
         }
-        if let Some(rl) = rl {
-            let refused = match self.allowance(p, load) {
-                None => load.surplus_with(rl, self.slack(p)) < gpus,
-                Some(a) => !within_allowance(load.loss(rl, gpus), a),
-            };
-            if refused {
-                return Verdict::PreempteeAtEntitlement {
-                    running: load.running(rl),
-                    entitled: load.entitled(rl),
-                };
+        let Some(rl) = rl else {
+            return v(Verdict::Allowed);
+        };
+        // This leaf's GPUs with the victims already allowed beside it, and
+        // what the other leaves already lose.
+        let with = tally.gpus.get(&rl).copied().unwrap_or(0) + gpus;
+        let refused = match self.allowance(p, load) {
+            None => load.surplus_with(rl, self.slack(p)) < with,
+            Some(a) => {
+                let others: f64 = tally
+                    .gpus
+                    .iter()
+                    .filter(|(&l, _)| l != rl)
+                    .map(|(&l, &g)| load.loss(l, g))
+                    .sum();
+                !within_allowance(others + load.loss(rl, with), a)
             }
+        };
+        if refused {
+            return v(Verdict::PreempteeAtEntitlement {
+                running: load.running(rl),
+                entitled: load.entitled(rl),
+            });
         }
-        Verdict::Allowed
+        (Verdict::Allowed, Some(rl))
     }
 
     /// Why `preemptor` may or may not preempt `preemptee` at `now` (epoch

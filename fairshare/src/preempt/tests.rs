@@ -697,3 +697,51 @@ proptest! {
         }
     }
 }
+
+/// The preempt plugin asks about one candidate at a time: beside a tally,
+/// two jobs of a leaf that may lose one's GPUs are not both allowed, while
+/// each alone is (what slurmctld then did: an 8-GPU job took both).
+#[test]
+fn candidates_judged_one_at_a_time_keep_the_bound_together() {
+    let e = pair();
+    // a holds 12 of 16 in three 4-GPU jobs, two on node 0; b holds none
+    // and asks 8: each is entitled to 8, a's surplus is 4.
+    let on = |node| [NodeGpus { node, gpus: 4 }];
+    let (n0, n1) = (on(0), on(1));
+    let jobs = [
+        running(1, "a", H, 2 * H, &n0),
+        running(2, "a", H, 2 * H, &n0),
+        running(3, "a", H, 2 * H, &n1),
+    ];
+    let l = load(&e, 16, &[("a", 12, 0), ("b", 0, 8)]);
+    assert_eq!(e.surplus_of(&l, "a"), 4);
+    // An 8-GPU job of b covers 8, so a may uncover less than 4: one job (4
+    // GPUs, all above a's entitlement) uncovers nothing, two uncover 4.
+    let p = pending("b", H, 8);
+    for r in &jobs {
+        assert_eq!(e.preempt_verdict(&p, r, &l, NOW), Verdict::Allowed);
+    }
+    let mut tally = VictimTally::default();
+    let verdicts: Vec<Verdict> = jobs
+        .iter()
+        .map(|r| e.preempt_verdict_tallied(&p, r, 4, &mut tally, &l, NOW))
+        .collect();
+    assert_eq!(verdicts[0], Verdict::Allowed);
+    for v in &verdicts[1..] {
+        assert!(matches!(v, Verdict::PreempteeAtEntitlement { .. }), "{v:?}");
+    }
+    // The set rule agrees: jobs 1 and 2 would fit it on node 0 but may not
+    // go together; with 4 GPUs free beside job 3, job 3 alone goes.
+    let free = |f| [NodeGpus { node: 0, gpus: 0 }, NodeGpus { node: 1, gpus: f }];
+    assert_eq!(e.choose_victims(&p, &jobs, &free(0), &l, NOW), None);
+    assert_eq!(
+        e.choose_victims(&p, &jobs, &free(4), &l, NOW),
+        Some(vec![3])
+    );
+    // A new round starts from nothing.
+    tally.clear();
+    assert_eq!(
+        e.preempt_verdict_tallied(&p, &jobs[1], 4, &mut tally, &l, NOW),
+        Verdict::Allowed
+    );
+}

@@ -20,7 +20,7 @@
 // `unsafe` allot_ffi constructor whose safety contract slurmctld meets.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -28,7 +28,7 @@ use std::sync::{Mutex, OnceLock};
 use allot_ffi::ctld;
 use allot_ffi::job::{JobRecord, JobState};
 use allot_ffi::{log, sys};
-use fairshare::{Engine, Entitlements, NodeGpus, RunningJob};
+use fairshare::{Engine, Entitlements, NodeGpus, RunningJob, VictimTally};
 use slurm_plugin::jobs;
 use slurm_plugin::preempt_mode::{self, Honoured};
 use slurm_plugin::snapshot::{now, EngineState};
@@ -136,6 +136,7 @@ fn may_preempt(state: &EngineState, preemptor: &JobRecord<'_>, preemptee: &JobRe
         load,
         counted,
         facts,
+        round,
     } = &mut *live;
     // The preemptor as read for this job, second and snapshot: slurmctld
     // asks about every candidate of one pending job in a row.
@@ -143,11 +144,19 @@ fn may_preempt(state: &EngineState, preemptor: &JobRecord<'_>, preemptee: &JobRe
     let facts = match facts {
         Some((k, f)) if *k == key => &*f,
         _ => {
+            round.clear();
             &facts
                 .insert((key, jobs::PreemptorFacts::of(&engine, preemptor)))
                 .1
         }
     };
+    // A candidate asked about again starts a new round (slurmctld asks
+    // once per running job in a round, and its backfill runs several rounds
+    // for one job in a second): the victims allowed so far are forgotten.
+    if !round.asked.insert(preemptee.job_id()) {
+        round.clear();
+        round.asked.insert(preemptee.job_id());
+    }
     let p = facts.at(now);
     let r = jobs::running(&engine, preemptee);
     let r_gpus = jobs::allocated_gpus(preemptee).max(1);
@@ -158,7 +167,10 @@ fn may_preempt(state: &EngineState, preemptor: &JobRecord<'_>, preemptee: &JobRe
     if let (Some(l), Some(g)) = (leaf, already) {
         load.shift(l, -(g as i64));
     }
-    let verdict = engine.preempt_verdict_with_gpus(&p, &r, r_gpus, load, now);
+    // Judged beside the candidates already allowed in this round, so that
+    // any subset slurmctld then preempts keeps rule 4's bound on what the
+    // victims' leaves lose together (Engine::preempt_verdict_tallied).
+    let verdict = round.judge(&engine, &p, &r, r_gpus, preemptee.nodes(), load, now);
     let allowed = verdict == fairshare::Verdict::Allowed;
     match (leaf, already) {
         (Some(l), Some(g)) => load.shift(l, g as i64),
@@ -184,6 +196,85 @@ struct Live {
     /// The last preemptor read: (job id, second, engine snapshot) and what
     /// was read.
     facts: Option<((u32, u64, usize), jobs::PreemptorFacts)>,
+    /// The candidates of that preemptor's current round.
+    round: Round,
+}
+
+/// One round of candidates of one preemptor: the jobs asked about, and the
+/// victims allowed so far, by where they run. slurmctld (select/cons_tres)
+/// preempts only jobs on the nodes the preemptor starts on, so for a
+/// one-node preemptor the victims that matter together are those of one
+/// node and those spanning several: a candidate is judged beside its node's
+/// allowed victims and the spanning ones (a spanning one beside every
+/// node's). Asked in job-list order, a round-robin layout would otherwise
+/// spend the allowance on jobs of different nodes and let the preemptor fit
+/// nowhere. A preemptor of several nodes is judged beside every victim.
+#[derive(Default)]
+struct Round {
+    asked: HashSet<u32>,
+    /// Several-node preemptor: all victims allowed.
+    all: VictimTally,
+    /// One-node preemptor: victims allowed on each node.
+    per_node: HashMap<String, VictimTally>,
+    /// One-node preemptor: victims allowed that span several nodes.
+    spanning: VictimTally,
+}
+
+impl Round {
+    fn clear(&mut self) {
+        self.asked.clear();
+        self.all.clear();
+        self.per_node.clear();
+        self.spanning.clear();
+    }
+
+    /// `r`'s verdict beside the victims allowed in this round; an allowed
+    /// one joins them. `nodes`: its node list (`gpu03`, `gpu[01-02]`).
+    #[allow(clippy::too_many_arguments)]
+    fn judge(
+        &mut self,
+        engine: &Engine,
+        p: &fairshare::Preemptor<'_>,
+        r: &RunningJob<'_>,
+        gpus: u64,
+        nodes: Option<&str>,
+        load: &Entitlements,
+        now: u64,
+    ) -> fairshare::Verdict {
+        if p.nodes > 1 {
+            return engine.preempt_verdict_tallied(p, r, gpus, &mut self.all, load, now);
+        }
+        let one = nodes.filter(|n| !n.contains([',', '[']));
+        let (verdict, charged) = match one {
+            Some(node) => {
+                let here = self.per_node.get(node).cloned().unwrap_or_default();
+                engine.verdict_beside(p, r, gpus, &here.with(&self.spanning), load, now)
+            }
+            None => {
+                // Beside every node's victims: the worst of them decides.
+                let mut worst = engine.verdict_beside(p, r, gpus, &self.spanning, load, now);
+                for t in self.per_node.values() {
+                    let v = engine.verdict_beside(p, r, gpus, &t.with(&self.spanning), load, now);
+                    if v.0 != fairshare::Verdict::Allowed {
+                        worst = v;
+                        break;
+                    }
+                }
+                worst
+            }
+        };
+        if let Some(leaf) = charged {
+            match one {
+                Some(node) => self
+                    .per_node
+                    .entry(node.to_owned())
+                    .or_default()
+                    .add(leaf, gpus),
+                None => self.spanning.add(leaf, gpus),
+            }
+        }
+        verdict
+    }
 }
 
 static LIVE_CELL: OnceLock<Mutex<Live>> = OnceLock::new();
