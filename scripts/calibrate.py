@@ -155,6 +155,9 @@ def sim_keys(timing):
     """The [sim] timing settings the testbed's values give (docs/simulator.md)."""
     keys = {"requeue_delay": dur(timing["cred_expire_s"] + 1),
             "backfill_reserve": '"all"',
+            # sched/backfill's plan is a map of node bitmaps: a reservation
+            # takes its whole nodes (DebugFlags=Backfill log, docs/simulator.md).
+            "backfill_hold": '"nodes"',
             "backfill_preempt": '"all"',
             "placement": f'"{os.environ.get("CALIB_PLACEMENT", "cons_tres")}"'}
     if keys["placement"] == '"cons_tres"':
@@ -164,6 +167,8 @@ def sim_keys(timing):
     # slurmctld leaves a preemptor pending until a later pass, and kills
     # no more for it for KillWait + MessageTimeout (node_scheduler.c).
     keys["preemptor_start"] = '"next_pass"'
+    # The preempt plugin bounds a one-node preemptor's victims per node.
+    keys["victim_budget"] = '"node"'
     if "kill_wait_s" in timing:
         keys["repreempt_delay"] = dur(timing["kill_wait_s"] + timing["msg_timeout_s"])
     if "pass_miss_ms" in timing:

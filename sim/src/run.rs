@@ -55,7 +55,9 @@ use super::trace::{NodeEvent, NodeEventKind};
 use super::workload::Workload;
 use super::{ClusterSpec, Policy, PreemptionRecord, SimReport};
 use backfill::Held;
-use fairshare::config::sim::{BackfillPreempt, BackfillReserve, Placement, PreemptorStart};
+use fairshare::config::sim::{
+    BackfillHold, BackfillPreempt, BackfillReserve, Placement, PreemptorStart, VictimBudget,
+};
 use fairshare::config::Config;
 use fairshare::contract::{protected_until, Contract, RunClock};
 use fairshare::drain::{self, NodeJob};
@@ -104,6 +106,10 @@ enum StopReason {
 struct JobState {
     remaining: u64,
     eligible: u64,
+    /// When it was queued: its submission, reset to the instant of each
+    /// requeue (slurmctld's `submit_time`, which breaks ties between jobs
+    /// of equal priority; the requeue's `begin_time` only delays it).
+    order: u64,
     state: State,
     attempt: u32,
     start: u64,
@@ -138,7 +144,7 @@ pub(crate) struct Sim<'w> {
     policy: Policy,
     cluster: Cluster,
     jobs: Vec<JobState>,
-    /// Per queue: pending jobs by (eligible time, index), each with its
+    /// Per queue: pending jobs by (queued time, index), each with its
     /// shape, so that a pass reads the jobs it looks at from the queue alone.
     queues: Vec<Queue>,
     /// Per job: its slot in its queue ([`queue`]).
@@ -246,11 +252,21 @@ struct PreemptScratch {
     pairs: Vec<(u32, u32)>,
     /// (GPUs still missing, node) of nodes where the preemptor would fit.
     fitting: Vec<(u32, u32)>,
+    /// Per node: GPUs of the team being tallied taken there so far (all 0
+    /// between teams).
+    spent: Vec<u64>,
+    /// Nodes whose `spent` counter was touched.
+    spent_touched: Vec<u32>,
 }
 
 /// Queues per team: free tier, allocated, short band. Inside one queue
 /// every job has the same priority but for its age, so the queue's order
-/// (eligible time, index) is its priority order.
+/// (queued time, index) is its priority order, ties broken as slurmctld
+/// breaks them (submit time, then job id; a requeue resets the submit
+/// time). A job's age counts from when it is eligible, `requeue_delay`
+/// after its queued time for a requeued job only: with a delay its age
+/// points can lag, by one, those of a job queued up to that many seconds
+/// after it, and it is still taken first.
 const QUEUES_PER_TEAM: usize = 3;
 
 /// A pending job's GPUs per node, nodes and remaining run time (seconds).

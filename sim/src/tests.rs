@@ -589,6 +589,32 @@ fn a_requeued_job_waits_the_requeue_delay() {
     assert_eq!(delayed.finished, 3);
 }
 
+/// Jobs of equal priority start in order of their queued time, then job,
+/// as slurmctld orders them (submit time, then job id), and a requeue
+/// resets the queued time to the moment of the requeue, not to when the
+/// job is eligible again (`requeue_delay` later).
+#[test]
+fn a_requeued_job_keeps_its_place_by_the_moment_of_its_requeue() {
+    let free = |id, submit, duration| TraceJob {
+        min_runtime: Some(0),
+        ..job(id, "t1", submit, duration, 8)
+    };
+    // t2's job preempts t1's free-tier job 1 at 10 and ends at 60; t1's
+    // job 3, as large and of the same priority, arrives at 10 too.
+    let jobs = vec![free(1, 0, 1000), job(2, "t2", 10, 50, 4), free(3, 10, 20)];
+    let r = run(
+        &config(&format!("{TWO_TEAMS}\n[sim]\nrequeue_delay = \"0:11\"\n")),
+        jobs,
+        ONE_NODE,
+        Policy::Allot,
+    );
+    assert_eq!((r.preemptions, r.finished), (1, 3));
+    // Job 1 (queued at 10, eligible at 21) goes first at 60, ahead of job 3
+    // (queued at 10 too, a later job), which starts when it ends, at 1060.
+    let large = &r.waits[JobClass::Large as usize];
+    assert_eq!(large.p90_s, 1060 - 10);
+}
+
 #[test]
 fn a_job_past_its_contract_is_preempted_at_its_next_requeue_point() {
     // t1 holds the node with jobs of 10 h; t2 asks for 4 GPUs at 1 h 10 min,
@@ -659,6 +685,77 @@ fn backfill_reserves_for_every_job_with_all() {
     assert_eq!(batch(&easy), 0);
     // all: 5 waits for the first node to be free after 3 (at 200).
     assert_eq!(batch(&all), 200 - 3);
+}
+
+/// `[sim] backfill_hold`: t1's 4-GPU job is planned on the node when t1's
+/// 6-GPU job ends at 100; t2's 2-GPU job of 200 s fits in the two GPUs free
+/// now and beside that reservation's 4 GPUs (`gpus`), but not beside a
+/// reservation of the whole node (`nodes`, as Slurm's sched/backfill): it
+/// starts at 100 with the 4-GPU job.
+#[test]
+fn a_reservation_holds_its_whole_node_with_nodes() {
+    let base = "[contract]\ndefault_min_runtime = \"0\"\n[tree.t1]\nshare = 1\n[tree.t2]\nshare = 1\n[sim]\nbackfill_interval = \"0:01\"\nbackfill_reserve = \"all\"\n";
+    let jobs = || {
+        vec![
+            limited(1, "t1", 0, 100, 6),
+            limited(2, "t1", 1, 100, 4),
+            limited(3, "t2", 2, 200, 2),
+        ]
+    };
+    let wait = |hold: &str| {
+        let r = run(
+            &config(&format!("{base}backfill_hold = \"{hold}\"\n")),
+            jobs(),
+            ONE_NODE,
+            Policy::Fifo,
+        );
+        assert_eq!(r.finished, 3);
+        r.waits[JobClass::Debug as usize].p90_s
+    };
+    assert_eq!(wait("gpus"), 0);
+    assert_eq!(wait("nodes"), 100 - 2);
+    let e = sim_error("backfill_hold = \"node\"\n");
+    assert!(
+        e.contains("sim.backfill_hold") && e.contains("\"nodes\""),
+        "{e}"
+    );
+}
+
+/// `[sim] victim_budget`: t1 holds 12 of 16 GPUs (entitled 8 once t2 asks
+/// 8): its old job A shares a node with 4 free GPUs, its two younger jobs
+/// fill the other. t2's 8-GPU job fits by preempting A alone, which leaves
+/// t1 at its entitlement; counted cluster-wide, t1's youngest job uses up
+/// what it may lose and A is never looked at; counted per node (as the
+/// preempt plugin does) it is.
+#[test]
+fn a_team_may_lose_its_allowance_on_each_node_with_node() {
+    let jobs = || {
+        vec![
+            job(1, "t1", 0, 36_000, 4),
+            job(2, "t2", 0, 5, 4),
+            job(3, "t1", 1, 36_000, 4),
+            job(4, "t1", 2, 36_000, 4),
+            job(5, "t2", 3700, 600, 8),
+        ]
+    };
+    let run_with = |budget: &str| {
+        run(
+            &config(&format!("{TWO_TEAMS}\n[sim]\nvictim_budget = \"{budget}\"\n")),
+            jobs(),
+            TWO_NODES,
+            Policy::Allot,
+        )
+    };
+    let (cluster, node) = (run_with("cluster"), run_with("node"));
+    assert_eq!(cluster.preemptions, 0, "{:#?}", cluster.preemption_log);
+    let by = |r: &SimReport| {
+        r.preemption_log
+            .iter()
+            .map(|p| (p.time, p.preemptor, p.victim))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(by(&node), vec![(3700, 5, 1)]);
+    assert_eq!((cluster.finished, node.finished), (5, 5));
 }
 
 /// `[sim] backfill_preempt`: t1 holds both nodes past its contracts; t2's

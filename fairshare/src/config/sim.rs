@@ -12,8 +12,10 @@
 //! backfill_depth = 500            # jobs the backfill pass looks at (Slurm: bf_max_job_test)
 //! backfill_interval = "0:30"      # seconds between backfill passes (Slurm: bf_interval)
 //! backfill_reserve = "first"      # "all": every job the backfill looks at gets a reservation
+//! backfill_hold = "gpus"          # "nodes": with "all", a reservation holds its whole nodes, as in Slurm
 //! backfill_preempt = "first"      # "all": the backfill may preempt for every job it looks at
 //! preemptor_start = "at_once"     # "next_pass": a preemptor waits for a later pass, as in Slurm
+//! victim_budget = "cluster"       # "node": a team's victims bounded per node, as the preempt plugin
 //! repreempt_delay = "0"           # a job that preempted may not again for this long (Slurm: KillWait + MessageTimeout)
 //! requeue_delay = "0"             # a requeued job waits this long (Slurm: cred_expire + 1)
 //! placement = "best_fit"          # "cons_tres": Slurm's node choice (most jobs, lowest index)
@@ -116,6 +118,27 @@ pub enum BackfillReserve {
     All,
 }
 
+/// What a backfill reservation (`backfill_reserve = "all"`) keeps from
+/// lower jobs over its interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackfillHold {
+    /// Its own GPUs on each of its nodes: a lower job may use the rest of
+    /// the node (what the simulator always did).
+    Gpus,
+    /// Its whole nodes: Slurm 22.05's sched/backfill keeps its plan as a
+    /// map of node bitmaps over time (`node_space`), and a reservation
+    /// takes its nodes out of the map over `[start, end)` rounded down to
+    /// `bf_resolution` (at least one slot), whatever GPUs it asked for.
+    /// A lower job may start only on nodes free of reservations from now to
+    /// its time limit (both ends included). A job that preempts holds its
+    /// nodes so from now until the pass ends (backfill.c "drop through and
+    /// reserve these resources"). The testbed's `DebugFlags=Backfill` log
+    /// shows a 2-GPU job's reservation taking a whole 8-GPU node for a
+    /// minute.
+    Nodes,
+}
+
 /// For which pending jobs a backfill pass may preempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -148,6 +171,21 @@ pub enum PreemptorStart {
     /// (select_nodes answers "nodes busy"); the testbed's slurmctld.log
     /// shows a short job submitted a second later starting on them first.
     NextPass,
+}
+
+/// Where the simulator's search for a one-node preemptor's victims bounds
+/// what a team may lose (before the engine judges the set it finds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VictimBudget {
+    /// Cluster-wide: a team's youngest unprotected jobs use up what it may
+    /// lose wherever they run (what the simulator always did); a node where
+    /// the preemptor fits beside an older job of that team may be missed.
+    Cluster,
+    /// Per node: a team may lose that much on each node, as the preempt
+    /// plugin allows (it tallies a one-node preemptor's victims per node,
+    /// and slurmctld preempts only on the node the preemptor starts on).
+    Node,
 }
 
 /// How the simulator picks the node of a one-node job.
@@ -233,6 +271,9 @@ pub struct SimSettings {
     /// sched/backfill; with the trace's `time_limit`s it plans as
     /// slurmctld does).
     pub backfill_reserve: BackfillReserve,
+    /// What each such reservation holds: `gpus` (default: its GPUs) or
+    /// `nodes` (its whole nodes, as Slurm's sched/backfill).
+    pub backfill_hold: BackfillHold,
     /// For which jobs a backfill pass may preempt: `first` (default: the
     /// first job it cannot start) or `all` (every job it looks at, as
     /// Slurm's sched/backfill).
@@ -241,6 +282,10 @@ pub struct SimSettings {
     /// victims' GPUs, or `next_pass` (as slurmctld: it waits, and the next
     /// pass gives the GPUs to the highest-priority job that fits).
     pub preemptor_start: PreemptorStart,
+    /// Where a team's loss is bounded while searching a one-node
+    /// preemptor's victims: `cluster` (default) or `node` (as the preempt
+    /// plugin judges them).
+    pub victim_budget: VictimBudget,
     /// Seconds after a job preempts before it may preempt again. Slurm's
     /// select_nodes kills no more jobs for a preemptor whose preemption
     /// began less than `KillWait + MessageTimeout` ago (default 30 + 10 s;
@@ -348,8 +393,10 @@ impl Default for SimSettings {
             backfill_depth: 500,
             backfill_interval: 30,
             backfill_reserve: BackfillReserve::First,
+            backfill_hold: BackfillHold::Gpus,
             backfill_preempt: BackfillPreempt::First,
             preemptor_start: PreemptorStart::AtOnce,
+            victim_budget: VictimBudget::Cluster,
             repreempt_delay: 0,
             placement: Placement::BestFit,
             node_cpus: 0,
@@ -381,8 +428,10 @@ struct RawSim {
     backfill_depth: Option<u32>,
     backfill_interval: Option<toml::Value>,
     backfill_reserve: Option<String>,
+    backfill_hold: Option<String>,
     backfill_preempt: Option<String>,
     preemptor_start: Option<String>,
+    victim_budget: Option<String>,
     repreempt_delay: Option<toml::Value>,
     placement: Option<String>,
     node_cpus: Option<u32>,
@@ -522,7 +571,7 @@ pub(crate) fn parse(
             errors.push(ConfigError::Invalid {
                 path: "sim".into(),
                 message: format!(
-                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_preempt, preemptor_start, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, pass_miss_ms, main_phase_ms, pass_drift_us, sched_interval, sched_offset, backfill_resolution, resolution_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
+                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_hold, backfill_preempt, preemptor_start, victim_budget, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, pass_miss_ms, main_phase_ms, pass_drift_us, sched_interval, sched_offset, backfill_resolution, resolution_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
                 ),
             });
             return SimSettings::default();
@@ -628,6 +677,14 @@ pub(crate) fn parse(
         errors,
     );
     choose(
+        "sim.backfill_hold",
+        raw.backfill_hold.as_deref(),
+        &[("gpus", BackfillHold::Gpus), ("nodes", BackfillHold::Nodes)],
+        "\"gpus\" (a reservation holds its GPUs) or \"nodes\" (its whole nodes, as Slurm's sched/backfill)",
+        &mut s.backfill_hold,
+        errors,
+    );
+    choose(
         "sim.backfill_preempt",
         raw.backfill_preempt.as_deref(),
         &[("first", BackfillPreempt::First), ("all", BackfillPreempt::All)],
@@ -641,6 +698,14 @@ pub(crate) fn parse(
         &[("at_once", PreemptorStart::AtOnce), ("next_pass", PreemptorStart::NextPass)],
         "\"at_once\" (the preemptor starts on its victims' GPUs) or \"next_pass\" (it waits for a later pass, as in Slurm)",
         &mut s.preemptor_start,
+        errors,
+    );
+    choose(
+        "sim.victim_budget",
+        raw.victim_budget.as_deref(),
+        &[("cluster", VictimBudget::Cluster), ("node", VictimBudget::Node)],
+        "\"cluster\" (a team's loss bounded cluster-wide) or \"node\" (per node, as the preempt plugin)",
+        &mut s.victim_budget,
         errors,
     );
     choose(

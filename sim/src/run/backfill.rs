@@ -75,7 +75,10 @@ impl Sim<'_> {
     /// first), or gets a reservation of its own at the earliest time it
     /// fits by the running jobs' planned ends and the reservations before
     /// it (added to `held`; `None`). A running job is planned to end no
-    /// earlier than the next second.
+    /// earlier than the next second. With `backfill_hold = "nodes"` a
+    /// reservation holds its whole nodes: a node is usable at `t` only if no
+    /// reservation on it overlaps `[t, t + planned]` (Slurm's node_space
+    /// test, both ends included).
     pub(super) fn plan(
         &self,
         nodes: u32,
@@ -96,6 +99,7 @@ impl Sim<'_> {
                 releases.push((end.max(now + 1), a.node, a.gpus));
             }
         }
+        let whole = self.config.sim.backfill_hold == BackfillHold::Nodes;
         let free_at = |node: u32, t: u64| -> i64 {
             let mut f = i64::from(self.cluster.free[node as usize]);
             for &(e, n, gp) in &releases {
@@ -103,9 +107,11 @@ impl Sim<'_> {
                     f += i64::from(gp);
                 }
             }
-            for h in held.iter() {
-                if h.node == node && h.start <= t && t < h.end {
-                    f -= i64::from(h.gpus);
+            if !whole {
+                for h in held.iter() {
+                    if h.node == node && h.start <= t && t < h.end {
+                        f -= i64::from(h.gpus);
+                    }
                 }
             }
             f
@@ -124,10 +130,14 @@ impl Sim<'_> {
                 let f = free_at(node, t);
                 let ok = f >= need
                     && held.iter().all(|h| {
-                        h.node != node
-                            || h.start <= t
-                            || h.start >= t + planned
-                            || free_at(node, h.start) >= need
+                        if whole {
+                            h.node != node || h.end <= t || h.start > t + planned
+                        } else {
+                            h.node != node
+                                || h.start <= t
+                                || h.start >= t + planned
+                                || free_at(node, h.start) >= need
+                        }
                     });
                 if ok {
                     fit.push((f, node));
@@ -150,29 +160,46 @@ impl Sim<'_> {
                             .collect(),
                     );
                 }
-                // `backfill_resolution`: both ends rounded down on
-                // slurmctld's clock; an empty reservation holds nothing.
-                let (start, end) = match self.config.sim.backfill_resolution {
-                    0 => (t, t + planned),
-                    r => {
-                        let off = self.config.sim.resolution_offset;
-                        let down = |x: u64| ((x + off) / r * r).saturating_sub(off);
-                        (down(t), down(t + planned))
-                    }
-                };
-                if end > start {
-                    for (_, node) in fit {
-                        held.push(Held {
-                            start,
-                            end,
-                            node,
-                            gpus: g,
-                        });
-                    }
-                }
+                self.hold(held, fit.into_iter().map(|(_, node)| node), g, t, planned);
                 return None;
             }
         }
         None
+    }
+
+    /// Adds a reservation of `g` GPUs on each of `nodes` for a job planned
+    /// to start at `t` and run `planned` seconds. `backfill_resolution`:
+    /// both ends rounded down on slurmctld's clock; an empty reservation
+    /// holds nothing, except that with `backfill_hold = "nodes"` it holds at
+    /// least one resolution slot (backfill.c `_add_reservation`).
+    pub(super) fn hold(
+        &self,
+        held: &mut Vec<Held>,
+        nodes: impl IntoIterator<Item = u32>,
+        g: u32,
+        t: u64,
+        planned: u64,
+    ) {
+        let (start, mut end) = match self.config.sim.backfill_resolution {
+            0 => (t, t + planned),
+            r => {
+                let off = self.config.sim.resolution_offset;
+                let down = |x: u64| ((x + off) / r * r).saturating_sub(off);
+                (down(t), down(t + planned))
+            }
+        };
+        if self.config.sim.backfill_hold == BackfillHold::Nodes {
+            end = end.max(start + self.config.sim.backfill_resolution.max(1));
+        }
+        if end > start {
+            for node in nodes {
+                held.push(Held {
+                    start,
+                    end,
+                    node,
+                    gpus: g,
+                });
+            }
+        }
     }
 }

@@ -162,8 +162,11 @@ impl Sim<'_> {
         let sj = &self.w.jobs[id as usize];
         let q = queue_of(sj.team, sj.min_runtime, self.is_short(id));
         let shape = (sj.gpus_per_node, sj.nodes, self.planned(id));
-        let eligible = self.jobs[id as usize].eligible;
-        self.queues[q].insert(&mut self.queue_pos, eligible, id, shape);
+        let (order, eligible) = (
+            self.jobs[id as usize].order,
+            self.jobs[id as usize].eligible,
+        );
+        self.queues[q].insert(&mut self.queue_pos, order, eligible, id, shape);
         self.pending += 1;
     }
 

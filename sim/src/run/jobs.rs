@@ -12,7 +12,7 @@ impl Sim<'_> {
         let gpus = sj.gpus();
         let j = &mut self.jobs[id as usize];
         let q = queue_of(sj.team, sj.min_runtime, short);
-        self.queues[q].remove(&self.queue_pos, j.eligible, id);
+        self.queues[q].remove(&self.queue_pos, j.order, id);
         self.pending -= 1;
         self.load_version += 1;
         if sj.min_runtime > 0 {
@@ -133,6 +133,7 @@ impl Sim<'_> {
         j.attempt += 1;
         let delay = self.config.sim.requeue_delay;
         j.eligible = now + delay;
+        j.order = now;
         j.alloc = Vec::new();
         let lost_gs = u64::from(gpus) * lost;
         self.m.lost_gpu_s += lost_gs;

@@ -4,8 +4,8 @@
 use super::*;
 
 impl Sim<'_> {
-    /// Priority key of a pending job: higher first; ties by eligible time,
-    /// then job index.
+    /// Priority key of a pending job: higher first; ties by queued time
+    /// (slurmctld's submit time: a requeue resets it), then job index.
     pub(super) fn key(&self, id: u32) -> u64 {
         let sj = &self.w.jobs[id as usize];
         let j = &self.jobs[id as usize];
@@ -118,7 +118,7 @@ impl Sim<'_> {
         heads.clear();
         for q in 0..self.queues.len() {
             if let Some((slot, s)) = self.queues[q].first() {
-                let (el, id, shape) = (s.eligible, s.id, s.shape);
+                let (order, id, shape) = (s.order, s.id, s.shape);
                 // Under allot a head's key changes only with the snapshot.
                 let c = self.head_cache[q];
                 let key = if self.policy == Policy::Allot && c.0 == self.snapshot && c.1 == id {
@@ -128,7 +128,7 @@ impl Sim<'_> {
                     self.head_cache[q] = (self.snapshot, id, k);
                     k
                 };
-                heads.push((key, Reverse(el), Reverse(id), q as u32, shape, slot));
+                heads.push((key, Reverse(order), Reverse(id), q as u32, shape, slot));
             }
         }
         // One heapify of all heads instead of a sift per push.
@@ -164,12 +164,12 @@ impl Sim<'_> {
             // queue touches the heap not at all). Ids are unique: no ties.
             // (entry, taken at once without a look at the heap)
             let mut successor = None;
-            if let Some((q, el, id, slot)) = advance.take() {
+            if let Some((q, order, id, slot)) = advance.take() {
                 // The queue walked on from the job just taken (its slot is
                 // kept even once it started).
-                let next = self.queues[q as usize].next_after(slot, el, id);
+                let next = self.queues[q as usize].next_after(slot, order, id);
                 if let Some((slot2, s)) = next {
-                    let (el2, id2, shape) = (s.eligible, s.id, s.shape);
+                    let (el2, order2, id2, shape) = (s.eligible, s.order, s.id, s.shape);
                     // Its exact key matters only if it may sort below the
                     // heap's top (then it joins the heap). A successor whose
                     // queue's floor is above the top, as in a long run of one
@@ -188,7 +188,8 @@ impl Sim<'_> {
                     } else {
                         self.queue_key(q as usize, el2)
                     };
-                    successor = Some(((key, Reverse(el2), Reverse(id2), q, shape, slot2), above));
+                    successor =
+                        Some(((key, Reverse(order2), Reverse(id2), q, shape, slot2), above));
                 }
             }
             let taken = match (successor, heap.peek_mut()) {
@@ -200,7 +201,7 @@ impl Sim<'_> {
                 (None, Some(top)) => Some(std::collections::binary_heap::PeekMut::pop(top)),
                 (None, None) => None,
             };
-            let Some((_, Reverse(el), Reverse(id), q, shape, slot)) = taken else {
+            let Some((_, Reverse(order), Reverse(id), q, shape, slot)) = taken else {
                 break;
             };
             let too_big = if self.policy == Policy::Static {
@@ -216,7 +217,7 @@ impl Sim<'_> {
             } else {
                 false
             };
-            advance = Some((q, el, id, slot));
+            advance = Some((q, order, id, slot));
             if too_big {
                 // Larger than the team's whole slice: it can never run
                 // (counted as unfinished) and must not block the team.
@@ -251,6 +252,7 @@ impl Sim<'_> {
                     avoid.dedup();
                     if self.try_preempt(id, &avoid) {
                         h.truncate(before);
+                        self.hold_preemptor_nodes(id);
                         failed_any = u32::MAX;
                         failed_avoid = u32::MAX;
                     }
@@ -289,6 +291,7 @@ impl Sim<'_> {
                         _ => Vec::new(),
                     };
                     if self.try_preempt(id, &avoid) {
+                        self.hold_preemptor_nodes(id);
                         failed_any = u32::MAX;
                         failed_avoid = u32::MAX;
                     }
@@ -296,6 +299,9 @@ impl Sim<'_> {
                 continue;
             }
             if self.policy == Policy::Allot && self.try_preempt(id, &[]) {
+                if backfill {
+                    self.hold_preemptor_nodes(id);
+                }
                 // Victims freed GPUs: earlier placement failures may not hold.
                 failed_any = u32::MAX;
                 failed_avoid = u32::MAX;

@@ -122,6 +122,8 @@ impl Sim<'_> {
             touched,
             pairs,
             fitting,
+            spent,
+            spent_touched,
         } = &mut *guard;
         gives.clear();
         gives.extend((0..self.w.teams.len()).map(give));
@@ -164,16 +166,47 @@ impl Sim<'_> {
                     .map(|&(_, t)| (&self.unprot[t], gives[t], true)),
             );
         let points = self.config.contract.requeue;
-        'outer: for (set, mut budget, allocated) in sources {
+        // `victim_budget = "node"`: a team's budget holds for the victims
+        // on one node (slurmctld preempts only on the nodes the preemptor
+        // starts on, and the preempt plugin tallies a one-node preemptor's
+        // victims per node): each node has its own, so the youngest jobs of
+        // a team elsewhere do not use up what it may give on the node where
+        // the preemptor fits. Jobs on several nodes, every job for a
+        // preemptor of several nodes, and every job with `"cluster"` share
+        // one. (A necessary condition only: the engine judges the set.)
+        let per_node = n == 1 && self.config.sim.victim_budget == VictimBudget::Node;
+        'outer: for (set, budget, allocated) in sources {
+            if budget == 0 {
+                continue;
+            }
+            for &node in spent_touched.iter() {
+                spent[node as usize] = 0;
+            }
+            spent_touched.clear();
+            let mut left = budget;
             for (&(start, r), held) in set.iter().rev() {
-                if budget == 0 {
-                    break;
-                }
                 let gpus = u64::from(held.gpus);
-                if gpus > budget || (allocated && !points.open(self.now - start)) {
+                if allocated && !points.open(self.now - start) {
                     continue;
                 }
-                budget -= gpus;
+                match &held.node {
+                    Some(one) if per_node => {
+                        let s = &mut spent[one.node as usize];
+                        if *s + gpus > budget {
+                            continue;
+                        }
+                        if *s == 0 {
+                            spent_touched.push(one.node);
+                        }
+                        *s += gpus;
+                    }
+                    _ => {
+                        if gpus > left {
+                            continue;
+                        }
+                        left -= gpus;
+                    }
+                }
                 let alloc = match &held.node {
                     Some(one) => std::slice::from_ref(one),
                     None => &self.jobs[r as usize].alloc[..],
@@ -202,6 +235,10 @@ impl Sim<'_> {
         for &t in touched.iter() {
             pre[t as usize] = 0;
         }
+        for &node in spent_touched.iter() {
+            spent[node as usize] = 0;
+        }
+        spent_touched.clear();
         if fitting.len() < n {
             drop(guard);
             return self.attempt_failed(id, remember);
@@ -351,6 +388,36 @@ impl Sim<'_> {
                 // agrees by construction, but never loop on a mismatch.
                 self.attempt_failed(id, remember)
             }
+        }
+    }
+
+    /// `backfill_hold = "nodes"`, after `id` preempted in a backfill pass
+    /// (`preemptor_start = "next_pass"`): it holds its whole nodes until
+    /// the pass ends. Slurm's backfill, when the preemptor cannot start yet,
+    /// "drops through and reserves these resources": its nodes leave the
+    /// pass's map from now on, whatever GPUs it asked for.
+    pub(super) fn hold_preemptor_nodes(&mut self, id: u32) {
+        if self.config.sim.backfill_hold != BackfillHold::Nodes {
+            return;
+        }
+        let Some((pid, hold)) = self.completing.last() else {
+            return;
+        };
+        if *pid != id {
+            return;
+        }
+        let rest: Vec<NodeGpus> = hold
+            .iter()
+            .map(|h| NodeGpus {
+                node: h.node,
+                gpus: self.cluster.free[h.node as usize],
+            })
+            .filter(|h| h.gpus > 0)
+            .collect();
+        if !rest.is_empty() {
+            // A second entry: each is taken and given back on its own.
+            self.cluster.take(id, &rest);
+            self.completing.push((id, rest));
         }
     }
 }

@@ -1,5 +1,7 @@
-//! One queue of pending jobs, in (eligible time, job index) order: a sorted
-//! vector whose removed entries are marked gone and dropped in bulk.
+//! One queue of pending jobs, in (queued time, job index) order: a sorted
+//! vector whose removed entries are marked gone and dropped in bulk. The
+//! queued time is slurmctld's `submit_time`, its tie-break between jobs of
+//! equal priority: the submission, reset to the instant of a requeue.
 //!
 //! Why not a B-tree: a job joins a queue when it arrives or is requeued,
 //! both at the current second, so it almost always goes at the end; and a
@@ -13,10 +15,12 @@
 
 use super::Shape;
 
-/// A queued job: eligible since (seconds), job index, shape (GPUs per node,
-/// nodes, remaining run time in seconds).
+/// A queued job: queued since (seconds: its order), eligible since
+/// (seconds: its age), job index, shape (GPUs per node, nodes, remaining
+/// run time in seconds).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Slot {
+    pub order: u64,
     pub eligible: u64,
     pub id: u32,
     pub shape: Shape,
@@ -25,7 +29,7 @@ pub(super) struct Slot {
 
 impl Slot {
     fn key(&self) -> (u64, u32) {
-        (self.eligible, self.id)
+        (self.order, self.id)
     }
 }
 
@@ -38,9 +42,9 @@ pub(super) struct Queue {
 }
 
 impl Queue {
-    /// Adds job `id`; `pos[id]` gets its slot (and the slots of jobs moved
-    /// by the insert or a compaction get theirs).
-    pub fn insert(&mut self, pos: &mut [u32], eligible: u64, id: u32, shape: Shape) {
+    /// Adds job `id`, queued at `order`; `pos[id]` gets its slot (and the
+    /// slots of jobs moved by the insert or a compaction get theirs).
+    pub fn insert(&mut self, pos: &mut [u32], order: u64, eligible: u64, id: u32, shape: Shape) {
         if self.slots.len() - self.live > self.live.max(32) {
             self.slots.retain(|s| !s.gone);
             self.head = 0;
@@ -48,7 +52,7 @@ impl Queue {
                 pos[s.id as usize] = i as u32;
             }
         }
-        let key = (eligible, id);
+        let key = (order, id);
         let mut i = self.slots.len();
         while i > 0 && self.slots[i - 1].key() > key {
             i -= 1;
@@ -58,6 +62,7 @@ impl Queue {
         self.slots.insert(
             i,
             Slot {
+                order,
                 eligible,
                 id,
                 shape,
@@ -70,10 +75,10 @@ impl Queue {
         self.live += 1;
     }
 
-    /// Removes job `id`, eligible since `eligible` (it must be queued here).
-    pub fn remove(&mut self, pos: &[u32], eligible: u64, id: u32) {
+    /// Removes job `id`, queued at `order` (it must be queued here).
+    pub fn remove(&mut self, pos: &[u32], order: u64, id: u32) {
         let i = self
-            .locate(pos, eligible, id)
+            .locate(pos, order, id)
             .expect("a queued job has a slot");
         debug_assert!(!self.slots[i].gone, "job {id} removed twice");
         self.slots[i].gone = true;
@@ -88,19 +93,19 @@ impl Queue {
         }
     }
 
-    /// The first job (lowest eligible time, then index) and its slot.
+    /// The first job (lowest queued time, then index) and its slot.
     pub fn first(&self) -> Option<(usize, &Slot)> {
         (self.live > 0).then(|| (self.head, &self.slots[self.head]))
     }
 
-    /// The first live job after (`eligible`, `id`) and its slot. `hint` is
+    /// The first live job after (`order`, `id`) and its slot. `hint` is
     /// where that job's slot was (from [`Queue::first`] or this); the job
     /// need not be queued any more, and a slot moved since is found by
     /// binary search.
-    pub fn next_after(&self, hint: usize, eligible: u64, id: u32) -> Option<(usize, &Slot)> {
+    pub fn next_after(&self, hint: usize, order: u64, id: u32) -> Option<(usize, &Slot)> {
         let from = match self.slots.get(hint) {
-            Some(s) if s.key() == (eligible, id) => hint + 1,
-            _ => self.slots.partition_point(|s| s.key() <= (eligible, id)),
+            Some(s) if s.key() == (order, id) => hint + 1,
+            _ => self.slots.partition_point(|s| s.key() <= (order, id)),
         };
         let from = from.max(self.head);
         self.slots[from..]
@@ -109,16 +114,16 @@ impl Queue {
             .map(|k| (from + k, &self.slots[from + k]))
     }
 
-    /// The slot of (`eligible`, `id`), live or gone, if it is still here.
-    fn locate(&self, pos: &[u32], eligible: u64, id: u32) -> Option<usize> {
+    /// The slot of (`order`, `id`), live or gone, if it is still here.
+    fn locate(&self, pos: &[u32], order: u64, id: u32) -> Option<usize> {
         let i = pos[id as usize] as usize;
         match self.slots.get(i) {
-            Some(s) if s.key() == (eligible, id) => Some(i),
+            Some(s) if s.key() == (order, id) => Some(i),
             _ => {
-                let i = self.slots.partition_point(|s| s.key() < (eligible, id));
+                let i = self.slots.partition_point(|s| s.key() < (order, id));
                 // The last slot of that key: a job requeued within the
                 // second it started has a gone slot before its live one.
-                let j = self.slots.partition_point(|s| s.key() <= (eligible, id));
+                let j = self.slots.partition_point(|s| s.key() <= (order, id));
                 (j > i).then(|| j - 1)
             }
         }
@@ -153,7 +158,7 @@ mod tests {
                 None => {
                     // Mostly now; sometimes a little earlier.
                     let el = now.saturating_sub(if next() % 10 == 0 { next() % 5 } else { 0 });
-                    q.insert(&mut pos, el, id, (1, 1, u64::from(id)));
+                    q.insert(&mut pos, el, el, id, (1, 1, u64::from(id)));
                     set.insert((el, id));
                     queued_at[id as usize] = Some(el);
                 }

@@ -73,6 +73,7 @@ impl<'w> Sim<'w> {
                 .map(|j| JobState {
                     remaining: j.duration,
                     eligible: j.submit,
+                    order: j.submit,
                     state: State::Pending,
                     attempt: 0,
                     start: 0,
@@ -138,6 +139,7 @@ impl<'w> Sim<'w> {
             pass_floors: Vec::new(),
             scratch: std::cell::RefCell::new(PreemptScratch {
                 per_node: vec![0; cluster.nodes as usize],
+                spent: vec![0; cluster.nodes as usize],
                 ..PreemptScratch::default()
             }),
             m: Metrics::new(teams, capacity, ignored_events),
