@@ -740,7 +740,9 @@ fn a_team_may_lose_its_allowance_on_each_node_with_node() {
     };
     let run_with = |budget: &str| {
         run(
-            &config(&format!("{TWO_TEAMS}\n[sim]\nvictim_budget = \"{budget}\"\n")),
+            &config(&format!(
+                "{TWO_TEAMS}\n[sim]\nvictim_budget = \"{budget}\"\n"
+            )),
             jobs(),
             TWO_NODES,
             Policy::Allot,

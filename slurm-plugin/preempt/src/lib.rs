@@ -144,7 +144,12 @@ fn may_preempt(state: &EngineState, preemptor: &JobRecord<'_>, preemptee: &JobRe
     let facts = match facts {
         Some((k, f)) if *k == key => &*f,
         _ => {
-            round.clear();
+            // Another preemptor or snapshot: a new round. The same one a
+            // second later (a round may straddle the tick) keeps its round
+            // until a candidate repeats.
+            if !matches!(facts, Some((k, _)) if (k.0, k.2) == (key.0, key.2)) {
+                round.clear();
+            }
             &facts
                 .insert((key, jobs::PreemptorFacts::of(&engine, preemptor)))
                 .1
