@@ -185,6 +185,9 @@ impl Sim<'_> {
             spent_touched.clear();
             let mut left = budget;
             for (&(start, r), held) in set.iter().rev() {
+                if left == 0 && !per_node {
+                    break;
+                }
                 let gpus = u64::from(held.gpus);
                 if allocated && !points.open(self.now - start) {
                     continue;

@@ -252,8 +252,11 @@ impl Round {
         let one = nodes.filter(|n| !n.contains([',', '[']));
         let (verdict, charged) = match one {
             Some(node) => {
-                let here = self.per_node.get(node).cloned().unwrap_or_default();
-                engine.verdict_beside(p, r, gpus, &here.with(&self.spanning), load, now)
+                let beside = match self.per_node.get(node) {
+                    Some(here) => here.with(&self.spanning),
+                    None => self.spanning.clone(),
+                };
+                engine.verdict_beside(p, r, gpus, &beside, load, now)
             }
             None => {
                 // Beside every node's victims: the worst of them decides.
