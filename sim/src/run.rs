@@ -56,7 +56,8 @@ use super::workload::Workload;
 use super::{ClusterSpec, Policy, PreemptionRecord, SimReport};
 use backfill::Held;
 use fairshare::config::sim::{
-    BackfillHold, BackfillPreempt, BackfillReserve, Placement, PreemptorStart, VictimBudget,
+    BackfillCandidates, BackfillHold, BackfillPreempt, BackfillReserve, Placement, PreemptorStart,
+    SnapshotPhase, VictimBudget,
 };
 use fairshare::config::Config;
 use fairshare::contract::{protected_until, Contract, RunClock};
@@ -163,6 +164,9 @@ pub(crate) struct Sim<'w> {
     now: u64,
     // allot
     tracker: UsageTracker,
+    /// `ledger_lag`: charged starts and ends of the last `ledger_lag`
+    /// seconds, oldest first, that a snapshot may not know of yet.
+    ledger_recent: std::collections::VecDeque<LedgerEvent>,
     engine: Option<Engine>,
     next_refresh: u64,
     snapshot: u32,
@@ -224,6 +228,17 @@ pub(crate) struct Sim<'w> {
     /// Buffers of [`Sim::try_preempt`], kept between calls.
     scratch: std::cell::RefCell<PreemptScratch>,
     m: Metrics,
+}
+
+/// A charged job's start or end, kept for `ledger_lag`: its time, account
+/// index, charge rate (units a second), and for an end the time its charge
+/// ends (`None` for a start).
+#[derive(Debug, Clone, Copy)]
+struct LedgerEvent {
+    at: u64,
+    account: u32,
+    rate: u64,
+    charged_end: Option<u64>,
 }
 
 /// The entitlements at one `load_version`, recomputed in place (no

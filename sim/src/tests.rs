@@ -433,6 +433,8 @@ proptest! {
             // slurmctld's timing as scripts/calibrate gives it.
             "backfill_reserve = \"all\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:10\"\nsched_offset = 3\npreemptor_start = \"next_pass\"\nrepreempt_delay = \"0:30\"\nmain_phase_ms = 700\npass_miss_ms = 500\npass_drift_us = 50000\n",
             "preemptor_start = \"next_pass\"\n",
+            // ... with the settings the calibration's logs added.
+            "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"seeded\"\nledger_lag = \"0:03\"\nrequeue_delay = \"0:11\"\n",
         ]),
     ) {
         let c = config(&format!(
@@ -758,6 +760,141 @@ fn a_team_may_lose_its_allowance_on_each_node_with_node() {
     };
     assert_eq!(by(&node), vec![(3700, 5, 1)]);
     assert_eq!((cluster.finished, node.finished), (5, 5));
+}
+
+/// `[sim] backfill_candidates`: t1's 8-GPU job holds node 0 until 5000;
+/// on node 1 its 4-GPU job ends at 100 beside its free-tier 2-GPU job. t2's
+/// 8-GPU job cannot start or preempt now (t1's jobs are inside their
+/// contracts). Planned with the free-tier job busy (`busy`), it is
+/// reserved node 0 at 5000, so t2's 2-GPU job behind it starts at once on
+/// node 1's two free GPUs and is still there at 100; planned with it free
+/// (`free`, Slurm's will-run test) it is reserved node 1 at 100, the 2-GPU
+/// job is kept off node 1, and at 100 the 8-GPU job preempts the free-tier
+/// job and starts.
+#[test]
+fn a_reservation_counts_preemptable_jobs_free_with_free() {
+    let free_tier = |id, submit, duration, gpus| TraceJob {
+        min_runtime: Some(0),
+        ..limited(id, "t1", submit, duration, gpus)
+    };
+    let jobs = || {
+        vec![
+            limited(1, "t1", 0, 5000, 8),
+            limited(2, "t1", 0, 100, 4),
+            free_tier(3, 0, 10_000, 2),
+            limited(4, "t2", 10, 1000, 8),
+            limited(5, "t2", 11, 1000, 2),
+        ]
+    };
+    let run_with = |candidates: &str| {
+        run(
+            &config(&format!(
+                "{TWO_TEAMS}\n[sim]\nbackfill_interval = \"0:01\"\nbackfill_reserve = \"all\"\nbackfill_candidates = \"{candidates}\"\n"
+            )),
+            jobs(),
+            TWO_NODES,
+            Policy::Allot,
+        )
+    };
+    let (busy, free) = (run_with("busy"), run_with("free"));
+    let by = |r: &SimReport| {
+        r.preemption_log
+            .iter()
+            .map(|p| (p.time, p.preemptor, p.victim))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(by(&busy), vec![(1011, 4, 3)]);
+    assert_eq!(by(&free), vec![(100, 4, 3)]);
+    assert_eq!((busy.finished, free.finished), (5, 5));
+    let e = sim_error("backfill_candidates = \"yes\"\n");
+    assert!(
+        e.contains("sim.backfill_candidates") && e.contains("\"free\""),
+        "{e}"
+    );
+}
+
+/// `[sim] ledger_lag`: t1's 8-GPU job runs 0-10; at 10 t1's and t2's
+/// jobs wait for the node. With the usage current t1 has used 80
+/// GPU-seconds and t2's job ranks first (it waits 8 s); with the ledger
+/// 30 s behind, the snapshot at 10 knows of no usage, the teams tie and
+/// t1's job, queued first, starts first (t2's waits 18 s).
+#[test]
+fn ranks_read_a_late_ledger_with_ledger_lag() {
+    let jobs = || {
+        vec![
+            job(1, "t1", 0, 10, 8),
+            job(2, "t1", 1, 10, 8),
+            job(3, "t2", 2, 10, 8),
+        ]
+    };
+    let t2_wait = |lag: &str| {
+        let r = run(
+            &config(&format!(
+                "{TWO_TEAMS}\n[sync]\ninterval = \"0:01\"\n[sim]\nledger_lag = \"{lag}\"\n"
+            )),
+            jobs(),
+            ONE_NODE,
+            Policy::Allot,
+        );
+        assert_eq!(r.finished, 3);
+        r.teams.iter().find(|t| t.name == "t2").unwrap().wait_p50_s
+    };
+    assert_eq!(t2_wait("0"), 8);
+    assert_eq!(t2_wait("0:30"), 18);
+    let e = sim_error("ledger_lag = -1\n");
+    assert!(e.contains("sim.ledger_lag"), "{e}");
+}
+
+/// `[sim] snapshot_phase`: t2's job 0 runs 0-10, t1's job 1 10-20, each
+/// ending at .5 s into its second (the backfill's offset), t1's job 2 and
+/// t2's job 3 wait. With the snapshot of second 20 taken before job 1's end
+/// (at the pass, or a seeded offset up to .5 s), t1 holds 8 GPUs above
+/// its entitlement of 4 and t2's job 3 goes first in the Entitled band;
+/// taken after it (a seeded offset past .5 s), both teams are below and
+/// t1, with less usage, goes first. The pass that decides is at 21.5 s.
+#[test]
+fn the_band_is_read_at_the_snapshot_offset_with_seeded() {
+    let at_ms = |id, team, submit, duration| TraceJob {
+        submit_ms: Some(0),
+        ..job(id, team, submit, duration, 8)
+    };
+    let jobs = || {
+        vec![
+            at_ms(0, "t2", 0, 10),
+            at_ms(1, "t1", 1, 10),
+            at_ms(2, "t1", 2, 10),
+            at_ms(3, "t2", 3, 10),
+        ]
+    };
+    let waits = |extra: &str| {
+        let r = run(
+            &config(&format!(
+                "{TWO_TEAMS}\n[sync]\ninterval = \"0:02\"\n[sim]\nsched_interval = \"0:02\"\nmain_phase_ms = 400\npass_miss_ms = 500\nbackfill_interval = \"0:01\"\n{extra}"
+            )),
+            jobs(),
+            ONE_NODE,
+            Policy::Allot,
+        );
+        assert_eq!(r.finished, 4);
+        let mut w = r.wait_samples[JobClass::Large as usize].clone();
+        w.sort_unstable();
+        w
+    };
+    // The seeded offset (ms) of a seed, as the simulator draws it.
+    let phase = |seed: u64| crate::cluster::mix(seed ^ 0x5eed_5a11) % 1000;
+    let early = (0..100).find(|&s| phase(s) < 400).unwrap();
+    let late = (0..100).find(|&s| phase(s) > 600).unwrap();
+    let t2_first = vec![0, 9, 18, 30];
+    let t1_first = vec![0, 9, 19, 29];
+    assert_eq!(waits(""), t2_first);
+    let seeded = |seed| waits(&format!("snapshot_phase = \"seeded\"\nseed = {seed}\n"));
+    assert_eq!(seeded(early), t2_first);
+    assert_eq!(seeded(late), t1_first);
+    let e = sim_error("snapshot_phase = \"random\"\n");
+    assert!(
+        e.contains("sim.snapshot_phase") && e.contains("\"seeded\""),
+        "{e}"
+    );
 }
 
 /// `[sim] backfill_preempt`: t1 holds both nodes past its contracts; t2's

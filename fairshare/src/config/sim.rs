@@ -13,9 +13,12 @@
 //! backfill_interval = "0:30"      # seconds between backfill passes (Slurm: bf_interval)
 //! backfill_reserve = "first"      # "all": every job the backfill looks at gets a reservation
 //! backfill_hold = "gpus"          # "nodes": with "all", a reservation holds its whole nodes, as in Slurm
+//! backfill_candidates = "busy"    # "free": with "all", a reservation counts the job's preemption candidates free
 //! backfill_preempt = "first"      # "all": the backfill may preempt for every job it looks at
 //! preemptor_start = "at_once"     # "next_pass": a preemptor waits for a later pass, as in Slurm
 //! victim_budget = "cluster"       # "node": a team's victims bounded per node, as the preempt plugin
+//! snapshot_phase = "pass"         # "seeded": with sched_interval, the plugins' rebuild at a seeded offset into its second
+//! ledger_lag = "0"                # a job's start or end reaches the plugins' usage this much later
 //! repreempt_delay = "0"           # a job that preempted may not again for this long (Slurm: KillWait + MessageTimeout)
 //! requeue_delay = "0"             # a requeued job waits this long (Slurm: cred_expire + 1)
 //! placement = "best_fit"          # "cons_tres": Slurm's node choice (most jobs, lowest index)
@@ -137,6 +140,41 @@ pub enum BackfillHold {
     /// shows a 2-GPU job's reservation taking a whole 8-GPU node for a
     /// minute.
     Nodes,
+}
+
+/// How a backfill reservation (`backfill_reserve = "all"`) counts the
+/// running jobs the pending job may preempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackfillCandidates {
+    /// Busy until their planned ends, like any running job (what the
+    /// simulator always did).
+    Busy,
+    /// Free from now: Slurm 22.05's will-run test (select/cons_tres,
+    /// cons_common `_will_run_test`) takes the preemptee candidates the
+    /// preempt plugin allowed out of its copy of the nodes' usage before it
+    /// walks the other running jobs' ends, so a job that cannot start even
+    /// by preempting is planned onto the nodes where preemptable jobs run,
+    /// and lower jobs may backfill the nodes it would otherwise wait for.
+    /// Under `allot`, for an allocated job (the free tier preempts nobody).
+    Free,
+}
+
+/// When, inside the second of a `sync.interval` tick, the simulator takes
+/// its engine snapshot (with `sched_interval` set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SnapshotPhase {
+    /// At the first scheduling pass at or after the tick, after the job
+    /// ends and arrivals before that pass (what the simulator always did).
+    Pass,
+    /// At a seeded offset into the tick's second, whether or not a pass
+    /// runs then, as the plugins' engine thread rebuilds on its own timer:
+    /// the priority band reads the jobs running and pending at that
+    /// instant, and a job that ends after it counts until the next
+    /// rebuild. The thread's phase against slurmctld's second is not in any
+    /// log, so each seed draws one.
+    Seeded,
 }
 
 /// For which pending jobs a backfill pass may preempt.
@@ -274,10 +312,17 @@ pub struct SimSettings {
     /// What each such reservation holds: `gpus` (default: its GPUs) or
     /// `nodes` (its whole nodes, as Slurm's sched/backfill).
     pub backfill_hold: BackfillHold,
+    /// How each such reservation counts the jobs its job may preempt:
+    /// `busy` (default: until their planned ends) or `free` (from now, as
+    /// Slurm's will-run test).
+    pub backfill_candidates: BackfillCandidates,
     /// For which jobs a backfill pass may preempt: `first` (default: the
     /// first job it cannot start) or `all` (every job it looks at, as
     /// Slurm's sched/backfill).
     pub backfill_preempt: BackfillPreempt,
+    /// When in a tick's second the engine snapshot is taken: `pass`
+    /// (default) or `seeded` (at a seeded offset, as the plugins' timer).
+    pub snapshot_phase: SnapshotPhase,
     /// When a job that preempted starts: `at_once` (default) on its
     /// victims' GPUs, or `next_pass` (as slurmctld: it waits, and the next
     /// pass gives the GPUs to the highest-priority job that fits).
@@ -286,6 +331,15 @@ pub struct SimSettings {
     /// preemptor's victims: `cluster` (default) or `node` (as the preempt
     /// plugin judges them).
     pub victim_budget: VictimBudget,
+    /// Seconds a job's start or end takes to reach the usage the plugins
+    /// rank with (`allot`): the plugins read the ledger `allot sync` fills
+    /// from sacct every `sync.interval`, and slurmdbd learns of a start or
+    /// end some seconds after slurmctld. A snapshot at `t` charges the jobs
+    /// it knows of (those started up to `t - ledger_lag`) up to `t`, and
+    /// still counts a job that ended after `t - ledger_lag` as running. The
+    /// priority band's load is slurmctld's own job list: never late.
+    /// 0 (default): the usage is current.
+    pub ledger_lag: u64,
     /// Seconds after a job preempts before it may preempt again. Slurm's
     /// select_nodes kills no more jobs for a preemptor whose preemption
     /// began less than `KillWait + MessageTimeout` ago (default 30 + 10 s;
@@ -394,9 +448,12 @@ impl Default for SimSettings {
             backfill_interval: 30,
             backfill_reserve: BackfillReserve::First,
             backfill_hold: BackfillHold::Gpus,
+            backfill_candidates: BackfillCandidates::Busy,
             backfill_preempt: BackfillPreempt::First,
+            snapshot_phase: SnapshotPhase::Pass,
             preemptor_start: PreemptorStart::AtOnce,
             victim_budget: VictimBudget::Cluster,
+            ledger_lag: 0,
             repreempt_delay: 0,
             placement: Placement::BestFit,
             node_cpus: 0,
@@ -429,9 +486,12 @@ struct RawSim {
     backfill_interval: Option<toml::Value>,
     backfill_reserve: Option<String>,
     backfill_hold: Option<String>,
+    backfill_candidates: Option<String>,
     backfill_preempt: Option<String>,
+    snapshot_phase: Option<String>,
     preemptor_start: Option<String>,
     victim_budget: Option<String>,
+    ledger_lag: Option<toml::Value>,
     repreempt_delay: Option<toml::Value>,
     placement: Option<String>,
     node_cpus: Option<u32>,
@@ -571,7 +631,7 @@ pub(crate) fn parse(
             errors.push(ConfigError::Invalid {
                 path: "sim".into(),
                 message: format!(
-                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_hold, backfill_preempt, preemptor_start, victim_budget, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, pass_miss_ms, main_phase_ms, pass_drift_us, sched_interval, sched_offset, backfill_resolution, resolution_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
+                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_hold, backfill_candidates, backfill_preempt, snapshot_phase, preemptor_start, victim_budget, ledger_lag, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, pass_miss_ms, main_phase_ms, pass_drift_us, sched_interval, sched_offset, backfill_resolution, resolution_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
                 ),
             });
             return SimSettings::default();
@@ -632,6 +692,7 @@ pub(crate) fn parse(
         &mut s.requeue_delay,
         true,
     );
+    positive("sim.ledger_lag", &raw.ledger_lag, &mut s.ledger_lag, true);
     positive(
         "sim.repreempt_delay",
         &raw.repreempt_delay,
@@ -685,11 +746,27 @@ pub(crate) fn parse(
         errors,
     );
     choose(
+        "sim.backfill_candidates",
+        raw.backfill_candidates.as_deref(),
+        &[("busy", BackfillCandidates::Busy), ("free", BackfillCandidates::Free)],
+        "\"busy\" (a reservation waits for the jobs it may preempt to end) or \"free\" (it counts them free from now, as Slurm's will-run test)",
+        &mut s.backfill_candidates,
+        errors,
+    );
+    choose(
         "sim.backfill_preempt",
         raw.backfill_preempt.as_deref(),
         &[("first", BackfillPreempt::First), ("all", BackfillPreempt::All)],
         "\"first\" (only the first job a backfill pass cannot start may preempt) or \"all\" (every job it looks at, as Slurm's sched/backfill)",
         &mut s.backfill_preempt,
+        errors,
+    );
+    choose(
+        "sim.snapshot_phase",
+        raw.snapshot_phase.as_deref(),
+        &[("pass", SnapshotPhase::Pass), ("seeded", SnapshotPhase::Seeded)],
+        "\"pass\" (the snapshot at the tick's first pass) or \"seeded\" (at a seeded offset into the tick's second, as the plugins' own timer)",
+        &mut s.snapshot_phase,
         errors,
     );
     choose(

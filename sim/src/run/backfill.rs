@@ -78,13 +78,17 @@ impl Sim<'_> {
     /// earlier than the next second. With `backfill_hold = "nodes"` a
     /// reservation holds its whole nodes: a node is usable at `t` only if no
     /// reservation on it overlaps `[t, t + planned]` (Slurm's node_space
-    /// test, both ends included).
+    /// test, both ends included). `cands` (sorted job indices, see
+    /// [`Sim::preemptable_by`]): running jobs whose GPUs count free from
+    /// now; when any are given the job is only planned, never started
+    /// (its start needs them preempted): a fit now is held from now.
     pub(super) fn plan(
         &self,
         nodes: u32,
         g: u32,
         planned: u64,
         held: &mut Vec<Held>,
+        cands: &[u32],
     ) -> Option<Vec<NodeGpus>> {
         let now = self.now;
         let usable: Vec<u32> = (0..self.cluster.nodes())
@@ -95,8 +99,14 @@ impl Sim<'_> {
         }
         let mut releases: Vec<(u64, u32, u32)> = Vec::new();
         for &(end, r) in self.by_plan() {
+            // A candidate's GPUs are free from now.
+            let end = if cands.binary_search(&r).is_ok() {
+                now
+            } else {
+                end.max(now + 1)
+            };
             for a in &self.jobs[r as usize].alloc {
-                releases.push((end.max(now + 1), a.node, a.gpus));
+                releases.push((end, a.node, a.gpus));
             }
         }
         let whole = self.config.sim.backfill_hold == BackfillHold::Nodes;
@@ -153,7 +163,7 @@ impl Sim<'_> {
                     fit.sort_unstable();
                 }
                 fit.truncate(nodes as usize);
-                if t == now {
+                if t == now && cands.is_empty() {
                     return Some(
                         fit.into_iter()
                             .map(|(_, node)| NodeGpus { node, gpus: g })
@@ -165,6 +175,24 @@ impl Sim<'_> {
             }
         }
         None
+    }
+
+    /// `backfill_candidates = "free"`: job `id`, which neither started nor
+    /// preempted, gets its reservation (the holds in `held` after
+    /// `before`, made by [`Sim::plan`]) planned again with the jobs it may
+    /// preempt counted free from now, as Slurm's will-run test plans it.
+    /// Nothing changes when it may preempt nobody.
+    pub(super) fn replan_over_candidates(&self, id: u32, held: &mut Vec<Held>, before: usize) {
+        if self.config.sim.backfill_candidates != BackfillCandidates::Free {
+            return;
+        }
+        let cands = self.preemptable_by(id);
+        if cands.is_empty() {
+            return;
+        }
+        held.truncate(before);
+        let sj = &self.w.jobs[id as usize];
+        let _ = self.plan(sj.nodes, sj.gpus_per_node, self.planned(id), held, &cands);
     }
 
     /// Adds a reservation of `g` GPUs on each of `nodes` for a job planned

@@ -50,11 +50,20 @@ impl Sim<'_> {
         self.events.push(Reverse((j.end, COMPLETE, id, j.attempt)));
         if self.policy == Policy::Allot {
             if sj.min_runtime > 0 {
+                let rate = self.rate[(gpus as usize - 1).min(self.rate.len() - 1)];
                 j.open = Some(self.tracker.add_running(
                     &self.w.accounts[sj.account as usize],
-                    self.rate[(gpus as usize - 1).min(self.rate.len() - 1)],
+                    rate,
                     now,
                 ));
+                if self.config.sim.ledger_lag > 0 {
+                    self.ledger_recent.push_back(LedgerEvent {
+                        at: now,
+                        account: sj.account,
+                        rate,
+                        charged_end: None,
+                    });
+                }
                 // Protection ends when the contract says (fairshare::contract).
                 let contract = Contract {
                     min_runtime: sj.min_runtime,
@@ -108,6 +117,14 @@ impl Sim<'_> {
                 .charged_end(j.start, now, sj.min_runtime)
                 .unwrap_or(now);
             self.tracker.close(open, end);
+            if self.config.sim.ledger_lag > 0 {
+                self.ledger_recent.push_back(LedgerEvent {
+                    at: now,
+                    account: sj.account,
+                    rate: self.rate[(gpus as usize - 1).min(self.rate.len() - 1)],
+                    charged_end: Some(end),
+                });
+            }
         }
         self.m.change_team(team, now, -i64::from(gpus), 0);
         if sj.min_runtime == 0 {

@@ -234,9 +234,9 @@ impl Sim<'_> {
             }
             let (g, nodes, planned) = shape;
             let salt = u64::from(id);
-            if let Some(h) = held.as_mut() {
+            if let Some(mut h) = held.take() {
                 let before = h.len();
-                if let Some(alloc) = self.plan(nodes, g, planned, h) {
+                if let Some(alloc) = self.plan(nodes, g, planned, &mut h, &[]) {
                     self.start(id, alloc);
                 } else if bf_preempt && self.policy == Policy::Allot {
                     // Slurm's backfill preempts for any job it tests whose
@@ -255,8 +255,13 @@ impl Sim<'_> {
                         self.hold_preemptor_nodes(id);
                         failed_any = u32::MAX;
                         failed_avoid = u32::MAX;
+                    } else {
+                        self.replan_over_candidates(id, &mut h, before);
                     }
+                } else {
+                    self.replan_over_candidates(id, &mut h, before);
                 }
+                held = Some(h);
                 continue;
             }
             let placed = match &reservation {
@@ -319,7 +324,8 @@ impl Sim<'_> {
             if self.config.sim.backfill_reserve == BackfillReserve::All {
                 let mut h = Vec::new();
                 // Nothing fits now (placement just failed): a reservation.
-                let _ = self.plan(nodes, g, planned, &mut h);
+                let _ = self.plan(nodes, g, planned, &mut h, &[]);
+                self.replan_over_candidates(id, &mut h, 0);
                 held = Some(h);
             } else {
                 reservation = self.reservation(id);

@@ -87,33 +87,6 @@ impl Sim<'_> {
             return self.attempt_failed(id, remember);
         }
         let load = self.entitlements();
-        let leaf = |t: usize| self.w.teams[t].leaf;
-        let below = short || load.below(leaf(team));
-        let slack = if short {
-            u64::from(self.config.priority.short_max_gpus)
-        } else {
-            0
-        };
-        // What each other team may lose: GPUs above its entitlement held by
-        // unprotected jobs (none if this team is not below its own).
-        let allowance = load.gain(leaf(team), need) * fairshare::preempt::UNCOVER_FRACTION;
-        let give = |t: usize| {
-            if free_tier_only {
-                0
-            } else if leaf(t) == leaf(team) {
-                if short {
-                    self.unprot_gpus[t]
-                } else {
-                    0
-                }
-            } else if !below {
-                0
-            } else if short {
-                load.surplus_with(leaf(t), slack).min(self.unprot_gpus[t])
-            } else {
-                load.may_lose(leaf(t), allowance).min(self.unprot_gpus[t])
-            }
-        };
         let mut guard = self.scratch.borrow_mut();
         let PreemptScratch {
             per_node: pre,
@@ -125,27 +98,18 @@ impl Sim<'_> {
             spent,
             spent_touched,
         } = &mut *guard;
-        gives.clear();
-        gives.extend((0..self.w.teams.len()).map(give));
+        self.gives(id, &load, free_tier_only, gives);
         // Quick necessary condition: enough GPUs free, free-tier or above
         // other teams' entitlements.
         if free + gives.iter().sum::<u64>() < need {
             drop(guard);
             return self.attempt_failed(id, remember);
         }
-        // Candidates in the engine's preference order (free tier, then the
-        // teams furthest above their entitlement, youngest jobs first),
-        // tallied per node until one node more than needed could fit. The
-        // engine then chooses among the jobs on those nodes only: its victim
-        // search is quadratic in the candidates, and jobs elsewhere cannot
-        // help this job fit.
-        teams_by_surplus.clear();
-        teams_by_surplus.extend(
-            (0..self.w.teams.len())
-                .filter(|&t| gives[t] > 0)
-                .map(|t| (std::cmp::Reverse(load.surplus(leaf(t))), t)),
-        );
-        teams_by_surplus.sort_unstable();
+        // Candidates in the engine's preference order, tallied per node
+        // until one node more than needed could fit. The engine then
+        // chooses among the jobs on those nodes only: its victim search is
+        // quadratic in the candidates, and jobs elsewhere cannot help this
+        // job fit.
         touched.clear();
         pairs.clear();
         fitting.clear();
@@ -156,64 +120,15 @@ impl Sim<'_> {
                 .take(n)
                 .map(|node| (0, node)),
         );
-        // (candidates, GPUs they may give, allocated): only allocated jobs
-        // wait for their requeue points (fairshare::contract).
-        let sources = (0..self.w.teams.len())
-            .map(|t| (&self.free_tier[t], u64::MAX, false))
-            .chain(
-                teams_by_surplus
-                    .iter()
-                    .map(|&(_, t)| (&self.unprot[t], gives[t], true)),
-            );
-        let points = self.config.contract.requeue;
-        // `victim_budget = "node"`: a team's budget holds for the victims
-        // on one node (slurmctld preempts only on the nodes the preemptor
-        // starts on, and the preempt plugin tallies a one-node preemptor's
-        // victims per node): each node has its own, so the youngest jobs of
-        // a team elsewhere do not use up what it may give on the node where
-        // the preemptor fits. Jobs on several nodes, every job for a
-        // preemptor of several nodes, and every job with `"cluster"` share
-        // one. (A necessary condition only: the engine judges the set.)
         let per_node = n == 1 && self.config.sim.victim_budget == VictimBudget::Node;
-        'outer: for (set, budget, allocated) in sources {
-            if budget == 0 {
-                continue;
-            }
-            for &node in spent_touched.iter() {
-                spent[node as usize] = 0;
-            }
-            spent_touched.clear();
-            let mut left = budget;
-            for (&(start, r), held) in set.iter().rev() {
-                if left == 0 && !per_node {
-                    break;
-                }
-                let gpus = u64::from(held.gpus);
-                if allocated && !points.open(self.now - start) {
-                    continue;
-                }
-                match &held.node {
-                    Some(one) if per_node => {
-                        let s = &mut spent[one.node as usize];
-                        if *s + gpus > budget {
-                            continue;
-                        }
-                        if *s == 0 {
-                            spent_touched.push(one.node);
-                        }
-                        *s += gpus;
-                    }
-                    _ => {
-                        if gpus > left {
-                            continue;
-                        }
-                        left -= gpus;
-                    }
-                }
-                let alloc = match &held.node {
-                    Some(one) => std::slice::from_ref(one),
-                    None => &self.jobs[r as usize].alloc[..],
-                };
+        self.walk_candidates(
+            &load,
+            gives,
+            teams_by_surplus,
+            per_node,
+            spent,
+            spent_touched,
+            |r, alloc| {
                 for a in alloc {
                     if !self.cluster.usable(a.node) || !ok(&a.node) {
                         continue;
@@ -230,18 +145,12 @@ impl Sim<'_> {
                         fitting.push((g - free, a.node));
                     }
                 }
-                if fitting.len() > n {
-                    break 'outer;
-                }
-            }
-        }
+                fitting.len() > n
+            },
+        );
         for &t in touched.iter() {
             pre[t as usize] = 0;
         }
-        for &node in spent_touched.iter() {
-            spent[node as usize] = 0;
-        }
-        spent_touched.clear();
         if fitting.len() < n {
             drop(guard);
             return self.attempt_failed(id, remember);
@@ -392,6 +301,184 @@ impl Sim<'_> {
                 self.attempt_failed(id, remember)
             }
         }
+    }
+
+    /// Per team (`out`, indexed by team), the GPUs job `id` may take from
+    /// it by the engine's rule ([`fairshare::preempt`]) on the live load:
+    /// the unprotected GPUs a team holds above its entitlement, up to what
+    /// `id`'s own team is owed (rule 4's bound); a short job's slack over
+    /// every team, its own included; nothing with `free_tier_only` (a sweep,
+    /// or a short job inside `[preempt] short_wait`). The free tier is not
+    /// counted: any allocated job may take all of it.
+    fn gives(&self, id: u32, load: &Entitlements, free_tier_only: bool, out: &mut Vec<u64>) {
+        let sj = &self.w.jobs[id as usize];
+        let team = sj.team as usize;
+        let need = u64::from(sj.nodes) * u64::from(sj.gpus_per_node);
+        let short = self.is_short(id);
+        let leaf = |t: usize| self.w.teams[t].leaf;
+        let below = short || load.below(leaf(team));
+        let slack = if short {
+            u64::from(self.config.priority.short_max_gpus)
+        } else {
+            0
+        };
+        // What each other team may lose: GPUs above its entitlement held by
+        // unprotected jobs (none if this team is not below its own).
+        let allowance = load.gain(leaf(team), need) * fairshare::preempt::UNCOVER_FRACTION;
+        let give = |t: usize| {
+            if free_tier_only {
+                0
+            } else if leaf(t) == leaf(team) {
+                if short {
+                    self.unprot_gpus[t]
+                } else {
+                    0
+                }
+            } else if !below {
+                0
+            } else if short {
+                load.surplus_with(leaf(t), slack).min(self.unprot_gpus[t])
+            } else {
+                load.may_lose(leaf(t), allowance).min(self.unprot_gpus[t])
+            }
+        };
+        out.clear();
+        out.extend((0..self.w.teams.len()).map(give));
+    }
+
+    /// Walks the running jobs a preemptor whose teams may lose `gives` GPUs
+    /// (from [`Sim::gives`]) may take, in the engine's preference order:
+    /// the free tier, then the teams furthest above their entitlement,
+    /// youngest jobs first, each team's jobs while they fit its budget.
+    /// `f` gets each candidate (job index, and its allocation) and returns
+    /// true to stop. Only allocated jobs wait for their requeue points
+    /// (fairshare::contract). `per_node` (`victim_budget = "node"`, a
+    /// one-node preemptor): a team's budget holds per node, as the preempt
+    /// plugin tallies such a preemptor's victims (slurmctld preempts only
+    /// on the node it starts on), so the youngest jobs of a team elsewhere
+    /// do not use up what it may give where the preemptor fits. Jobs on
+    /// several nodes, every job for a preemptor of several nodes, and every
+    /// job with `"cluster"` share one. (A necessary condition only: the
+    /// engine judges the set.) `teams`, `spent` (0 for every node) and
+    /// `spent_touched` are scratch space, `spent` left as found.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_candidates<'a>(
+        &'a self,
+        load: &Entitlements,
+        gives: &[u64],
+        teams: &mut Vec<(Reverse<u64>, usize)>,
+        per_node: bool,
+        spent: &mut [u64],
+        spent_touched: &mut Vec<u32>,
+        mut f: impl FnMut(u32, &'a [NodeGpus]) -> bool,
+    ) {
+        let leaf = |t: usize| self.w.teams[t].leaf;
+        teams.clear();
+        teams.extend(
+            (0..self.w.teams.len())
+                .filter(|&t| gives[t] > 0)
+                .map(|t| (Reverse(load.surplus(leaf(t))), t)),
+        );
+        teams.sort_unstable();
+        // (candidates, GPUs they may give, allocated)
+        let sources = (0..self.w.teams.len())
+            .map(|t| (&self.free_tier[t], u64::MAX, false))
+            .chain(
+                teams
+                    .iter()
+                    .map(|&(_, t)| (&self.unprot[t], gives[t], true)),
+            );
+        let points = self.config.contract.requeue;
+        'outer: for (set, budget, allocated) in sources {
+            if budget == 0 {
+                continue;
+            }
+            for &node in spent_touched.iter() {
+                spent[node as usize] = 0;
+            }
+            spent_touched.clear();
+            let mut left = budget;
+            for (&(start, r), held) in set.iter().rev() {
+                if left == 0 && !per_node {
+                    break;
+                }
+                let gpus = u64::from(held.gpus);
+                if allocated && !points.open(self.now - start) {
+                    continue;
+                }
+                match &held.node {
+                    Some(one) if per_node => {
+                        let s = &mut spent[one.node as usize];
+                        if *s + gpus > budget {
+                            continue;
+                        }
+                        if *s == 0 {
+                            spent_touched.push(one.node);
+                        }
+                        *s += gpus;
+                    }
+                    _ => {
+                        if gpus > left {
+                            continue;
+                        }
+                        left -= gpus;
+                    }
+                }
+                let alloc = match &held.node {
+                    Some(one) => std::slice::from_ref(one),
+                    None => &self.jobs[r as usize].alloc[..],
+                };
+                if f(r, alloc) {
+                    break 'outer;
+                }
+            }
+        }
+        for &node in spent_touched.iter() {
+            spent[node as usize] = 0;
+        }
+        spent_touched.clear();
+    }
+
+    /// `backfill_candidates = "free"`: the running jobs job `id` may preempt,
+    /// as the preempt plugin lists them for slurmctld's will-run test
+    /// (sorted job indices; empty for a free-tier job or another policy).
+    /// The backfill counts their GPUs free from now when it plans `id`'s
+    /// start (cons_common `_will_run_test` removes the preemptee candidates
+    /// before it walks the running jobs' ends).
+    pub(super) fn preemptable_by(&self, id: u32) -> Vec<u32> {
+        let sj = &self.w.jobs[id as usize];
+        if self.policy != Policy::Allot || sj.min_runtime == 0 {
+            return Vec::new();
+        }
+        let waited = self.now - self.jobs[id as usize].eligible;
+        let waiting = self.is_short(id) && waited < self.config.preempt_short_wait;
+        let load = self.entitlements();
+        let mut guard = self.scratch.borrow_mut();
+        let PreemptScratch {
+            gives,
+            teams,
+            spent,
+            spent_touched,
+            ..
+        } = &mut *guard;
+        self.gives(id, &load, sj.sweep || waiting, gives);
+        let per_node = sj.nodes == 1 && self.config.sim.victim_budget == VictimBudget::Node;
+        let mut out = Vec::new();
+        self.walk_candidates(
+            &load,
+            gives,
+            teams,
+            per_node,
+            spent,
+            spent_touched,
+            |r, _| {
+                out.push(r);
+                false
+            },
+        );
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// `backfill_hold = "nodes"`, after `id` preempted in a backfill pass

@@ -98,6 +98,17 @@ impl Sim<'_> {
             self.m.events += 1;
         }
         let arrivals = first..self.next_arrival as u32;
+        // `snapshot_phase = "seeded"`: a tick that fell in a second with no
+        // events (nothing changed since) is taken before this second's.
+        let snapshot = self.snapshot_us();
+        if snapshot.is_some() && self.engine.is_some() && self.next_refresh < t {
+            self.refresh_at_tick();
+            let iv = self.config.sync_interval.max(1);
+            if t % iv == 0 {
+                self.next_refresh = t;
+            }
+        }
+        let tick = snapshot.filter(|_| self.next_refresh == t);
         // In the order of their offsets: each step below applies a prefix.
         timed.sort_unstable();
         self.bf_blocked = false;
@@ -105,20 +116,24 @@ impl Sim<'_> {
         // a tie); `None`: that pass does not run in this second.
         let main = self.main_pass_at(t).0;
         let backfill = self.backfill_pass_at(t).0;
-        let mut passes = [(main, true), (backfill, false)];
-        passes.sort_by_key(|&(at, is_main)| (at.unwrap_or(u64::MAX), !is_main));
+        // (offset, kind: 0 the engine snapshot, 1 main, 2 backfill); on a
+        // tie the snapshot first, then main.
+        let mut passes = [(tick, 0u8), (main, 1), (backfill, 2)];
+        passes.sort_by_key(|&(at, kind)| (at.unwrap_or(u64::MAX), kind));
         // Arrivals and job ends with an offset below `seen` are done.
         let mut seen = 0;
-        for (at, is_main) in passes {
+        for (at, kind) in passes {
             let Some(at) = at else { continue };
             self.arrive(arrivals.clone(), seen, at);
             self.apply_timed(&mut timed, at);
             seen = at;
             self.pass_us = Some(at);
-            if is_main {
-                self.pass(false);
-            } else {
-                self.bf_blocked = self.pass(true);
+            match kind {
+                0 => self.refresh_at_tick(),
+                1 => {
+                    self.pass(false);
+                }
+                _ => self.bf_blocked = self.pass(true),
             }
             self.pass_us = None;
         }

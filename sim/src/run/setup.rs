@@ -97,6 +97,7 @@ impl<'w> Sim<'w> {
             next_arrival: 0,
             now: 0,
             tracker: UsageTracker::new(window, 0),
+            ledger_recent: Default::default(),
             engine: None,
             next_refresh: 0,
             snapshot: 0,

@@ -5,22 +5,35 @@
 use super::*;
 
 impl Sim<'_> {
+    /// With `snapshot_phase = "seeded"` (and `sched_interval`): the offset
+    /// (µs) into a tick's second at which the engine snapshot is taken.
+    pub(super) fn snapshot_us(&self) -> Option<u64> {
+        let s = &self.config.sim;
+        (self.policy == Policy::Allot
+            && s.sched_interval > 0
+            && s.snapshot_phase == SnapshotPhase::Seeded)
+            .then(|| crate::cluster::mix(s.seed ^ 0x5eed_5a11) % 1000 * 1000)
+    }
+
+    /// Takes the engine snapshot now if one is due (`snapshot_phase =
+    /// "seeded"`): called at the snapshot's offset into a tick's second,
+    /// and before a second's events when the last tick fell in a second
+    /// with none (nothing changed since).
+    pub(super) fn refresh_at_tick(&mut self) {
+        if self.now >= self.next_refresh {
+            self.take_snapshot();
+        }
+    }
+
     /// Rebuilds the policy's view (engine snapshot or decayed usage) when due.
+    /// With `snapshot_phase = "seeded"` the engine snapshot is taken by
+    /// [`Sim::refresh_at_tick`] instead (a pass takes only the first).
     pub(super) fn refresh(&mut self) {
         let now = self.now;
+        let seeded = self.snapshot_us().is_some();
         match self.policy {
-            Policy::Allot if now >= self.next_refresh || self.engine.is_none() => {
-                let engine = Engine::from_tracker(self.config.clone(), &self.tracker)
-                    .with_load((*self.entitlements()).clone());
-                for (t, team) in self.w.teams.iter().enumerate() {
-                    self.team_rank[t] = engine.fair_tree().rank(team.leaf);
-                    self.team_below[t] = engine.load().is_some_and(|l| l.below(team.leaf));
-                }
-                self.engine = Some(engine);
-                let iv = self.config.sync_interval.max(1);
-                self.next_refresh = (now / iv + 1) * iv;
-                self.snapshot += 1;
-                self.epoch += 1;
+            Policy::Allot if (now >= self.next_refresh && !seeded) || self.engine.is_none() => {
+                self.take_snapshot();
             }
             Policy::Classic | Policy::FairTree if now >= self.decay.next => {
                 let s = &self.config.sim;
@@ -41,6 +54,79 @@ impl Sim<'_> {
             }
             _ => {}
         }
+    }
+
+    /// The engine snapshot of now (`allot`): ranks from the usage, the
+    /// priority band from the load.
+    fn take_snapshot(&mut self) {
+        let now = self.now;
+        let engine = self
+            .ledger_engine()
+            .with_load((*self.entitlements()).clone());
+        for (t, team) in self.w.teams.iter().enumerate() {
+            self.team_rank[t] = engine.fair_tree().rank(team.leaf);
+            self.team_below[t] = engine.load().is_some_and(|l| l.below(team.leaf));
+        }
+        self.engine = Some(engine);
+        let iv = self.config.sync_interval.max(1);
+        self.next_refresh = (now / iv + 1) * iv;
+        self.snapshot += 1;
+        self.epoch += 1;
+    }
+
+    /// The engine on the usage the plugins would read now: the tracker's,
+    /// or with `ledger_lag` the ledger's, which has not yet seen the
+    /// starts and ends of the last `ledger_lag` seconds. An unseen start
+    /// takes its charge so far off its account; an unseen end adds the
+    /// charge the job would have made had it run on (the ledger charges a
+    /// job it believes running up to now). (The few seconds of the window's
+    /// far end are not shifted: a 7-day window moves by nothing that
+    /// matters.)
+    fn ledger_engine(&mut self) -> Engine {
+        let lag = self.config.sim.ledger_lag;
+        if lag == 0 {
+            return Engine::from_tracker(self.config.clone(), &self.tracker);
+        }
+        let now = self.now;
+        // Seen: what happened `lag` seconds ago or earlier.
+        while self
+            .ledger_recent
+            .front()
+            .is_some_and(|e| e.at + lag <= now)
+        {
+            self.ledger_recent.pop_front();
+        }
+        let mut usage: Vec<f64> = vec![0.0; self.w.accounts.len()];
+        let index: std::collections::HashMap<&str, usize> = self
+            .w
+            .accounts
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (a.as_str(), i))
+            .collect();
+        let mut other: Vec<(&str, f64)> = Vec::new();
+        for (a, u) in self.tracker.occupancies() {
+            match index.get(a) {
+                Some(&i) => usage[i] = u as f64,
+                None => other.push((a, u as f64)),
+            }
+        }
+        for e in &self.ledger_recent {
+            let u = &mut usage[e.account as usize];
+            let r = e.rate as f64;
+            match e.charged_end {
+                None => *u -= r * (now - e.at) as f64,
+                Some(end) => *u += r * now.saturating_sub(end) as f64,
+            }
+        }
+        let accounts = self
+            .w
+            .accounts
+            .iter()
+            .zip(&usage)
+            .map(|(a, &u)| (a.as_str(), u.max(0.0)))
+            .chain(other);
+        Engine::from_account_usage(self.config.clone(), accounts, now).0
     }
 
     /// The leaves' allocated GPUs running and pending now, and their
