@@ -169,6 +169,16 @@ def sim_keys(timing):
     keys["preemptor_start"] = '"next_pass"'
     # The preempt plugin bounds a one-node preemptor's victims per node.
     keys["victim_budget"] = '"node"'
+    # cons_tres's will-run test counts a job's preemption candidates free
+    # when it plans the job's start (cons_common _will_run_test).
+    keys["backfill_candidates"] = '"free"'
+    # The plugins rebuild their engine on their own timer, at a phase no log
+    # gives: each seed draws one (docs/simulator.md).
+    keys["snapshot_phase"] = '"seeded"'
+    # The ledger trails slurmctld: allot sync polls sacct every
+    # sync.interval, and the ranks in slurmctld's InitPrio agree best with
+    # the simulator's 2-3 s behind (docs/simulator.md).
+    keys["ledger_lag"] = dur(timing.get("ledger_lag_s", 3))
     if "kill_wait_s" in timing:
         keys["repreempt_delay"] = dur(timing["kill_wait_s"] + timing["msg_timeout_s"])
     if "pass_miss_ms" in timing:
