@@ -297,10 +297,11 @@ def log_timing(log, t0, t1, sched_s, bf_s):
     (`main_phase_ms`) and the backfill's offset (`pass_miss_ms` = 1000 -
     it) at second 0. `submit_ms` maps job ids to the millisecond of their
     submission ("_slurm_rpc_submit_batch_job"), and "drain" to that of the
-    drain ("state set to DRAINING")."""
+    drain ("state set to DRAINING"); `init_prio` job ids to the priority
+    the plugin gave them then ("InitPrio=")."""
     if not os.path.exists(log):
         return None
-    main, backfill, submit = [], [], {}
+    main, backfill, submit, init_prio = [], [], {}, {}
     for line in open(log, errors="replace"):
         if not line.startswith("["):
             continue
@@ -319,7 +320,10 @@ def log_timing(log, t0, t1, sched_s, bf_s):
         elif "sched/backfill: _start_job: Started" in line:
             backfill.append(us)
         elif "_slurm_rpc_submit_batch_job: JobId=" in line:
-            submit[line.split("JobId=")[1].split()[0]] = stamp.microsecond // 1000
+            jid = line.split("JobId=")[1].split()[0]
+            submit[jid] = stamp.microsecond // 1000
+            if "InitPrio=" in line:
+                init_prio[jid] = int(line.split("InitPrio=")[1].split()[0])
         elif "state set to DRAINING" in line:
             submit["drain"] = stamp.microsecond // 1000
     if len(backfill) < 2 or not main:
@@ -348,7 +352,8 @@ def log_timing(log, t0, t1, sched_s, bf_s):
     bp = bf_s * (1_000_000 + drift)
     first_bf = circular_median([us % bp for us in backfill], bp) % 1_000_000
     return dict(sched_offset=first_main // 1_000_000, main_phase_ms=first_main % 1_000_000 // 1000,
-                pass_miss_ms=1000 - first_bf // 1000, pass_drift_us=drift, submit_ms=submit)
+                pass_miss_ms=1000 - first_bf // 1000, pass_drift_us=drift, submit_ms=submit,
+                init_prio=init_prio)
 
 
 def logged_preemptions(log, t0, t1, ids):
@@ -481,9 +486,11 @@ def report(a):
             # seeds stands beside the testbed's.
             seeds = ",".join(str(k) for k in range(1, SEEDS + 1))
             plog = os.path.join(rdir, "preemptions.jsonl")
+            prlog = os.path.join(rdir, "priorities.jsonl")
             out = subprocess.run([a.allot, "sim", "--trace", tpath, "--config", run_conf, "--cluster",
                                   timing["cluster"], "--policy", "allot", "--json",
-                                  "--sweep", f"seed={seeds}", "--preemptions", plog],
+                                  "--sweep", f"seed={seeds}", "--preemptions", plog,
+                                  "--priorities", prlog],
                                  capture_output=True, text=True)
             if out.returncode != 0:
                 die(f"allot sim on {tpath}: {out.stderr.strip()}")
@@ -518,6 +525,22 @@ def report(a):
                 if hit:
                     predicted_pairs.remove(hit)
                     matched += 1
+            # Submit-time priorities: slurmctld's InitPrio (band: bits
+            # 31-30, rank: bits 29-16) against each seeded replay's; the
+            # median over the replays of how many agree.
+            init = {ids[j]: p for j, p in (lt["init_prio"] if lt else {}).items() if j in ids}
+            agree = {}
+            if init:
+                with open(prlog) as f:
+                    for line in f:
+                        p = json.loads(line)
+                        want = init.get(str(p["job"]))
+                        if want is None:
+                            continue
+                        c = agree.setdefault(p["run"], [0, 0, 0])
+                        c[0] += 1
+                        c[1] += (want >> 30) == p["band"]
+                        c[2] += ((want >> 16) & 0x3FFF) == p["rank"]
             held = {}
             for r in att:
                 held[r["account"]] = held.get(r["account"], 0.0) + r["elapsed"] * r["gpus"] / 3600
@@ -531,6 +554,9 @@ def report(a):
                 pred_pre=pred["preemptions"],
                 pred_pre_seeds=pred["preemptions_seeds"],
                 pairs_logged=len(observed_pairs), pairs_matched=matched,
+                prio_jobs=median([c[0] for c in agree.values()]),
+                prio_band=median([c[1] for c in agree.values()]),
+                prio_rank=median([c[2] for c in agree.values()]),
                 obs_pre=sum(1 for r in att if r["state"].startswith("PREEMPTED")),
                 pred_p50=pw["p50_s"], pred_p90=pw["p90_s"],
                 obs_p50=pct(waits, 50), obs_p90=pct(waits, 90),
@@ -566,6 +592,12 @@ def report(a):
                                   observed=median([r["obs_p50"] for r in per_run])),
             debug_wait_p90_s=dict(predicted=median([r["pred_p90"] for r in per_run]),
                                   observed=median([r["obs_p90"] for r in per_run])),
+            # Jobs with slurmctld's InitPrio, and how many of them the
+            # simulator gives the same band and the same rank at submission
+            # (per run the median over its seeded replays; summed).
+            submit_priorities=dict(jobs=sum(r["prio_jobs"] for r in per_run),
+                                   band_agrees=sum(r["prio_band"] for r in per_run),
+                                   rank_agrees=sum(r["prio_rank"] for r in per_run)),
             testbed_spread=round(spread, 4),
             load_average=[r["load"] for r in per_run],
             incomplete_runs=sum(1 for r in per_run if r["incomplete"])))
@@ -612,6 +644,10 @@ def show(result):
         if s.get("preemptions_logged"):
             print(f"  one by one: {s['preemptions_matched']} of slurmctld's {s['preemptions_logged']} preemptions"
                   f" predicted (same preemptor and victim, within 5 s)")
+        sp = s.get("submit_priorities", {})
+        if sp.get("jobs"):
+            print(f"  priorities at submission (slurmctld's InitPrio): band agrees for {sp['band_agrees']:g},"
+                  f" rank for {sp['rank_agrees']:g} of {sp['jobs']:g} jobs")
         waits_ok = True
         for q in ("p50", "p90"):
             w = s[f"debug_wait_{q}_s"]

@@ -3,7 +3,7 @@
 //! ```text
 //! allot sim --trace FILE --config allot.toml [--cluster NODESxGPUS]
 //!           [--policy NAME]... [--sweep key=v1,v2,...]... [--json] [--plot DIR]
-//!           [--preemptions FILE]
+//!           [--preemptions FILE] [--priorities FILE]
 //! ```
 //!
 //! Every combination of `--sweep` values x `--policy` is one run; runs go in
@@ -14,7 +14,8 @@
 //! row per run and one column per run in the per-team table. `--plot DIR`
 //! writes SVGs: share over time per team (one per run), wait-time CDFs per
 //! job class, share error over time. `--preemptions FILE` lists every
-//! preemption of every run, one JSON object a line. Formats and every
+//! preemption of every run, one JSON object a line; `--priorities FILE`
+//! every job's priority at submission (slurmctld's `InitPrio`). Formats and every
 //! metric: docs/simulator.md.
 
 use std::collections::BTreeMap;
@@ -78,6 +79,11 @@ pub struct Args {
     /// the first submission), preemptor and victim (trace ids and teams), the victim's run time
     #[arg(long, value_name = "FILE")]
     pub preemptions: Option<PathBuf>,
+    /// Write every job's priority at its submission (allot runs) to FILE, one JSON object a
+    /// line: run, time (s since the first submission), job (trace id), team, band (0 free tier,
+    /// 1 allocated, 2 entitled, 3 short) and rank: what slurmctld logs as InitPrio
+    #[arg(long, value_name = "FILE")]
+    pub priorities: Option<PathBuf>,
     /// Replay what could be read even if some rows are malformed (they are listed on stderr)
     #[arg(long)]
     pub skip_bad_rows: bool,
@@ -269,6 +275,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.preemptions {
         write_preemptions(path, &outs, &w0.teams)?;
     }
+    if let Some(path) = &args.priorities {
+        write_priorities(path, &outs, &w0.teams)?;
+    }
     if let Some(dir) = &args.plot {
         let alloc: Vec<f64> = w0.teams.iter().map(|t| t.allocation).collect();
         let names: Vec<String> = w0.teams.iter().map(|t| t.name.clone()).collect();
@@ -330,6 +339,39 @@ fn write_preemptions(path: &Path, outs: &[RunOut], teams: &[sim::Team]) -> anyho
     }
     w.flush()
         .with_context(|| format!("--preemptions {}: cannot write it", path.display()))
+}
+
+/// One line of `--priorities`: the run's label, the record, its team's
+/// name.
+#[derive(Serialize)]
+struct PriorityLine<'a> {
+    run: String,
+    #[serde(flatten)]
+    record: &'a sim::PriorityRecord,
+    team_name: &'a str,
+}
+
+/// Writes every allot run's submit-time priorities to `path` (JSON lines).
+/// Errors: the file cannot be written (named in the message).
+fn write_priorities(path: &Path, outs: &[RunOut], teams: &[sim::Team]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("--priorities {}: cannot create it", path.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    for o in outs {
+        let run = run_label(o);
+        for p in &o.report.submit_priorities {
+            let line = PriorityLine {
+                run: run.clone(),
+                record: p,
+                team_name: teams.get(p.team as usize).map_or("?", |t| t.name.as_str()),
+            };
+            serde_json::to_writer(&mut w, &line)?;
+            w.write_all(b"\n")?;
+        }
+    }
+    w.flush()
+        .with_context(|| format!("--priorities {}: cannot write it", path.display()))
 }
 
 fn run_label(o: &RunOut) -> String {

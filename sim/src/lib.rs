@@ -189,6 +189,24 @@ pub struct PreemptionRecord {
     pub victim_left_below: bool,
 }
 
+/// A job's priority as slurmctld sets it at submission (`InitPrio`), under
+/// `allot`: the band and the team's rank in the engine snapshot in effect
+/// when it arrived (the rank's age score is 0 then).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PriorityRecord {
+    /// When it arrived, seconds since the first submission.
+    pub time: u64,
+    /// The job's trace id.
+    pub job: u64,
+    /// Its team index.
+    pub team: u32,
+    /// Its band: the priority's bits 31-30 ([`fairshare::priority::Band`]:
+    /// 0 free tier, 1 allocated, 2 entitled, 3 short).
+    pub band: u8,
+    /// Its team's Fair Tree rank (bits 29-16).
+    pub rank: u32,
+}
+
 /// The result of one replay.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SimReport {
@@ -269,6 +287,9 @@ pub struct SimReport {
     /// Every preemption.
     #[serde(skip)]
     pub preemption_log: Vec<PreemptionRecord>,
+    /// Under `allot`, every job's priority at its submission.
+    #[serde(skip)]
+    pub submit_priorities: Vec<PriorityRecord>,
 }
 
 /// Replays `workload` under `policy` on `cluster`, with node `events`.

@@ -133,6 +133,8 @@ pub(crate) struct Metrics {
     pub ignored_node_events: usize,
     pub stopped_at_horizon: bool,
     pub preemptions: Vec<PreemptionRecord>,
+    /// Under `allot`: each job's priority at its submission.
+    pub submit_priorities: Vec<crate::PriorityRecord>,
 }
 
 /// Adds `rate` per second over `[from, to)` into hour buckets.
@@ -176,6 +178,7 @@ impl Metrics {
             ignored_node_events,
             stopped_at_horizon: false,
             preemptions: Vec::new(),
+            submit_priorities: Vec::new(),
         }
     }
 
@@ -423,6 +426,7 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
         hourly,
         wait_samples: class_waits,
         preemption_log: i.m.preemptions,
+        submit_priorities: i.m.submit_priorities,
     }
 }
 

@@ -362,6 +362,7 @@ impl<'w> Sim<'w> {
                     self.m.events += 1;
                     // Submitted after this second's pass: seen in the next.
                     let seen = if self.misses_pass(id) { t + 1 } else { t };
+                    self.log_submit_priority(id);
                     self.enqueue_at(id, seen);
                 }
             } else {

@@ -814,7 +814,7 @@ fn a_reservation_counts_preemptable_jobs_free_with_free() {
 }
 
 /// `[sim] ledger_lag`: t1's 8-GPU job runs 0-10; at 10 t1's and t2's
-/// jobs wait for the node. With the usage current t1 has used 80
+/// jobs wait for the node (and t1's job 4 behind them). With the usage current t1 has used 80
 /// GPU-seconds and t2's job ranks first (it waits 8 s); with the ledger
 /// 30 s behind, the snapshot at 10 knows of no usage, the teams tie and
 /// t1's job, queued first, starts first (t2's waits 18 s).
@@ -825,6 +825,7 @@ fn ranks_read_a_late_ledger_with_ledger_lag() {
             job(1, "t1", 0, 10, 8),
             job(2, "t1", 1, 10, 8),
             job(3, "t2", 2, 10, 8),
+            job(4, "t1", 3, 10, 8),
         ]
     };
     let t2_wait = |lag: &str| {
@@ -836,11 +837,28 @@ fn ranks_read_a_late_ledger_with_ledger_lag() {
             ONE_NODE,
             Policy::Allot,
         );
-        assert_eq!(r.finished, 3);
-        r.teams.iter().find(|t| t.name == "t2").unwrap().wait_p50_s
+        assert_eq!(r.finished, 4);
+        // As slurmctld's InitPrio: each job's band and rank at submission.
+        let p: Vec<(u64, u8, u32)> = r
+            .submit_priorities
+            .iter()
+            .map(|p| (p.job, p.band, p.rank))
+            .collect();
+        (
+            r.teams.iter().find(|t| t.name == "t2").unwrap().wait_p50_s,
+            p,
+        )
     };
-    assert_eq!(t2_wait("0"), 8);
-    assert_eq!(t2_wait("0:30"), 18);
+    // Live usage: from the snapshot of second 1 on, t1 has used some and
+    // ranks below t2 (job 4, at 3 s, below job 3, at 2 s).
+    let (wait, prio) = t2_wait("0");
+    assert_eq!(wait, 8);
+    assert_eq!(prio.len(), 4);
+    assert!(prio[3].2 < prio[2].2, "{prio:?}");
+    // 30 s late: the teams tie at every submission.
+    let (wait, prio) = t2_wait("0:30");
+    assert_eq!(wait, 18);
+    assert_eq!(prio[3].2, prio[2].2, "{prio:?}");
     let e = sim_error("ledger_lag = -1\n");
     assert!(e.contains("sim.ledger_lag"), "{e}");
 }

@@ -63,6 +63,7 @@ fn the_shipped_demo_runs_and_plots() {
         json: true,
         plot: Some(dir.clone()),
         preemptions: Some(dir.join("preemptions.jsonl")),
+        priorities: Some(dir.join("priorities.jsonl")),
         skip_bad_rows: false,
         threads: Some(2),
     };
@@ -89,6 +90,27 @@ fn the_shipped_demo_runs_and_plots() {
         );
         assert!(l["time"].is_u64() && l["victim"].is_u64(), "{l}");
         assert!(l["preemptor_team_name"].is_string(), "{l}");
+    }
+    // One line per job of each allot run at its submission: its band
+    // (0-3) and its team's rank.
+    let jobs = std::fs::read_to_string(root.join("examples/traces/philly-slice.csv"))
+        .unwrap()
+        .lines()
+        .count()
+        - 1;
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("priorities.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2 * jobs);
+    for l in &lines {
+        assert!(
+            l["run"].as_str().unwrap().starts_with("allot window="),
+            "{l}"
+        );
+        assert!(l["band"].as_u64().unwrap() <= 3, "{l}");
+        assert!(l["rank"].is_u64() && l["team_name"].is_string(), "{l}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -140,6 +162,7 @@ fn sim_args(dir: &Path, config: &str, trace: &str) -> Args {
         json: true,
         plot: None,
         preemptions: None,
+        priorities: None,
         skip_bad_rows: false,
         threads: Some(1),
     }

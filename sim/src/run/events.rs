@@ -130,6 +130,25 @@ impl Sim<'_> {
     /// Job `id` pending now, in its queue from second `at` on (an ELIGIBLE
     /// event if that is later): a requeue's `requeue_delay`, a submission
     /// that missed this second's pass.
+    /// Under `allot`, records job `id`'s priority as it arrives: its band
+    /// and its team's rank in the snapshot in effect (slurmctld's
+    /// `InitPrio`, which the priority plugin sets from its last rebuild).
+    pub(super) fn log_submit_priority(&mut self, id: u32) {
+        if self.policy != Policy::Allot {
+            return;
+        }
+        let sj = &self.w.jobs[id as usize];
+        let q = queue_of(sj.team, sj.min_runtime, self.is_short(id));
+        let record = crate::PriorityRecord {
+            time: self.now,
+            job: sj.id,
+            team: sj.team,
+            band: self.queue_band(q) as u8,
+            rank: self.team_rank[sj.team as usize],
+        };
+        self.m.submit_priorities.push(record);
+    }
+
     pub(super) fn enqueue_at(&mut self, id: u32, at: u64) {
         if at <= self.now {
             self.enqueue(id);

@@ -54,7 +54,7 @@ impl Sim<'_> {
     }
 
     /// Under `allot`, the band of queue `q`'s jobs at this snapshot.
-    fn queue_band(&self, q: usize) -> Band {
+    pub(super) fn queue_band(&self, q: usize) -> Band {
         match q % QUEUES_PER_TEAM {
             0 => Band::Free,
             2 => Band::Short,

@@ -142,6 +142,7 @@ impl Sim<'_> {
         self.apply_timed(&mut timed, u64::MAX);
         for id in arrivals {
             if self.submit_phase_ms(id) * 1000 >= seen {
+                self.log_submit_priority(id);
                 self.enqueue_at(id, t + 1);
             }
         }
@@ -153,6 +154,7 @@ impl Sim<'_> {
     fn arrive(&mut self, ids: std::ops::Range<u32>, lo: u64, hi: u64) {
         for id in ids {
             if (lo..hi).contains(&(self.submit_phase_ms(id) * 1000)) {
+                self.log_submit_priority(id);
                 self.enqueue_at(id, self.now);
             }
         }
