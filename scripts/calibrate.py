@@ -178,7 +178,7 @@ def sim_keys(timing):
     # The ledger trails slurmctld: allot sync polls sacct every
     # sync.interval, and the ranks in slurmctld's InitPrio agree best with
     # the simulator's 2-3 s behind (docs/simulator.md).
-    keys["ledger_lag"] = dur(timing.get("ledger_lag_s", 3))
+    keys["ledger_lag"] = dur(3)
     if "kill_wait_s" in timing:
         keys["repreempt_delay"] = dur(timing["kill_wait_s"] + timing["msg_timeout_s"])
     if "pass_miss_ms" in timing:

@@ -319,26 +319,17 @@ struct PreemptionLine<'a> {
 /// Writes every run's preemptions to `path` (JSON lines). Errors: the file
 /// cannot be written (named in the message).
 fn write_preemptions(path: &Path, outs: &[RunOut], teams: &[sim::Team]) -> anyhow::Result<()> {
-    use std::io::Write;
-    let file = std::fs::File::create(path)
-        .with_context(|| format!("--preemptions {}: cannot create it", path.display()))?;
-    let mut w = std::io::BufWriter::new(file);
     let name = |t: u32| teams.get(t as usize).map_or("?", |t| t.name.as_str());
-    for o in outs {
+    let lines = outs.iter().flat_map(|o| {
         let run = run_label(o);
-        for p in &o.report.preemption_log {
-            let line = PreemptionLine {
-                run: run.clone(),
-                record: p,
-                preemptor_team_name: name(p.preemptor_team),
-                victim_team_name: name(p.victim_team),
-            };
-            serde_json::to_writer(&mut w, &line)?;
-            w.write_all(b"\n")?;
-        }
-    }
-    w.flush()
-        .with_context(|| format!("--preemptions {}: cannot write it", path.display()))
+        o.report.preemption_log.iter().map(move |p| PreemptionLine {
+            run: run.clone(),
+            record: p,
+            preemptor_team_name: name(p.preemptor_team),
+            victim_team_name: name(p.victim_team),
+        })
+    });
+    write_json_lines(path, "--preemptions", lines)
 }
 
 /// One line of `--priorities`: the run's label, the record, its team's
@@ -354,24 +345,38 @@ struct PriorityLine<'a> {
 /// Writes every allot run's submit-time priorities to `path` (JSON lines).
 /// Errors: the file cannot be written (named in the message).
 fn write_priorities(path: &Path, outs: &[RunOut], teams: &[sim::Team]) -> anyhow::Result<()> {
-    use std::io::Write;
-    let file = std::fs::File::create(path)
-        .with_context(|| format!("--priorities {}: cannot create it", path.display()))?;
-    let mut w = std::io::BufWriter::new(file);
-    for o in outs {
+    let lines = outs.iter().flat_map(|o| {
         let run = run_label(o);
-        for p in &o.report.submit_priorities {
-            let line = PriorityLine {
+        o.report
+            .submit_priorities
+            .iter()
+            .map(move |p| PriorityLine {
                 run: run.clone(),
                 record: p,
                 team_name: teams.get(p.team as usize).map_or("?", |t| t.name.as_str()),
-            };
-            serde_json::to_writer(&mut w, &line)?;
-            w.write_all(b"\n")?;
-        }
+            })
+    });
+    write_json_lines(path, "--priorities", lines)
+}
+
+/// Writes `lines` to `path`, one JSON object a line. Errors: the file
+/// cannot be created or written (named in the message, after `flag`, the
+/// option that asked for it).
+fn write_json_lines<T: Serialize>(
+    path: &Path,
+    flag: &str,
+    lines: impl Iterator<Item = T>,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("{flag} {}: cannot create it", path.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    for line in lines {
+        serde_json::to_writer(&mut w, &line)?;
+        w.write_all(b"\n")?;
     }
     w.flush()
-        .with_context(|| format!("--priorities {}: cannot write it", path.display()))
+        .with_context(|| format!("{flag} {}: cannot write it", path.display()))
 }
 
 fn run_label(o: &RunOut) -> String {

@@ -127,9 +127,6 @@ impl Sim<'_> {
         self.join_queue(id);
     }
 
-    /// Job `id` pending now, in its queue from second `at` on (an ELIGIBLE
-    /// event if that is later): a requeue's `requeue_delay`, a submission
-    /// that missed this second's pass.
     /// Under `allot`, records job `id`'s priority as it arrives: its band
     /// and its team's rank in the snapshot in effect (slurmctld's
     /// `InitPrio`, which the priority plugin sets from its last rebuild).
@@ -149,6 +146,9 @@ impl Sim<'_> {
         self.m.submit_priorities.push(record);
     }
 
+    /// Job `id` pending now, in its queue from second `at` on (an ELIGIBLE
+    /// event if that is later): a requeue's `requeue_delay`, a submission
+    /// that missed this second's pass.
     pub(super) fn enqueue_at(&mut self, id: u32, at: u64) {
         if at <= self.now {
             self.enqueue(id);

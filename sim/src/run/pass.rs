@@ -238,19 +238,22 @@ impl Sim<'_> {
                 let before = h.len();
                 if let Some(alloc) = self.plan(nodes, g, planned, &mut h, &[]) {
                     self.start(id, alloc);
-                } else if bf_preempt && self.policy == Policy::Allot {
+                } else {
                     // Slurm's backfill preempts for any job it tests whose
                     // start, victims' GPUs counted free, is now on nodes no
                     // higher job is planned on over its time limit.
-                    let end = self.now + planned;
-                    let mut avoid: Vec<u32> = h[..before]
-                        .iter()
-                        .filter(|r| r.start < end && r.end > self.now)
-                        .map(|r| r.node)
-                        .collect();
-                    avoid.sort_unstable();
-                    avoid.dedup();
-                    if self.try_preempt(id, &avoid) {
+                    let preempted = bf_preempt && self.policy == Policy::Allot && {
+                        let end = self.now + planned;
+                        let mut avoid: Vec<u32> = h[..before]
+                            .iter()
+                            .filter(|r| r.start < end && r.end > self.now)
+                            .map(|r| r.node)
+                            .collect();
+                        avoid.sort_unstable();
+                        avoid.dedup();
+                        self.try_preempt(id, &avoid)
+                    };
+                    if preempted {
                         h.truncate(before);
                         self.hold_preemptor_nodes(id);
                         failed_any = u32::MAX;
@@ -258,8 +261,6 @@ impl Sim<'_> {
                     } else {
                         self.replan_over_candidates(id, &mut h, before);
                     }
-                } else {
-                    self.replan_over_candidates(id, &mut h, before);
                 }
                 held = Some(h);
                 continue;

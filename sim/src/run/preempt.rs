@@ -65,12 +65,11 @@ impl Sim<'_> {
         // free-tier GPUs only (fairshare::preempt, rule 4); the waiting one
         // is looked at again when its wait ends.
         let waited = self.now - self.jobs[id as usize].eligible;
-        let short_wait = self.config.preempt_short_wait;
-        let waiting = short && waited < short_wait;
-        if waiting {
-            self.wake(self.now + (short_wait - waited));
+        let wait_left = self.short_wait_left(id);
+        if let Some(left) = wait_left {
+            self.wake(self.now + left);
         }
-        let free_tier_only = sj.sweep || waiting;
+        let free_tier_only = sj.sweep || wait_left.is_some();
         // Necessary before the load is even computed: the GPUs free, of the
         // free tier and of every unprotected job it could take (no team
         // gives more than its unprotected GPUs, nor its own to a non-short
@@ -120,12 +119,11 @@ impl Sim<'_> {
                 .take(n)
                 .map(|node| (0, node)),
         );
-        let per_node = n == 1 && self.config.sim.victim_budget == VictimBudget::Node;
         self.walk_candidates(
             &load,
             gives,
             teams_by_surplus,
-            per_node,
+            sj.nodes,
             spent,
             spent_touched,
             |r, alloc| {
@@ -303,6 +301,15 @@ impl Sim<'_> {
         }
     }
 
+    /// Seconds job `id`, a short job inside `[preempt] short_wait` since it
+    /// became eligible, has still to wait before it may take more than
+    /// free-tier GPUs (fairshare::preempt, rule 4); `None` for any other.
+    fn short_wait_left(&self, id: u32) -> Option<u64> {
+        let waited = self.now - self.jobs[id as usize].eligible;
+        let wait = self.config.preempt_short_wait;
+        (self.is_short(id) && waited < wait).then(|| wait - waited)
+    }
+
     /// Per team (`out`, indexed by team), the GPUs job `id` may take from
     /// it by the engine's rule ([`fairshare::preempt`]) on the live load:
     /// the unprotected GPUs a team holds above its entitlement, up to what
@@ -352,8 +359,8 @@ impl Sim<'_> {
     /// youngest jobs first, each team's jobs while they fit its budget.
     /// `f` gets each candidate (job index, and its allocation) and returns
     /// true to stop. Only allocated jobs wait for their requeue points
-    /// (fairshare::contract). `per_node` (`victim_budget = "node"`, a
-    /// one-node preemptor): a team's budget holds per node, as the preempt
+    /// (fairshare::contract). With `victim_budget = "node"` and a preemptor
+    /// of one node (`nodes`) a team's budget holds per node, as the preempt
     /// plugin tallies such a preemptor's victims (slurmctld preempts only
     /// on the node it starts on), so the youngest jobs of a team elsewhere
     /// do not use up what it may give where the preemptor fits. Jobs on
@@ -367,12 +374,13 @@ impl Sim<'_> {
         load: &Entitlements,
         gives: &[u64],
         teams: &mut Vec<(Reverse<u64>, usize)>,
-        per_node: bool,
+        nodes: u32,
         spent: &mut [u64],
         spent_touched: &mut Vec<u32>,
         mut f: impl FnMut(u32, &'a [NodeGpus]) -> bool,
     ) {
         let leaf = |t: usize| self.w.teams[t].leaf;
+        let per_node = nodes == 1 && self.config.sim.victim_budget == VictimBudget::Node;
         teams.clear();
         teams.extend(
             (0..self.w.teams.len())
@@ -450,8 +458,6 @@ impl Sim<'_> {
         if self.policy != Policy::Allot || sj.min_runtime == 0 {
             return Vec::new();
         }
-        let waited = self.now - self.jobs[id as usize].eligible;
-        let waiting = self.is_short(id) && waited < self.config.preempt_short_wait;
         let load = self.entitlements();
         let mut guard = self.scratch.borrow_mut();
         let PreemptScratch {
@@ -461,14 +467,18 @@ impl Sim<'_> {
             spent_touched,
             ..
         } = &mut *guard;
-        self.gives(id, &load, sj.sweep || waiting, gives);
-        let per_node = sj.nodes == 1 && self.config.sim.victim_budget == VictimBudget::Node;
+        self.gives(
+            id,
+            &load,
+            sj.sweep || self.short_wait_left(id).is_some(),
+            gives,
+        );
         let mut out = Vec::new();
         self.walk_candidates(
             &load,
             gives,
             teams,
-            per_node,
+            sj.nodes,
             spent,
             spent_touched,
             |r, _| {
