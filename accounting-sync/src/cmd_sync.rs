@@ -434,7 +434,17 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// `--follow`: a pass every `interval` seconds, and the drain watcher.
+/// When the next pass of `--follow` is due: on the clock, at the next whole
+/// multiple of `interval` seconds since the epoch (fairshare::timer: the
+/// plugins rebuild their engine half a second after it, from this pass).
+fn next_pass(interval: u64) -> std::time::Instant {
+    let now_ms = jiff::Timestamp::now().as_millisecond().max(0) as u64;
+    let at = fairshare::timer::next_tick_ms(now_ms, interval, fairshare::timer::SYNC_OFFSET_MS);
+    std::time::Instant::now() + Duration::from_millis(at - now_ms)
+}
+
+/// `--follow`: a pass every `interval` seconds, on the clock, and the drain
+/// watcher.
 #[allow(clippy::too_many_arguments)]
 fn follow(
     args: &Args,
@@ -465,7 +475,7 @@ fn follow(
                 Ok(stats) => {
                     tracing::info!("{}", summary(&stats));
                     backoff.reset();
-                    next_sync = std::time::Instant::now() + Duration::from_secs(interval);
+                    next_sync = next_pass(interval);
                 }
                 Err(e) => {
                     let delay = backoff.next_delay();

@@ -12,7 +12,8 @@
 //! - [`fair_tree`]: Level FS, ranks and fair-share factors;
 //! - [`priority`]: the `u32` priority layout; [`contract`]: minimum runtime,
 //!   protection, charging; [`preempt`]: who may preempt whom, victims;
-//! - [`engine`]: the immutable snapshot the plugins hold;
+//! - [`engine`]: the immutable snapshot the plugins hold; [`timer`]: when
+//!   they rebuild it and when the ledger is polled;
 //!   [`explain`]: the structured "why".
 //!
 //! ```
@@ -50,6 +51,7 @@ pub mod preempt;
 pub mod priority;
 pub mod record;
 pub mod sweep;
+pub mod timer;
 pub mod tree;
 pub mod tres;
 pub mod usage;

@@ -1,7 +1,8 @@
 //! The engine snapshot the priority and preempt plugins read.
 //!
 //! A background thread rebuilds a [`fairshare::Engine`] every
-//! `sync.interval` (and when poked by `scontrol reconfigure`) from the
+//! `sync.interval`, on the clock half a second after the ledger's poll
+//! ([`fairshare::timer`]), and when poked by `scontrol reconfigure`, from the
 //! current config and the ledger's charged GPU-seconds per account over
 //! the window, then swaps it in atomically. Plugin calls only load the
 //! current `Arc<Engine>`: no I/O, no waiting on the thread. A ledger that
@@ -24,6 +25,14 @@ use crate::config::ConfigWatcher;
 /// slurmctld records for it).
 pub fn now() -> u64 {
     allot_ffi::ctld::time_now()
+}
+
+/// Milliseconds since the epoch on the wall clock (the clock `time(2)`
+/// reads, to the millisecond).
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Reads charged GPU-seconds per account in `[start, end]` (epoch seconds).
@@ -79,18 +88,30 @@ impl EngineSnapshot {
             .name("allot-engine".into())
             .spawn(move || {
                 let mut failing: Option<String> = None;
-                let mut waited = Duration::ZERO;
-                let tick = Duration::from_millis(100);
+                // On the clock (fairshare::timer): both plugins rebuild at
+                // the same instants, half a second after the ledger's poll.
+                let due = |iv| {
+                    fairshare::timer::next_tick_ms(
+                        wall_ms(),
+                        iv,
+                        fairshare::timer::REBUILD_OFFSET_MS,
+                    )
+                };
+                let mut next = due(config.get().sync_interval);
                 while !s.stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(tick);
-                    waited += tick;
                     let cfg = config.get();
-                    if !s.poke.swap(false, Ordering::Relaxed)
-                        && waited < Duration::from_secs(cfg.sync_interval)
-                    {
+                    let iv = cfg.sync_interval;
+                    let left = next.saturating_sub(wall_ms());
+                    if left > iv.max(1) * 1000 {
+                        // The clock stepped back, or the interval shrank.
+                        next = due(iv);
                         continue;
                     }
-                    waited = Duration::ZERO;
+                    if !s.poke.swap(false, Ordering::Relaxed) && left > 0 {
+                        // Short steps: a stop or a poke is seen within 100 ms.
+                        std::thread::sleep(Duration::from_millis(left.min(100)));
+                        continue;
+                    }
                     let t = now();
                     match load(&cfg, t.saturating_sub(cfg.window), t) {
                         Ok(u) => {
@@ -114,6 +135,7 @@ impl EngineSnapshot {
                     let engine = Arc::new(engine);
                     s.engine.store(engine.clone());
                     after_swap(&engine);
+                    next = due(iv);
                 }
             })
             .map_err(|e| format!("cannot start the engine thread: {e}"))?;
