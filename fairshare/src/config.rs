@@ -144,7 +144,7 @@ impl Config {
         let preempt_grace_time = dur("preempt.grace_time", &raw.preempt.grace_time, 0);
         let preempt_short_wait = dur("preempt.short_wait", &raw.preempt.short_wait, 0);
         let sim = match &raw.sim {
-            Some(v) => sim::parse(v, contract.max_min_runtime, &mut errors),
+            Some(v) => sim::parse(v, contract.max_min_runtime, sync_interval, &mut errors),
             None => sim::SimSettings::default(),
         };
 

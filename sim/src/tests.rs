@@ -435,6 +435,8 @@ proptest! {
             "preemptor_start = \"next_pass\"\n",
             // ... with the settings the calibration's logs added.
             "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"seeded\"\nledger_lag = \"0:03\"\nrequeue_delay = \"0:11\"\n",
+            // ... on the clock, with passes seen in a log.
+            "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"clock\"\nsync_offset = 7\nledger_lag = \"0:01\"\nrequeue_delay = \"0:11\"\npass_drift_us = 2000\nmain_passes_us = [1400000, 9450000, 300000000]\nbackfill_passes_us = [250000, 3270000, 20900000, 21930000]\n",
         ]),
     ) {
         let c = config(&format!(
@@ -908,6 +910,32 @@ fn the_band_is_read_at_the_snapshot_offset_with_seeded() {
     let seeded = |seed| waits(&format!("snapshot_phase = \"seeded\"\nseed = {seed}\n"));
     assert_eq!(seeded(early), t2_first);
     assert_eq!(seeded(late), t1_first);
+    // On the clock (half a second in, as the plugins' timer): the ends at
+    // .5 s tie with it, and an end at a pass's or snapshot's own offset
+    // comes after it, so the snapshot does not see them.
+    assert_eq!(waits("snapshot_phase = \"clock\"\n"), t2_first);
+    // With the ticks on odd seconds (`sync_offset`, as calibrate gives a run
+    // whose second 0 is an odd second of the epoch), the snapshot at 21.5 s
+    // comes after job 1's end and before the pass it ties with.
+    assert_eq!(
+        waits("snapshot_phase = \"clock\"\nsync_offset = 1\n"),
+        t1_first
+    );
+    let e = sim_error("sched_interval = \"0:02\"\nbackfill_passes_us = [5, 3]\n");
+    assert!(
+        e.contains("sim.backfill_passes_us") && e.contains("ascending"),
+        "{e}"
+    );
+    let e = sim_error("main_passes_us = [5]\n");
+    assert!(
+        e.contains("sim.main_passes_us") && e.contains("sched_interval"),
+        "{e}"
+    );
+    let e = sim_error("sync_offset = 60\n");
+    assert!(
+        e.contains("sim.sync_offset") && e.contains("sync.interval"),
+        "{e}"
+    );
     let e = sim_error("snapshot_phase = \"random\"\n");
     assert!(
         e.contains("sim.snapshot_phase") && e.contains("\"seeded\""),

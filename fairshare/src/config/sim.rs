@@ -17,7 +17,8 @@
 //! backfill_preempt = "first"      # "all": the backfill may preempt for every job it looks at
 //! preemptor_start = "at_once"     # "next_pass": a preemptor waits for a later pass, as in Slurm
 //! victim_budget = "cluster"       # "node": a team's victims bounded per node, as the preempt plugin
-//! snapshot_phase = "pass"         # "seeded": with sched_interval, the plugins' rebuild at a seeded offset into its second
+//! snapshot_phase = "pass"         # with sched_interval, the plugins' rebuild: "seeded" offset into its second, "clock": 0.5 s
+//! sync_offset = 0                 # the sync.interval ticks fall at the seconds t with t mod sync.interval = this
 //! ledger_lag = "0"                # a job's start or end reaches the plugins' usage this much later
 //! repreempt_delay = "0"           # a job that preempted may not again for this long (Slurm: KillWait + MessageTimeout)
 //! requeue_delay = "0"             # a requeued job waits this long (Slurm: cred_expire + 1)
@@ -27,6 +28,8 @@
 //! pass_miss_ms = 0                # part of each second after slurmctld's pass, milliseconds
 //! main_phase_ms = 0               # the main pass's offset into its second, milliseconds (0-999)
 //! pass_drift_us = 0               # both passes start this much later each second, microseconds
+//! main_passes_us = []             # instants the main pass was seen at (µs since second 0); evenly between
+//! backfill_passes_us = []         # ... and the backfill pass
 //! sched_interval = "0"            # main scheduler only every this, before the second's arrivals
 //! sched_offset = 0                # ... at the seconds t with t mod sched_interval = this
 //! backfill_resolution = "0"       # reservations' ends rounded down to this (Slurm: bf_resolution)
@@ -173,8 +176,12 @@ pub enum SnapshotPhase {
     /// the priority band reads the jobs running and pending at that
     /// instant, and a job that ends after it counts until the next
     /// rebuild. The thread's phase against slurmctld's second is not in any
-    /// log, so each seed draws one.
+    /// log, so each seed draws one (the plugins before their timer ran on
+    /// the clock).
     Seeded,
+    /// At [`crate::timer::REBUILD_OFFSET_MS`] into the tick's second, as
+    /// the plugins rebuild on the clock ([`crate::timer`]).
+    Clock,
 }
 
 /// For which pending jobs a backfill pass may preempt.
@@ -321,7 +328,8 @@ pub struct SimSettings {
     /// Slurm's sched/backfill).
     pub backfill_preempt: BackfillPreempt,
     /// When in a tick's second the engine snapshot is taken: `pass`
-    /// (default) or `seeded` (at a seeded offset, as the plugins' timer).
+    /// (default), `seeded` (at a seeded offset) or `clock` (half a second
+    /// in, as the plugins' timer).
     pub snapshot_phase: SnapshotPhase,
     /// When a job that preempted starts: `at_once` (default) on its
     /// victims' GPUs, or `next_pass` (as slurmctld: it waits, and the next
@@ -394,6 +402,19 @@ pub struct SimSettings {
     /// drift a pass whose offset passes the second's end skips a second.
     /// At most 100000.
     pub pass_drift_us: u64,
+    /// With `sched_interval`: instants at which slurmctld's main pass was
+    /// seen to run, microseconds since the trace's second 0, ascending
+    /// (`scripts/calibrate` reads them from slurmctld.log: the passes that
+    /// started a job). Between two seen passes the passes fall evenly (as
+    /// many as `sched_interval` fits, so the drift between them is
+    /// exactly what the log shows); before the first and after the last
+    /// they run every `sched_interval` plus `pass_drift_us` a second from
+    /// the nearest. Empty (default): `sched_offset`, `main_phase_ms` and
+    /// `pass_drift_us` alone.
+    pub main_passes_us: Vec<u64>,
+    /// The same for the backfill pass (every `backfill_interval`; empty:
+    /// `pass_miss_ms` and `pass_drift_us` alone).
+    pub backfill_passes_us: Vec<u64>,
     /// Seconds between two passes of slurmctld's main scheduler (its
     /// `sched_interval`, 60 s by default in Slurm). 0 (default): the
     /// simulator's main pass runs at every event, after the second's
@@ -409,6 +430,12 @@ pub struct SimSettings {
     /// after the last run, so the phase follows slurmctld's start, not the
     /// epoch (`scripts/calibrate` reads each run's from slurmctld.log).
     pub sched_offset: u64,
+    /// The second of the first `sync.interval` tick (the engine snapshot
+    /// `allot` takes), less than `sync.interval`: ticks fall at the
+    /// trace's seconds t with t mod `sync.interval` = this. The plugins
+    /// rebuild on the clock, at whole multiples of the interval since the
+    /// epoch ([`crate::timer`]), so `scripts/calibrate` gives each run's.
+    pub sync_offset: u64,
     /// Slurm's `bf_resolution`, seconds (0, the default: exact). Above 0,
     /// a reservation the backfill (`backfill_reserve = "all"`) makes for a
     /// job planned over `[start, start + limit)` holds its nodes over
@@ -462,8 +489,11 @@ impl Default for SimSettings {
             pass_miss_ms: 0,
             main_phase_ms: 0,
             pass_drift_us: 0,
+            main_passes_us: Vec::new(),
+            backfill_passes_us: Vec::new(),
             sched_interval: 0,
             sched_offset: 0,
+            sync_offset: 0,
             backfill_resolution: 0,
             resolution_offset: 0,
             resumable: true,
@@ -500,8 +530,11 @@ struct RawSim {
     pass_miss_ms: Option<u64>,
     main_phase_ms: Option<u64>,
     pass_drift_us: Option<u64>,
+    main_passes_us: Option<Vec<u64>>,
+    backfill_passes_us: Option<Vec<u64>>,
     sched_interval: Option<toml::Value>,
     sched_offset: Option<u64>,
+    sync_offset: Option<u64>,
     backfill_resolution: Option<toml::Value>,
     resolution_offset: Option<u64>,
     resumable: Option<bool>,
@@ -618,11 +651,13 @@ fn within(
 }
 
 /// Parses and validates the `[sim]` table. `max_min_runtime` is the
-/// contract cap (seconds) that fixed rule minimum runtimes must respect.
+/// contract cap (seconds) that fixed rule minimum runtimes must respect;
+/// `sync_interval` (seconds, `sync.interval`) bounds `sync_offset`.
 /// Problems are appended to `errors`, each naming its key.
 pub(crate) fn parse(
     value: &toml::Value,
     max_min_runtime: u64,
+    sync_interval: u64,
     errors: &mut Vec<ConfigError>,
 ) -> SimSettings {
     let raw: RawSim = match value.clone().try_into() {
@@ -631,7 +666,7 @@ pub(crate) fn parse(
             errors.push(ConfigError::Invalid {
                 path: "sim".into(),
                 message: format!(
-                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_hold, backfill_candidates, backfill_preempt, snapshot_phase, preemptor_start, victim_budget, ledger_lag, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, pass_miss_ms, main_phase_ms, pass_drift_us, sched_interval, sched_offset, backfill_resolution, resolution_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
+                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_hold, backfill_candidates, backfill_preempt, snapshot_phase, preemptor_start, victim_budget, ledger_lag, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, pass_miss_ms, main_phase_ms, pass_drift_us, main_passes_us, backfill_passes_us, sched_interval, sched_offset, sync_offset, backfill_resolution, resolution_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
                 ),
             });
             return SimSettings::default();
@@ -729,6 +764,15 @@ pub(crate) fn parse(
     ) {
         s.sched_offset = off;
     }
+    if let Some(off) = phase(
+        "sim.sync_offset",
+        raw.sync_offset,
+        ("sync.interval", sync_interval),
+        "it is the second of each sync.interval at which the engine snapshot is taken",
+        errors,
+    ) {
+        s.sync_offset = off;
+    }
     choose(
         "sim.backfill_reserve",
         raw.backfill_reserve.as_deref(),
@@ -764,8 +808,12 @@ pub(crate) fn parse(
     choose(
         "sim.snapshot_phase",
         raw.snapshot_phase.as_deref(),
-        &[("pass", SnapshotPhase::Pass), ("seeded", SnapshotPhase::Seeded)],
-        "\"pass\" (the snapshot at the tick's first pass) or \"seeded\" (at a seeded offset into the tick's second, as the plugins' own timer)",
+        &[
+            ("pass", SnapshotPhase::Pass),
+            ("seeded", SnapshotPhase::Seeded),
+            ("clock", SnapshotPhase::Clock),
+        ],
+        "\"pass\" (the snapshot at the tick's first pass), \"seeded\" (at a seeded offset into the tick's second) or \"clock\" (half a second into it, as the plugins' timer)",
         &mut s.snapshot_phase,
         errors,
     );
@@ -837,6 +885,33 @@ pub(crate) fn parse(
         errors,
     ) {
         s.pass_drift_us = us;
+    }
+    for (path, given, dst) in [
+        (
+            "sim.main_passes_us",
+            raw.main_passes_us,
+            &mut s.main_passes_us,
+        ),
+        (
+            "sim.backfill_passes_us",
+            raw.backfill_passes_us,
+            &mut s.backfill_passes_us,
+        ),
+    ] {
+        let Some(v) = given else { continue };
+        if sched == 0 {
+            errors.push(ConfigError::Invalid {
+                path: path.into(),
+                message: format!("needs a sched_interval above 0 (now {sched} s): it lists the instants slurmctld's passes were seen at"),
+            });
+        } else if let Some(w) = v.windows(2).find(|w| w[1] <= w[0]) {
+            errors.push(ConfigError::Invalid {
+                path: path.into(),
+                message: format!("{} comes after {}: list the instants (microseconds since the trace's second 0) in ascending order, each once", w[1], w[0]),
+            });
+        } else {
+            *dst = v;
+        }
     }
     s.node_cpus = raw.node_cpus.unwrap_or(0);
     s.seed = raw.seed.unwrap_or(0);

@@ -43,14 +43,50 @@ impl Sim<'_> {
         (at / 1_000_000, at % 1_000_000)
     }
 
+    /// [`Sim::pass_from`] with the instants the passes were seen at
+    /// (`seen`, µs since second 0, ascending): between two seen passes `n`
+    /// passes fall evenly, `n` the whole periods (of `period_s` seconds
+    /// and the drift) nearest their gap, so each seen pass is a pass;
+    /// before the first and after the last, the series runs on from the
+    /// nearest at its period. Empty `seen`: the series from `first_us`.
+    fn pass_from_seen(
+        seen: &[u64],
+        first_us: u64,
+        period_s: u64,
+        drift_us: u64,
+        t: u64,
+    ) -> (u64, u64) {
+        let (Some(&lo), Some(&hi)) = (seen.first(), seen.last()) else {
+            return Self::pass_from(first_us, period_s, drift_us, t);
+        };
+        let period = period_s * (1_000_000 + drift_us);
+        let from = t * 1_000_000;
+        let at = if from <= lo {
+            lo - (lo - from) / period * period
+        } else if from > hi {
+            hi + (from - hi).div_ceil(period) * period
+        } else {
+            // seen[i - 1] < from <= seen[i].
+            let i = seen.partition_point(|&x| x < from);
+            let (a, b) = (seen[i - 1], seen[i]);
+            let n = ((b - a + period / 2) / period).max(1);
+            // The k-th pass after `a`: a + k (b - a) / n, the first at or
+            // after `from` (k = n is `b` itself).
+            let k = ((from - a) * n).div_ceil(b - a);
+            a + k * (b - a) / n
+        };
+        (at / 1_000_000, at % 1_000_000)
+    }
+
     /// The main pass of second `t`, if any, as its offset (µs), and the
     /// second of the next main pass after `t`.
     pub(super) fn main_pass_at(&self, t: u64) -> (Option<u64>, u64) {
         let s = &self.config.sim;
         let first = s.sched_offset * 1_000_000 + s.main_phase_ms * 1000;
-        let (second, off) = Self::pass_from(first, s.sched_interval, s.pass_drift_us, t);
-        let next = Self::pass_from(first, s.sched_interval, s.pass_drift_us, t + 1).0;
-        ((second == t).then_some(off), next)
+        let seen = &s.main_passes_us;
+        let at = |t| Self::pass_from_seen(seen, first, s.sched_interval, s.pass_drift_us, t);
+        let (second, off) = at(t);
+        ((second == t).then_some(off), at(t + 1).0)
     }
 
     /// The backfill pass of second `t`, if one falls in it, as its offset
@@ -59,9 +95,10 @@ impl Sim<'_> {
         let s = &self.config.sim;
         let first = ((1000 - s.pass_miss_ms.min(1000)) * 1000).min(LAST_US);
         let iv = s.backfill_interval.max(1);
-        let (second, off) = Self::pass_from(first, iv, s.pass_drift_us, t);
-        let next = Self::pass_from(first, iv, s.pass_drift_us, t + 1).0;
-        ((second == t).then_some(off), next)
+        let seen = &s.backfill_passes_us;
+        let at = |t| Self::pass_from_seen(seen, first, iv, s.pass_drift_us, t);
+        let (second, off) = at(t);
+        ((second == t).then_some(off), at(t + 1).0)
     }
 
     /// Second `t`'s events, arrivals, job ends and passes (`sched_interval`
@@ -98,13 +135,13 @@ impl Sim<'_> {
             self.m.events += 1;
         }
         let arrivals = first..self.next_arrival as u32;
-        // `snapshot_phase = "seeded"`: a tick that fell in a second with no
+        // `snapshot_phase = "seeded"` or `"clock"`: a tick that fell in a second with no
         // events (nothing changed since) is taken before this second's.
         let snapshot = self.snapshot_us();
         if snapshot.is_some() && self.engine.is_some() && self.next_refresh < t {
             self.refresh_at_tick();
             let iv = self.config.sync_interval.max(1);
-            if t % iv == 0 {
+            if t % iv == self.config.sim.sync_offset % iv {
                 self.next_refresh = t;
             }
         }
@@ -167,5 +204,29 @@ impl Sim<'_> {
         for (_, kind, a, b) in timed.drain(..n) {
             self.handle(kind, a, b);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sim;
+
+    #[test]
+    fn passes_fall_evenly_between_the_seen_ones() {
+        // Seen at 0.5 s and 10.7 s: ten passes of 1.02 s between them.
+        let seen = [500_000, 10_700_000];
+        let at = |t| Sim::pass_from_seen(&seen, 0, 1, 0, t);
+        assert_eq!(at(0), (0, 500_000));
+        assert_eq!(at(1), (1, 520_000));
+        assert_eq!(at(5), (5, 600_000));
+        assert_eq!(at(10), (10, 700_000));
+        // After the last, on at the period; before the first, back from it.
+        assert_eq!(at(11), (11, 700_000));
+        assert_eq!(Sim::pass_from_seen(&[3_200_000], 0, 2, 0, 0), (1, 200_000));
+        // None seen: the fitted series.
+        assert_eq!(
+            Sim::pass_from_seen(&[], 250_000, 2, 1000, 7),
+            Sim::pass_from(250_000, 2, 1000, 7)
+        );
     }
 }

@@ -5,18 +5,23 @@
 use super::*;
 
 impl Sim<'_> {
-    /// With `snapshot_phase = "seeded"` (and `sched_interval`): the offset
-    /// (µs) into a tick's second at which the engine snapshot is taken.
+    /// With `snapshot_phase = "seeded"` or `"clock"` (and
+    /// `sched_interval`): the offset (µs) into a tick's second at which the
+    /// engine snapshot is taken.
     pub(super) fn snapshot_us(&self) -> Option<u64> {
         let s = &self.config.sim;
-        (self.policy == Policy::Allot
-            && s.sched_interval > 0
-            && s.snapshot_phase == SnapshotPhase::Seeded)
-            .then(|| crate::cluster::mix(s.seed ^ 0x5eed_5a11) % 1000 * 1000)
+        if self.policy != Policy::Allot || s.sched_interval == 0 {
+            return None;
+        }
+        match s.snapshot_phase {
+            SnapshotPhase::Pass => None,
+            SnapshotPhase::Seeded => Some(crate::cluster::mix(s.seed ^ 0x5eed_5a11) % 1000 * 1000),
+            SnapshotPhase::Clock => Some(fairshare::timer::REBUILD_OFFSET_MS * 1000),
+        }
     }
 
     /// Takes the engine snapshot now if one is due (`snapshot_phase =
-    /// "seeded"`): called at the snapshot's offset into a tick's second,
+    /// "seeded"` or `"clock"`): called at the snapshot's offset into a tick's second,
     /// and before a second's events when the last tick fell in a second
     /// with none (nothing changed since).
     pub(super) fn refresh_at_tick(&mut self) {
@@ -25,8 +30,16 @@ impl Sim<'_> {
         }
     }
 
+    /// The first `sync.interval` tick after second `t`: the seconds with
+    /// t mod `sync.interval` = `sync_offset`.
+    pub(super) fn tick_after(&self, t: u64) -> u64 {
+        let iv = self.config.sync_interval.max(1);
+        let off = self.config.sim.sync_offset % iv;
+        off + (t + iv - off) / iv * iv
+    }
+
     /// Rebuilds the policy's view (engine snapshot or decayed usage) when due.
-    /// With `snapshot_phase = "seeded"` the engine snapshot is taken by
+    /// With `snapshot_phase = "seeded"` or `"clock"` the engine snapshot is taken by
     /// [`Sim::refresh_at_tick`] instead (a pass takes only the first).
     pub(super) fn refresh(&mut self) {
         let now = self.now;
@@ -68,8 +81,7 @@ impl Sim<'_> {
             self.team_below[t] = engine.load().is_some_and(|l| l.below(team.leaf));
         }
         self.engine = Some(engine);
-        let iv = self.config.sync_interval.max(1);
-        self.next_refresh = (now / iv + 1) * iv;
+        self.next_refresh = self.tick_after(now);
         self.snapshot += 1;
         self.epoch += 1;
     }
