@@ -172,13 +172,20 @@ def sim_keys(timing):
     # cons_tres's will-run test counts a job's preemption candidates free
     # when it plans the job's start (cons_common _will_run_test).
     keys["backfill_candidates"] = '"free"'
-    # The plugins rebuild their engine on their own timer, at a phase no log
-    # gives: each seed draws one (docs/simulator.md).
-    keys["snapshot_phase"] = '"seeded"'
-    # The ledger trails slurmctld: allot sync polls sacct every
-    # sync.interval, and the ranks in slurmctld's InitPrio agree best with
-    # the simulator's 2-3 s behind (docs/simulator.md).
-    keys["ledger_lag"] = dur(3)
+    if timing.get("plugin_timer") == "clock":
+        # The plugins rebuild their engine on the clock, half a second after
+        # allot sync's pass at each whole multiple of sync.interval
+        # (fairshare::timer): a start or end of an earlier second is in the
+        # ledger the rebuild reads, one of the rebuild's own second is not.
+        keys["snapshot_phase"] = '"clock"'
+        keys["ledger_lag"] = dur(1)
+    else:
+        # Runs saved before the plugins' timer ran on the clock: it drifted
+        # from when slurmctld loaded them, at a phase no log gives (each
+        # seed draws one), and the ranks in slurmctld's InitPrio agree best
+        # with the simulator's ledger 2-3 s behind (docs/simulator.md).
+        keys["snapshot_phase"] = '"seeded"'
+        keys["ledger_lag"] = dur(3)
     if "kill_wait_s" in timing:
         keys["repreempt_delay"] = dur(timing["kill_wait_s"] + timing["msg_timeout_s"])
     if "pass_miss_ms" in timing:
@@ -281,6 +288,28 @@ def circular_median(values, period):
     return best
 
 
+def seen_passes(stamps, period_us, anchor_us):
+    """The instants (µs since second 0) one series of passes was seen at,
+    from the log lines of the jobs they started (`stamps`): the first line
+    of each pass (lines within a third of a period of it are the same
+    pass), and only those on the series' beat: within 100 ms of the fitted
+    series (`anchor_us` plus whole periods of `period_us`) for the first,
+    then within 20 ms plus 3 ms a second of the last one kept plus whole
+    periods (the drift between them is uneven). slurmctld also runs its
+    main scheduler on events, off the beat; those are left out."""
+    out, last = [], None
+    for us in sorted(stamps):
+        if last is not None and us - last < period_us / 3:
+            continue
+        last = us
+        base = out[-1] if out else anchor_us
+        k = round((us - base) / period_us)
+        miss = abs(us - (base + k * period_us))
+        if miss <= (20_000 + 3 * abs(us - base) / 1000 if out else 100_000):
+            out.append(us)
+    return out
+
+
 def log_timing(log, t0, t1, sched_s, bf_s):
     """The [sim] phase keys of one run, from its slurmctld.log between t0
     and t1 (epoch seconds; t0 is the trace's second 0), and each
@@ -298,7 +327,10 @@ def log_timing(log, t0, t1, sched_s, bf_s):
     it) at second 0. `submit_ms` maps job ids to the millisecond of their
     submission ("_slurm_rpc_submit_batch_job"), and "drain" to that of the
     drain ("state set to DRAINING"); `init_prio` job ids to the priority
-    the plugin gave them then ("InitPrio=")."""
+    the plugin gave them then ("InitPrio="). `main_passes_us` and
+    `backfill_passes_us` are the passes seen (`seen_passes`): the
+    simulator spreads its passes evenly between them, so the uneven drift
+    the fitted series misses is the log's wherever a pass started a job."""
     if not os.path.exists(log):
         return None
     main, backfill, submit, init_prio = [], [], {}, {}
@@ -353,7 +385,9 @@ def log_timing(log, t0, t1, sched_s, bf_s):
     first_bf = circular_median([us % bp for us in backfill], bp) % 1_000_000
     return dict(sched_offset=first_main // 1_000_000, main_phase_ms=first_main % 1_000_000 // 1000,
                 pass_miss_ms=1000 - first_bf // 1000, pass_drift_us=drift, submit_ms=submit,
-                init_prio=init_prio)
+                init_prio=init_prio,
+                main_passes_us=seen_passes(main, mp, first_main),
+                backfill_passes_us=seen_passes(backfill, bp, first_bf))
 
 
 def logged_preemptions(log, t0, t1, ids):
@@ -376,6 +410,16 @@ def logged_preemptions(log, t0, t1, ids):
         if t0 <= t <= t1 + 1 and victim in ids and preemptor in ids:
             out.append((t - t0, ids[preemptor], ids[victim]))
     return out
+
+
+def duration_s(text):
+    """Seconds of an allot.toml duration as the testbed writes it
+    ("0:02": M:SS; H:MM:SS and D-H:MM:SS too)."""
+    days, _, clock = text.rpartition("-")
+    total = 0
+    for part in clock.split(":"):
+        total = total * 60 + int(part)
+    return int(days or 0) * 86400 + total
 
 
 def limit_s(text):
@@ -470,6 +514,11 @@ def report(a):
                         text = "\n".join(l for l in text.split("\n") if not l.startswith("pass_miss_ms"))
                         extra += "".join(f"{k} = {lt[k]}\n" for k in
                                          ("sched_offset", "main_phase_ms", "pass_miss_ms", "pass_drift_us"))
+                        # Each pass seen in the log (CALIB_SEEN=0: the
+                        # fitted series alone, as before 2026-12-02 16:00).
+                        if os.environ.get("CALIB_SEEN") != "0":
+                            extra += "".join(f"{k} = {lt[k]}\n" for k in
+                                             ("main_passes_us", "backfill_passes_us"))
                     else:
                         iv = timing["sched_interval_s"]
                         extra += f"sched_offset = {(iv - t0 % iv) % iv}\n"
@@ -477,6 +526,11 @@ def report(a):
                     # did not record it) rounds reservations on the epoch.
                     r = timing.get("bf_resolution_s", 60)
                     extra += f"backfill_resolution = {dur(r)}\nresolution_offset = {t0 % r}\n"
+                    if timing.get("plugin_timer") == "clock":
+                        # The plugins rebuild at whole multiples of
+                        # sync.interval on the epoch (fairshare::timer).
+                        siv = duration_s(timing["sync_interval"])
+                        extra += f"sync_offset = {(siv - t0 % siv) % siv}\n"
                     dst.write(text + extra)
             tpath = os.path.join(rdir, "replayed.csv")
             with open(tpath, "w") as f:
