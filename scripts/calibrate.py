@@ -413,19 +413,13 @@ def logged_preemptions(log, t0, t1, ids):
 
 
 def duration_s(text):
-    """Seconds of an allot.toml duration as the testbed writes it
-    ("0:02": M:SS; H:MM:SS and D-H:MM:SS too)."""
+    """Seconds of a duration written M:SS (the workload's time limits, the
+    testbed's sync.interval "0:02"), H:MM:SS or D-H:MM:SS."""
     days, _, clock = text.rpartition("-")
     total = 0
     for part in clock.split(":"):
         total = total * 60 + int(part)
     return int(days or 0) * 86400 + total
-
-
-def limit_s(text):
-    """Seconds of a Slurm time limit written MM:SS (as the workload does)."""
-    m, s = text.split(":")
-    return int(m) * 60 + int(s)
 
 
 # Simulator seeds per testbed run (CALIB_SEEDS, default 9).
@@ -495,7 +489,7 @@ def report(a):
                 p = wl[wid]
                 # CALIB_NO_TIMING=1: the simulator as it was before its
                 # timing settings (no time limits either), for comparison.
-                limit = "" if os.environ.get("CALIB_NO_TIMING") == "1" else limit_s(p[8])
+                limit = "" if os.environ.get("CALIB_NO_TIMING") == "1" else duration_s(p[8])
                 trace.append(f"{wid},{sub[jid] - t0},{p[2]},{p[3]},{p[4]},{p[5]},{p[6]},{p[7]},yes,false,job,,{limit},{sub_ms.get(jid, '')}")
             dfile = os.path.join(rdir, "drain.txt")
             if os.path.exists(dfile):

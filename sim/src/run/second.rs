@@ -140,8 +140,8 @@ impl Sim<'_> {
         let snapshot = self.snapshot_us();
         if snapshot.is_some() && self.engine.is_some() && self.next_refresh < t {
             self.refresh_at_tick();
-            let iv = self.config.sync_interval.max(1);
-            if t % iv == self.config.sim.sync_offset % iv {
+            // `t` > `next_refresh` >= 0: a tick itself if the first after t - 1.
+            if self.tick_after(t - 1) == t {
                 self.next_refresh = t;
             }
         }
