@@ -42,6 +42,7 @@ use std::sync::Arc;
 mod backfill;
 mod events;
 mod jobs;
+mod main_loop;
 mod pass;
 mod preempt;
 mod queue;
@@ -56,8 +57,8 @@ use super::workload::Workload;
 use super::{ClusterSpec, Policy, PreemptionRecord, SimReport};
 use backfill::Held;
 use fairshare::config::sim::{
-    BackfillCandidates, BackfillHold, BackfillPreempt, BackfillReserve, Placement, PreemptorStart,
-    SnapshotPhase, VictimBudget,
+    BackfillCandidates, BackfillHold, BackfillIdle, BackfillPreempt, BackfillReserve, Placement,
+    PreemptorStart, SnapshotPhase, VictimBudget,
 };
 use fairshare::config::Config;
 use fairshare::contract::{protected_until, Contract, RunClock};
@@ -198,6 +199,13 @@ pub(crate) struct Sim<'w> {
     bf_at: u64,
     /// Second of the next MAIN event queued (u64::MAX: none).
     main_at: u64,
+    /// With `sched_interval`: when the main pass runs.
+    main_loop: main_loop::MainLoop,
+    /// The last second a job was submitted, started, stopped or requeued,
+    /// or a node changed (slurmctld's `last_job_update` and
+    /// `last_node_update`): with `backfill_idle = "skip"` a backfill pass
+    /// runs only up to `backfill_interval` after it.
+    last_change: u64,
     backfill_now: bool,
     /// Simulated time after which the run stops (see [`horizon`]).
     horizon: u64,

@@ -437,6 +437,8 @@ proptest! {
             "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"seeded\"\nledger_lag = \"0:03\"\nrequeue_delay = \"0:11\"\n",
             // ... on the clock, with passes seen in a log.
             "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"clock\"\nsync_offset = 7\nledger_lag = \"0:01\"\nrequeue_delay = \"0:11\"\npass_drift_us = 2000\nmain_passes_us = [1400000, 9450000, 300000000]\nbackfill_passes_us = [250000, 3270000, 20900000, 21930000]\n",
+            // ... and the main pass's loop and the idle backfill.
+            "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_idle = \"skip\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"clock\"\nledger_lag = \"0:01\"\nrequeue_delay = \"0:11\"\npass_drift_us = 2000\nmain_drift_us = 5000\nmain_passes_us = [1400000, 9450000, 300000000]\n",
         ]),
     ) {
         let c = config(&format!(
@@ -591,6 +593,41 @@ fn a_requeued_job_waits_the_requeue_delay() {
     assert_eq!(at_once.span_s, 4200 + 3600);
     assert_eq!(delayed.span_s, 4800 + 3600);
     assert_eq!(delayed.finished, 3);
+}
+
+/// `[sim] backfill_idle = "skip"`: a backfill pass runs only after a
+/// change. With "run", t2's 5-s job preempts one of t1's in the backfill
+/// at 3600 (its contract's end, no change to a Slurm job) and the victim
+/// restarts at 3611 (`requeue_delay`). With "skip" nothing changes from
+/// 61 on, so t2's job waits for the main pass of 3605 (every 10 s from 5)
+/// to preempt, ends at 3610, and the victim, eligible at 3616, a quiet
+/// second, waits for the main pass of 3625.
+#[test]
+fn an_idle_backfill_pass_is_skipped() {
+    let restart = |idle: &str| {
+        let r = run(
+            &config(&format!(
+                "{TWO_TEAMS}\n[sim]\nrequeue_delay = \"0:11\"\nbackfill_interval = \"0:01\"\nsched_interval = \"0:10\"\nsched_offset = 5\nbackfill_idle = \"{idle}\"\n"
+            )),
+            vec![
+                job(1, "t1", 0, 7200, 4),
+                job(2, "t1", 0, 7200, 4),
+                job(3, "t2", 60, 5, 4),
+            ],
+            ONE_NODE,
+            Policy::Allot,
+        );
+        assert_eq!((r.preemptions, r.finished), (1, 3));
+        // The victim resumes from its checkpoint at 3600 with 3600 s left.
+        r.span_s - 3600
+    };
+    assert_eq!(restart("run"), 3611);
+    assert_eq!(restart("skip"), 3625);
+    let e = sim_error("backfill_idle = \"never\"\n");
+    assert!(
+        e.contains("sim.backfill_idle") && e.contains("\"skip\""),
+        "{e}"
+    );
 }
 
 /// Jobs of equal priority start in order of their queued time, then job,
@@ -1070,6 +1107,41 @@ fn attempt_overhead_lengthens_attempts_by_whole_seconds() {
     );
 }
 
+/// `[sim] attempt_jitter_ms`: each attempt's overhead is drawn within
+/// the jitter of `attempt_overhead_ms`. At 1000 ms every attempt crosses
+/// exactly one second; drawn from 0-2000 ms some cross none and some two,
+/// so the total differs from seed to seed (and is the same for the same).
+#[test]
+fn attempt_jitter_draws_each_attempts_overhead() {
+    let jobs = || {
+        (0..50)
+            .map(|i| job(i, "t1", i * 100, 10, 1))
+            .collect::<Vec<_>>()
+    };
+    let extra = |sim: &str| {
+        let r = run(
+            &config(&format!("{TWO_TEAMS}\n[sim]\n{sim}")),
+            jobs(),
+            ONE_NODE,
+            Policy::Fifo,
+        );
+        (r.gpu_hours * 3600.0 - 500.0).round() as u64
+    };
+    assert_eq!(extra("attempt_overhead_ms = 1000\n"), 50);
+    let drawn = "attempt_overhead_ms = 1000\nattempt_jitter_ms = 1000\n";
+    let seeds: Vec<u64> = (1..6)
+        .map(|k| extra(&format!("{drawn}seed = {k}\n")))
+        .collect();
+    assert!(seeds.iter().all(|x| (25..=75).contains(x)), "{seeds:?}");
+    assert!(seeds.iter().any(|&x| x != seeds[0]), "{seeds:?}");
+    assert_eq!(extra(&format!("{drawn}seed = 3\n")), seeds[2]);
+    let e = sim_error("attempt_jitter_ms = 70000\n");
+    assert!(
+        e.contains("sim.attempt_jitter_ms") && e.contains("at most 60000"),
+        "{e}"
+    );
+}
+
 /// `[sim] pass_miss_ms`: a job submitted after its second's pass (by its
 /// seeded sub-second phase) starts in the next second.
 #[test]
@@ -1197,6 +1269,7 @@ fn a_submission_is_in_the_next_pass_after_it_within_its_second() {
     for (key, value, fix) in [
         ("main_phase_ms", "1000", "0-999"),
         ("pass_drift_us", "200000", "at most 100000"),
+        ("main_drift_us", "200000", "at most 100000"),
     ] {
         let e = sim_error(&format!("sched_interval = \"0:02\"\n{key} = {value}\n"));
         assert!(e.contains(&format!("sim.{key}")) && e.contains(fix), "{e}");

@@ -14,6 +14,7 @@
 //! backfill_reserve = "first"      # "all": every job the backfill looks at gets a reservation
 //! backfill_hold = "gpus"          # "nodes": with "all", a reservation holds its whole nodes, as in Slurm
 //! backfill_candidates = "busy"    # "free": with "all", a reservation counts the job's preemption candidates free
+//! backfill_idle = "run"           # "skip": with sched_interval, a backfill pass only after a change, as in Slurm
 //! backfill_preempt = "first"      # "all": the backfill may preempt for every job it looks at
 //! preemptor_start = "at_once"     # "next_pass": a preemptor waits for a later pass, as in Slurm
 //! victim_budget = "cluster"       # "node": a team's victims bounded per node, as the preempt plugin
@@ -25,9 +26,11 @@
 //! placement = "best_fit"          # "cons_tres": Slurm's node choice (most jobs, lowest index)
 //! node_cpus = 0                   # with cons_tres: CPUs a node (one a job): its runs of nodes
 //! attempt_overhead_ms = 0         # launch + end report of each attempt, milliseconds
+//! attempt_jitter_ms = 0           # ... each attempt's drawn (seeded) within this of it
 //! pass_miss_ms = 0                # part of each second after slurmctld's pass, milliseconds
 //! main_phase_ms = 0               # the main pass's offset into its second, milliseconds (0-999)
 //! pass_drift_us = 0               # both passes start this much later each second, microseconds
+//! main_drift_us = ...             # the main pass's own drift (default: pass_drift_us)
 //! main_passes_us = []             # instants the main pass was seen at (µs since second 0); evenly between
 //! backfill_passes_us = []         # ... and the backfill pass
 //! sched_interval = "0"            # main scheduler only every this, before the second's arrivals
@@ -143,6 +146,26 @@ pub enum BackfillHold {
     /// shows a 2-GPU job's reservation taking a whole 8-GPU node for a
     /// minute.
     Nodes,
+}
+
+/// Whether a backfill pass runs when nothing changed since the last one
+/// (with `sched_interval`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackfillIdle {
+    /// Every `backfill_interval` while a job is pending (what the
+    /// simulator always did).
+    Run,
+    /// Only when a job was submitted, started, ended or requeued, or a
+    /// node changed, in the second the last pass ran or later: Slurm
+    /// 22.05's backfill agent skips the pass otherwise (backfill.c
+    /// `_more_work`, whole-second stamps) and looks again a second later,
+    /// so after a change in second `c` its passes run up to `c +
+    /// backfill_interval`. A requeued job whose begin time passes, or a
+    /// contract that ends, is no such change: in a quiet stretch it waits
+    /// for the main pass (on the testbed a requeued job eligible at 14 s
+    /// was started by the main pass at 15.2 s, not the backfill at 14.4).
+    Skip,
 }
 
 /// How a backfill reservation (`backfill_reserve = "all"`) counts the
@@ -323,6 +346,10 @@ pub struct SimSettings {
     /// `busy` (default: until their planned ends) or `free` (from now, as
     /// Slurm's will-run test).
     pub backfill_candidates: BackfillCandidates,
+    /// With `sched_interval`, whether a backfill pass runs when nothing
+    /// changed since the last one: `run` (default) or `skip` (as Slurm's
+    /// backfill agent).
+    pub backfill_idle: BackfillIdle,
     /// For which jobs a backfill pass may preempt: `first` (default: the
     /// first job it cannot start) or `all` (every job it looks at, as
     /// Slurm's sched/backfill).
@@ -378,6 +405,15 @@ pub struct SimSettings {
     /// attempt) plus this overhead crosses a second: on average `d +
     /// overhead`. 0 (default): exactly `d`. At most 60000.
     pub attempt_overhead_ms: u64,
+    /// Milliseconds by which one attempt's overhead differs from the next:
+    /// each attempt's is drawn evenly from `attempt_overhead_ms` ± this
+    /// (to the microsecond, seeded by `seed`, the job and its attempt, so
+    /// the same seed replays the same), never below 0. The testbed's ends
+    /// vary by tens of milliseconds, and an end that close to a pass may
+    /// fall on either side of it: the seeded replays then sample both
+    /// sides, as runs of the real cluster do. 0 (default): every attempt
+    /// the same. At most 60000.
+    pub attempt_jitter_ms: u64,
     /// The part of each second, milliseconds, after slurmctld's (backfill)
     /// pass in it: a job submitted then (its sub-second submit offset, the
     /// trace's `submit_ms` or else seeded, at least `1000 - pass_miss_ms`)
@@ -402,15 +438,24 @@ pub struct SimSettings {
     /// drift a pass whose offset passes the second's end skips a second.
     /// At most 100000.
     pub pass_drift_us: u64,
+    /// With `sched_interval`: the main pass's own drift, microseconds a
+    /// second. slurmctld runs its main pass from a loop of a second plus
+    /// this (controller.c `_slurmctld_background`; the simulator's
+    /// `sim/src/run/main_loop.rs`), about 5000 on the testbed where the
+    /// backfill drifts 2000-3000. `None` (default): `pass_drift_us`. At
+    /// most 100000.
+    pub main_drift_us: Option<u64>,
     /// With `sched_interval`: instants at which slurmctld's main pass was
     /// seen to run, microseconds since the trace's second 0, ascending
     /// (`scripts/calibrate` reads them from slurmctld.log: the passes that
-    /// started a job). Between two seen passes the passes fall evenly (as
-    /// many as `sched_interval` fits, so the drift between them is
-    /// exactly what the log shows); before the first and after the last
-    /// they run every `sched_interval` plus `pass_drift_us` a second from
-    /// the nearest. Empty (default): `sched_offset`, `main_phase_ms` and
-    /// `pass_drift_us` alone.
+    /// started a job). Each is a wake-up of the loop that runs the main
+    /// pass; between two seen the loop's wake-ups fall evenly (as many
+    /// whole seconds as fit, so the drift between them is exactly what
+    /// the log shows), before the first and after the last one every
+    /// second plus `main_drift_us`, and a wake-up runs the pass when its
+    /// whole second is `sched_interval` past the last pass's. Empty
+    /// (default): `sched_offset` and `main_phase_ms` give the one seen
+    /// pass.
     pub main_passes_us: Vec<u64>,
     /// The same for the backfill pass (every `backfill_interval`; empty:
     /// `pass_miss_ms` and `pass_drift_us` alone).
@@ -476,6 +521,7 @@ impl Default for SimSettings {
             backfill_reserve: BackfillReserve::First,
             backfill_hold: BackfillHold::Gpus,
             backfill_candidates: BackfillCandidates::Busy,
+            backfill_idle: BackfillIdle::Run,
             backfill_preempt: BackfillPreempt::First,
             snapshot_phase: SnapshotPhase::Pass,
             preemptor_start: PreemptorStart::AtOnce,
@@ -486,9 +532,11 @@ impl Default for SimSettings {
             node_cpus: 0,
             requeue_delay: 0,
             attempt_overhead_ms: 0,
+            attempt_jitter_ms: 0,
             pass_miss_ms: 0,
             main_phase_ms: 0,
             pass_drift_us: 0,
+            main_drift_us: None,
             main_passes_us: Vec::new(),
             backfill_passes_us: Vec::new(),
             sched_interval: 0,
@@ -517,6 +565,7 @@ struct RawSim {
     backfill_reserve: Option<String>,
     backfill_hold: Option<String>,
     backfill_candidates: Option<String>,
+    backfill_idle: Option<String>,
     backfill_preempt: Option<String>,
     snapshot_phase: Option<String>,
     preemptor_start: Option<String>,
@@ -527,9 +576,11 @@ struct RawSim {
     node_cpus: Option<u32>,
     requeue_delay: Option<toml::Value>,
     attempt_overhead_ms: Option<u64>,
+    attempt_jitter_ms: Option<u64>,
     pass_miss_ms: Option<u64>,
     main_phase_ms: Option<u64>,
     pass_drift_us: Option<u64>,
+    main_drift_us: Option<u64>,
     main_passes_us: Option<Vec<u64>>,
     backfill_passes_us: Option<Vec<u64>>,
     sched_interval: Option<toml::Value>,
@@ -666,7 +717,7 @@ pub(crate) fn parse(
             errors.push(ConfigError::Invalid {
                 path: "sim".into(),
                 message: format!(
-                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_hold, backfill_candidates, backfill_preempt, snapshot_phase, preemptor_start, victim_budget, ledger_lag, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, pass_miss_ms, main_phase_ms, pass_drift_us, main_passes_us, backfill_passes_us, sched_interval, sched_offset, sync_offset, backfill_resolution, resolution_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
+                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_hold, backfill_candidates, backfill_idle, backfill_preempt, snapshot_phase, preemptor_start, victim_budget, ledger_lag, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, attempt_jitter_ms, pass_miss_ms, main_phase_ms, pass_drift_us, main_drift_us, main_passes_us, backfill_passes_us, sched_interval, sched_offset, sync_offset, backfill_resolution, resolution_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
                 ),
             });
             return SimSettings::default();
@@ -798,6 +849,14 @@ pub(crate) fn parse(
         errors,
     );
     choose(
+        "sim.backfill_idle",
+        raw.backfill_idle.as_deref(),
+        &[("run", BackfillIdle::Run), ("skip", BackfillIdle::Skip)],
+        "\"run\" (a backfill pass every backfill_interval while jobs wait) or \"skip\" (only after a job or node changed, as Slurm's backfill agent)",
+        &mut s.backfill_idle,
+        errors,
+    );
+    choose(
         "sim.backfill_preempt",
         raw.backfill_preempt.as_deref(),
         &[("first", BackfillPreempt::First), ("all", BackfillPreempt::All)],
@@ -846,11 +905,22 @@ pub(crate) fn parse(
         raw.attempt_overhead_ms,
         |ms| ms <= 60_000,
         |ms| {
-            format!("{ms} ms is over a minute; it is the launch and end-report time of one attempt in milliseconds (the testbed measures about 300-700), at most 60000")
+            format!("{ms} ms is over a minute; it is the launch and end-report time of one attempt in milliseconds (the testbed measures about 30-70), at most 60000")
         },
         errors,
     ) {
         s.attempt_overhead_ms = ms;
+    }
+    if let Some(ms) = within(
+        "sim.attempt_jitter_ms",
+        raw.attempt_jitter_ms,
+        |ms| ms <= 60_000,
+        |ms| {
+            format!("{ms} ms is over a minute; it is how far one attempt's overhead may lie from attempt_overhead_ms, in milliseconds (the testbed measures about 10-20), at most 60000")
+        },
+        errors,
+    ) {
+        s.attempt_jitter_ms = ms;
     }
     if let Some(ms) = within(
         "sim.pass_miss_ms",
@@ -885,6 +955,17 @@ pub(crate) fn parse(
         errors,
     ) {
         s.pass_drift_us = us;
+    }
+    if let Some(us) = within(
+        "sim.main_drift_us",
+        raw.main_drift_us,
+        |us| sched > 0 && us <= 100_000,
+        |us| {
+            format!("{us} needs a sched_interval above 0 (now {sched} s) and must be at most 100000: it is how many microseconds later slurmctld's main pass starts each second (about 5000 on the testbed; scripts/calibrate reads it from slurmctld.log)")
+        },
+        errors,
+    ) {
+        s.main_drift_us = Some(us);
     }
     for (path, given, dst) in [
         (

@@ -60,6 +60,7 @@ impl Sim<'_> {
             MAIN => self.main_at = u64::MAX,
             NODE_START => {
                 let e = self.node_events[a as usize];
+                self.last_change = now;
                 self.m.accrue_capacity(now, self.cluster.capacity);
                 match e.kind {
                     NodeEventKind::Drain => {
@@ -110,6 +111,7 @@ impl Sim<'_> {
             }
             NODE_END => {
                 let e = self.node_events[a as usize];
+                self.last_change = now;
                 self.m.accrue_capacity(now, self.cluster.capacity);
                 match e.kind {
                     NodeEventKind::Drain => self.cluster.change(e.node, -1, 0),
@@ -194,6 +196,7 @@ impl Sim<'_> {
         let sj = &self.w.jobs[id as usize];
         self.jobs[id as usize].state = State::Pending;
         self.load_version += 1;
+        self.last_change = self.now;
         if sj.min_runtime > 0 {
             self.leaf_pending[self.w.teams[sj.team as usize].leaf.0 as usize] +=
                 u64::from(sj.gpus());

@@ -21,6 +21,7 @@ impl Sim<'_> {
             self.leaf_running[l] += u64::from(gpus);
         }
         self.cluster.take(id, &alloc);
+        self.last_change = now;
         j.state = State::Running;
         j.start = now;
         // Slurm stamps start and end in whole seconds: an attempt whose
@@ -29,7 +30,7 @@ impl Sim<'_> {
         // second. With `sched_interval` the offset is that of the pass
         // starting it (Sim::second_with_passes), else seeded; the end comes
         // at the same offset past the last whole second.
-        let overhead = self.config.sim.attempt_overhead_ms * 1000;
+        let overhead = attempt_overhead_us(&self.config.sim, id, j.attempt);
         let phase = match self.pass_us {
             Some(us) => us,
             None if overhead == 0 => 0,
@@ -95,6 +96,7 @@ impl Sim<'_> {
             self.leaf_running[self.w.teams[team].leaf.0 as usize] -= u64::from(gpus);
         }
         self.load_version += 1;
+        self.last_change = now;
         self.cluster.release(id, &j.alloc);
         self.running_by_end.remove(&(j.end, id));
         if self.plans_by_limit {
@@ -171,9 +173,53 @@ fn plan_end(sj: &crate::workload::SimJob, j: &JobState) -> u64 {
     sj.time_limit.map_or(j.end, |t| j.start + t)
 }
 
+/// Microseconds attempt `attempt` of job `id` holds its GPUs beyond its
+/// work: `attempt_overhead_ms`, moved by a seeded draw within
+/// ± `attempt_jitter_ms` (evenly, to the microsecond), never below 0.
+pub(super) fn attempt_overhead_us(
+    s: &fairshare::config::sim::SimSettings,
+    id: u32,
+    attempt: u32,
+) -> u64 {
+    let mean = s.attempt_overhead_ms * 1000;
+    let j = s.attempt_jitter_ms * 1000;
+    if j == 0 {
+        return mean;
+    }
+    // A salt of its own: the draw is not the seeded start phase's.
+    let salt = 0x6a17_u64 << 40 | u64::from(attempt);
+    let draw = crate::cluster::mix(s.seed ^ (u64::from(id) << 32) ^ salt) % (2 * j + 1);
+    (mean + draw).saturating_sub(j)
+}
+
 /// A seeded sub-second phase (0..1000 ms) of job `id` for `salt`: where in
 /// its second something of it happens (`pass_miss_ms`,
 /// `attempt_overhead_ms`), the same for the same seed.
 pub(super) fn sub_second_ms(seed: u64, id: u32, salt: u64) -> u64 {
     crate::cluster::mix(seed ^ (u64::from(id) << 32) ^ salt) % 1000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::attempt_overhead_us;
+
+    #[test]
+    fn overheads_are_drawn_within_the_jitter_and_never_below_zero() {
+        let mut s = fairshare::config::sim::SimSettings {
+            attempt_overhead_ms: 30,
+            attempt_jitter_ms: 10,
+            ..Default::default()
+        };
+        let drawn: Vec<u64> = (0..400).map(|id| attempt_overhead_us(&s, id, 0)).collect();
+        assert!(drawn.iter().all(|us| (20_000..=40_000).contains(us)));
+        // Both halves of the range, and the same draw again.
+        assert!(drawn.iter().any(|&us| us < 25_000) && drawn.iter().any(|&us| us > 35_000));
+        assert_eq!(attempt_overhead_us(&s, 7, 0), drawn[7]);
+        // Another attempt of the same job draws again.
+        assert!((0..400).any(|id| attempt_overhead_us(&s, id, 1) != drawn[id as usize]));
+        s.attempt_jitter_ms = 50;
+        assert!((0..400).any(|id| attempt_overhead_us(&s, id, 0) == 0));
+        s.attempt_jitter_ms = 0;
+        assert_eq!(attempt_overhead_us(&s, 7, 0), 30_000);
+    }
 }

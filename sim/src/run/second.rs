@@ -6,7 +6,8 @@
 //! - the main scheduler runs every `sched_interval`, the backfill every
 //!   `backfill_interval` while a job is pending, each at its own offset
 //!   into the second (`main_phase_ms`, `1000 - pass_miss_ms`);
-//! - both offsets drift later by `pass_drift_us` a second: the backfill
+//! - both offsets drift later by `pass_drift_us` a second (the main pass
+//!   by `main_drift_us` where given): the backfill
 //!   sleeps `bf_interval` after each pass *ends* (backfill.c's agent), so
 //!   each pass starts later by the last one's run time; an offset that
 //!   passes the second's end moves the pass to the next second's start;
@@ -16,7 +17,9 @@
 //!   `attempt_overhead_ms` after that offset plus its run time: its end
 //!   frees its GPUs for the passes after that offset;
 //! - a drain or failure with the trace's `submit_ms` happens at that
-//!   offset (`scontrol update state=drain` between two passes).
+//!   offset (`scontrol update state=drain` between two passes);
+//! - with `backfill_idle = "skip"` a backfill pass runs only if a job or
+//!   node changed in the second the last one ran or later.
 //!
 //! All offsets are in microseconds here (`_us`), seconds since the trace's
 //! first submission times 1,000,000 plus the offset.
@@ -79,14 +82,9 @@ impl Sim<'_> {
     }
 
     /// The main pass of second `t`, if any, as its offset (µs), and the
-    /// second of the next main pass after `t`.
-    pub(super) fn main_pass_at(&self, t: u64) -> (Option<u64>, u64) {
-        let s = &self.config.sim;
-        let first = s.sched_offset * 1_000_000 + s.main_phase_ms * 1000;
-        let seen = &s.main_passes_us;
-        let at = |t| Self::pass_from_seen(seen, first, s.sched_interval, s.pass_drift_us, t);
-        let (second, off) = at(t);
-        ((second == t).then_some(off), at(t + 1).0)
+    /// second of the next main pass after `t` (`super::main_loop`).
+    pub(super) fn main_pass_at(&mut self, t: u64) -> (Option<u64>, u64) {
+        self.main_loop.pass_at(t)
     }
 
     /// The backfill pass of second `t`, if one falls in it, as its offset
@@ -170,6 +168,12 @@ impl Sim<'_> {
                 1 => {
                     self.pass(false);
                 }
+                // backfill.c `_more_work`: nothing changed since the
+                // second the last pass ran (the agent looks every
+                // backfill_interval; after a change in second c its passes
+                // run up to c + backfill_interval), no pass.
+                _ if self.config.sim.backfill_idle == BackfillIdle::Skip
+                    && self.last_change + self.config.sim.backfill_interval.max(1) < t => {}
                 _ => self.bf_blocked = self.pass(true),
             }
             self.pass_us = None;

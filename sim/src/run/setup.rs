@@ -122,6 +122,8 @@ impl<'w> Sim<'w> {
             tick_at: u64::MAX,
             bf_at: u64::MAX,
             main_at: u64::MAX,
+            main_loop: main_loop(&config.sim),
+            last_change: 0,
             backfill_now: false,
             horizon: horizon(w, cluster),
             decay: Decay {
@@ -154,4 +156,16 @@ impl<'w> Sim<'w> {
             .copied()
             .unwrap_or_else(|| self.config.charge.rate([("gres/gpu", u64::from(gpus))]))
     }
+}
+
+/// The main pass's loop (`super::main_loop`) from the `[sim]` settings.
+fn main_loop(s: &fairshare::config::sim::SimSettings) -> super::main_loop::MainLoop {
+    let first = s.sched_offset * 1_000_000 + s.main_phase_ms * 1000;
+    let drift = s.main_drift_us.unwrap_or(s.pass_drift_us);
+    super::main_loop::MainLoop::new(
+        &s.main_passes_us,
+        first,
+        1_000_000 + drift,
+        s.sched_interval,
+    )
 }
