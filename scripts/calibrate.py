@@ -11,6 +11,7 @@ import json
 import math
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -172,6 +173,9 @@ def sim_keys(timing):
     # cons_tres's will-run test counts a job's preemption candidates free
     # when it plans the job's start (cons_common _will_run_test).
     keys["backfill_candidates"] = '"free"'
+    # The backfill agent skips a pass when no job or node changed since
+    # the second of its last one (backfill.c _more_work).
+    keys["backfill_idle"] = '"skip"'
     if timing.get("plugin_timer") == "clock":
         # The plugins rebuild their engine on the clock, half a second after
         # allot sync's pass at each whole multiple of sync.interval
@@ -192,6 +196,8 @@ def sim_keys(timing):
         keys["pass_miss_ms"] = str(timing["pass_miss_ms"])
     if "attempt_overhead_ms" in timing:
         keys["attempt_overhead_ms"] = str(timing["attempt_overhead_ms"])
+    if "attempt_jitter_ms" in timing:
+        keys["attempt_jitter_ms"] = str(timing["attempt_jitter_ms"])
     # CALIB_SIM_DROP=key,...: leave settings out, to see what each does.
     for k in os.environ.get("CALIB_SIM_DROP", "").split(","):
         keys.pop(k.strip(), None)
@@ -270,9 +276,52 @@ def measure(d, slices):
         return out
     ms = round(1000 * statistics.mean(extra))
     hist = {str(k): extra.count(k) for k in sorted(set(extra))}
+    out["measured_attempt_extra_s"] = hist
+    # Each completed attempt's overhead to the millisecond, where the logs
+    # give it: from its start to its end report, less its `sleep`. Uniform
+    # within attempt_overhead_ms +- attempt_jitter_ms has the log's p10 and
+    # p90 (a uniform's p10 and p90 are 0.8 of its half-width from its
+    # middle); the whole-second mean above is the fallback.
+    held = []
+    for sd in slices:
+        held += logged_overheads(os.path.join(d, sd), read_workload(os.path.join(d, sd)))
+    jitter = 0
+    if len(held) >= 20 and os.environ.get("CALIB_JITTER", "1") != "0":
+        held.sort()
+        q = lambda p: held[min(len(held) - 1, int(p * len(held)))]
+        ms = round((q(0.1) + q(0.9)) / 2)
+        jitter = round((q(0.9) - q(0.1)) / 1.6)
+        out["measured_attempt_overhead_ms"] = {"attempts": len(held), "p10": q(0.1), "p50": q(0.5), "p90": q(0.9)}
     override = os.environ.get("CALIB_OVERHEAD_MS")
-    out.update({"attempt_overhead_ms": int(override) if override else max(0, min(ms, 60000)),
-                "measured_attempt_extra_s": hist})
+    out["attempt_overhead_ms"] = int(override) if override else max(0, min(ms, 60000))
+    out["attempt_jitter_ms"] = max(0, min(jitter, out["attempt_overhead_ms"], 60000))
+    return out
+
+
+def logged_overheads(sdir, wl):
+    """Milliseconds each completed attempt of a slice held its GPUs beyond
+    its `sleep`: from its start (`sched: Allocate` or the backfill's
+    `_start_job` line) to its end report (`_job_complete: ... WEXITSTATUS
+    0`) in the slice's slurmctld.log, for the jobs of its runs."""
+    log = os.path.join(sdir, "slurmctld.log")
+    if not os.path.exists(log):
+        return []
+    name = {}
+    for rd in os.listdir(sdir):
+        ids = os.path.join(sdir, rd, "jobids.txt")
+        if rd.startswith("run-") and os.path.exists(ids):
+            name.update(dict(line.split()[::-1] for line in open(ids)))
+    start, out = {}, []
+    for line in open(log, errors="replace"):
+        m = re.search(r"(?:_start_job: Started|sched: Allocate) JobId=(\d+)", line)
+        if m:
+            start[m.group(1)] = stamp_ms(line)
+            continue
+        m = re.search(r"_job_complete: JobId=(\d+) WEXITSTATUS 0", line)
+        if m and m.group(1) in start and name.get(m.group(1)) in wl:
+            t0, t1 = start.pop(m.group(1)), stamp_ms(line)
+            if t0 is not None and t1 is not None:
+                out.append(t1 - t0 - 1000 * int(wl[name[m.group(1)]][2]))
     return out
 
 
@@ -288,26 +337,45 @@ def circular_median(values, period):
     return best
 
 
-def seen_passes(stamps, period_us, anchor_us):
+def seen_passes(stamps, period_us, anchor_us, loop=False):
     """The instants (µs since second 0) one series of passes was seen at,
     from the log lines of the jobs they started (`stamps`): the first line
     of each pass (lines within a third of a period of it are the same
     pass), and only those on the series' beat: within 100 ms of the fitted
     series (`anchor_us` plus whole periods of `period_us`) for the first,
     then within 20 ms plus 3 ms a second of the last one kept plus whole
-    periods (the drift between them is uneven). slurmctld also runs its
-    main scheduler on events, off the beat; those are left out."""
+    periods (the drift between them is uneven). With `loop` (the main
+    pass, run from a loop of a second and a little: `period_us`) the next
+    one kept is instead whole seconds after the last one kept plus 0-15 ms
+    a second (the loop's drift: 5 ms a second in one stretch of a run, 12
+    in another), at most 300 ms in all. slurmctld also runs its main
+    scheduler on events, off the beat; those are left out."""
     out, last = [], None
     for us in sorted(stamps):
         if last is not None and us - last < period_us / 3:
             continue
         last = us
         base = out[-1] if out else anchor_us
+        if out and loop:
+            k = max(1, round((us - base) / 1_000_000))
+            extra = us - base - k * 1_000_000
+            if 0 <= extra <= min(15_000 * k, 300_000):
+                out.append(us)
+            continue
         k = round((us - base) / period_us)
         miss = abs(us - (base + k * period_us))
         if miss <= (20_000 + 3 * abs(us - base) / 1000 if out else 100_000):
             out.append(us)
     return out
+
+
+def stamp_ms(line):
+    """A slurmctld.log line's stamp (local time, to the millisecond) as
+    epoch milliseconds, or None for a line without one."""
+    try:
+        return round(datetime.datetime.fromisoformat(line[1:24]).timestamp() * 1000)
+    except ValueError:
+        return None
 
 
 def log_timing(log, t0, t1, sched_s, bf_s):
@@ -320,7 +388,9 @@ def log_timing(log, t0, t1, sched_s, bf_s):
     ("sched: Allocate") give each pass's offset into its second; both grow
     by a little each second (the backfill sleeps bf_interval after each
     pass ends, so it starts later by that pass's run time): the slope of
-    the backfill's offsets is `pass_drift_us`. Then each series is one
+    the backfill's offsets is `pass_drift_us`, and the main pass's own
+    (`main_drift_us`) the median excess of the gaps between its passes
+    over whole `sched_interval`s. Then each series is one
     first pass plus whole periods of (interval s + drift): its circular
     median gives the main pass's second (`sched_offset`) and offset
     (`main_phase_ms`) and the backfill's offset (`pass_miss_ms` = 1000 -
@@ -376,7 +446,22 @@ def log_timing(log, t0, t1, sched_s, bf_s):
     var = sum((x - mx) ** 2 for x in xs)
     drift = 0 if var == 0 else sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / var
     drift = int(min(max(round(drift), 0), 100_000))
-    mp = sched_s * (1_000_000 + drift)
+    # The main pass runs from a loop of a little over a second (controller.c
+    # `_slurmctld_background`; the simulator's sim/src/run/main_loop.rs),
+    # which drifts at its own rate (about 5 ms a loop here, where the
+    # backfill drifts 2-3 ms a second): the median excess over whole
+    # seconds of the gaps between its passes, per loop, those off the loop
+    # (over 25 ms a loop) left out; without such gaps the backfill's.
+    firsts = [us for k, us in enumerate(main) if k == 0 or us - main[k - 1] >= 500_000]
+    excess = []
+    for a_, b_ in zip(firsts, firsts[1:]):
+        k = round((b_ - a_) / 1_000_000)
+        if k >= 1:
+            e = ((b_ - a_) - k * 1_000_000) / k
+            if abs(e) <= 25_000:
+                excess.append(e)
+    main_drift = int(min(max(round(statistics.median(excess)), 0), 100_000)) if excess else drift
+    mp = sched_s * (1_000_000 + main_drift)
     first_main = circular_median([us % mp for us in main], mp)
     # A period is a little longer than sched_s seconds: an offset in that
     # last bit is the next period's start, a few ms early.
@@ -384,9 +469,10 @@ def log_timing(log, t0, t1, sched_s, bf_s):
     bp = bf_s * (1_000_000 + drift)
     first_bf = circular_median([us % bp for us in backfill], bp) % 1_000_000
     return dict(sched_offset=first_main // 1_000_000, main_phase_ms=first_main % 1_000_000 // 1000,
-                pass_miss_ms=1000 - first_bf // 1000, pass_drift_us=drift, submit_ms=submit,
+                pass_miss_ms=1000 - first_bf // 1000, pass_drift_us=drift, main_drift_us=main_drift,
+                submit_ms=submit,
                 init_prio=init_prio,
-                main_passes_us=seen_passes(main, mp, first_main),
+                main_passes_us=seen_passes(main, 1_000_000 + main_drift, first_main, loop=True),
                 backfill_passes_us=seen_passes(backfill, bp, first_bf))
 
 
@@ -507,7 +593,8 @@ def report(a):
                     if lt:
                         text = "\n".join(l for l in text.split("\n") if not l.startswith("pass_miss_ms"))
                         extra += "".join(f"{k} = {lt[k]}\n" for k in
-                                         ("sched_offset", "main_phase_ms", "pass_miss_ms", "pass_drift_us"))
+                                         ("sched_offset", "main_phase_ms", "pass_miss_ms", "pass_drift_us",
+                                          "main_drift_us"))
                         # Each pass seen in the log (CALIB_SEEN=0: the
                         # fitted series alone, as before 2026-12-02 16:00).
                         if os.environ.get("CALIB_SEEN") != "0":
