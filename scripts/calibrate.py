@@ -718,6 +718,14 @@ def report(a):
             predicted_preemptions=median([r["pred_pre"] for r in per_run]),
             observed_preemptions=median([r["obs_pre"] for r in per_run]),
             observed_preemptions_runs=[r["obs_pre"] for r in per_run],
+            # The counts over all runs: slurmctld's preemptions added up,
+            # against each run's mean over its seeded replays added up. A
+            # median of a few small counts moves in whole steps (2 or 3 is
+            # +-50%); the sum over runs is the count's own estimate, with
+            # every run's preemptions in it.
+            predicted_preemptions_total=round(sum(statistics.mean(r["pred_pre_seeds"]) for r in per_run), 2),
+            observed_preemptions_total=sum(r["obs_pre"] for r in per_run),
+            preemptions_testbed_spread=count_spread([r["obs_pre"] for r in per_run]),
             predicted_preemptions_seeds=[r["pred_pre_seeds"] for r in per_run],
             # slurmctld.log's preemptions (all runs) and how many of them
             # the first seeded replay of each run makes too, one by one.
@@ -742,6 +750,18 @@ def report(a):
     with open(a.json, "w") as f:
         json.dump(result, f, indent=1)
     print(f"\nJSON: {a.json}")
+
+
+def count_spread(counts):
+    """The testbed's own spread of a count over its runs: (largest -
+    smallest) / median, as a fraction; None where the median is 0."""
+    m = median(counts)
+    return round((max(counts) - min(counts)) / m, 4) if counts and m > 0 else None
+
+
+def within(pred, obs, tol):
+    """pred within tol (a fraction) of obs; equal counts are, 0 included."""
+    return pred == obs or (obs > 0 and abs(pred - obs) / obs <= tol)
 
 
 def pct(sorted_xs, p):
@@ -775,7 +795,12 @@ def show(result):
             over = f"; predicted per run {[statistics.median(r) for r in per]}"
             if any(min(r) != max(r) for r in per):
                 over += f", over {len(seeds)} seeded replays {min(seeds)}-{max(seeds)}"
-        print(f"  preemptions: predicted {pp}, observed {op} ({pe}); observed per run {s['observed_preemptions_runs']}{over}")
+        print(f"  preemptions (median over runs): predicted {pp}, observed {op} ({pe}); observed per run {s['observed_preemptions_runs']}{over}")
+        tp, to = s["predicted_preemptions_total"], s["observed_preemptions_total"]
+        te = f"{100 * (tp - to) / to:+.0f}%" if to else "-"
+        sp_ = s["preemptions_testbed_spread"]
+        print(f"  preemptions (all runs): predicted {tp:g}, observed {to} ({te});"
+              f" the testbed's own spread of the count {'-' if sp_ is None else f'{100 * sp_:.0f}%'}")
         if s.get("preemptions_logged"):
             print(f"  one by one: {s['preemptions_matched']} of slurmctld's {s['preemptions_logged']} preemptions"
                   f" predicted (same preemptor and victim, within 5 s)")
@@ -793,11 +818,15 @@ def show(result):
             waits_ok &= (max(w["predicted"], w["observed"]) <= 1
                          or (ratio is not None and 0.5 <= ratio <= 2))
         gpu_ok = all(r["error"] is None or abs(r["error"]) <= 0.05 for r in s["teams"])
-        pre_ok = (pp == op) or (op > 0 and abs(pp - op) / op <= 0.2)
+        # The count goal is judged on all runs' preemptions; the medians'
+        # verdict stands beside it.
+        pre_ok = within(tp, to, 0.2)
+        med_ok = within(pp, op, 0.2)
         yn = lambda b: "yes" if b else "NO"
-        s["goals_met"] = {"gpu_hours_5pct": gpu_ok, "preemptions_20pct": pre_ok, "debug_waits_2x": waits_ok}
-        print(f"  goals: every team's GPU-h within 5%: {yn(gpu_ok)}; preemptions within 20%: {yn(pre_ok)}; "
-              f"debug p50/p90 within 2x (or both <= 1 s): {yn(waits_ok)}")
+        s["goals_met"] = {"gpu_hours_5pct": gpu_ok, "preemptions_20pct": pre_ok,
+                          "preemptions_20pct_medians": med_ok, "debug_waits_2x": waits_ok}
+        print(f"  goals: every team's GPU-h within 5%: {yn(gpu_ok)}; preemptions within 20%: {yn(pre_ok)}"
+              f" (medians: {yn(med_ok)}); debug p50/p90 within 2x (or both <= 1 s): {yn(waits_ok)}")
 
 
 def main():
