@@ -221,26 +221,40 @@ impl Cluster {
         };
         let fits =
             |n: u32| self.usable(n) && self.free[n as usize] >= per_node && ok(&n) && avail(n) > 0;
-        // (CPUs available in the run, its node with the fewest).
-        let mut best: Option<(u32, u32)> = None;
-        let mut run: Option<(u32, u32)> = None;
-        for n in 0..=self.nodes() {
-            if n < self.nodes() && fits(n) {
-                run = Some(match run {
-                    None => (avail(n), n),
-                    Some((total, pick)) => (
-                        total + avail(n),
-                        if avail(n) < avail(pick) { n } else { pick },
-                    ),
-                });
-            } else if let Some(r) = run.take() {
-                if best.map_or(true, |b| r.0 < b.0) {
-                    best = Some(r);
-                }
+        cons_tres_run_pick(self.nodes(), fits, avail)
+    }
+}
+
+/// The node [`Cluster::place`]'s `cons_tres` rule takes of `nodes` nodes
+/// for a one-node job, given which fit it (`fits`) and the CPUs each has
+/// available (`avail`): of the runs of consecutive nodes that fit, the one
+/// with the fewest CPUs available in all (the first on a tie), and in it
+/// the node with the fewest (the first on a tie). The backfill's will-run
+/// test asks it of the nodes as they would be once some jobs ended.
+pub(crate) fn cons_tres_run_pick(
+    nodes: u32,
+    fits: impl Fn(u32) -> bool,
+    avail: impl Fn(u32) -> u32,
+) -> Option<u32> {
+    // (CPUs available in the run, its node with the fewest).
+    let mut best: Option<(u32, u32)> = None;
+    let mut run: Option<(u32, u32)> = None;
+    for n in 0..=nodes {
+        if n < nodes && fits(n) {
+            run = Some(match run {
+                None => (avail(n), n),
+                Some((total, pick)) => (
+                    total + avail(n),
+                    if avail(n) < avail(pick) { n } else { pick },
+                ),
+            });
+        } else if let Some(r) = run.take() {
+            if best.map_or(true, |b| r.0 < b.0) {
+                best = Some(r);
             }
         }
-        best.map(|b| b.1)
     }
+    best.map(|b| b.1)
 }
 
 #[cfg(test)]

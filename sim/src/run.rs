@@ -88,6 +88,9 @@ const WAKE: u8 = 7;
 const ELIGIBLE: u8 = 8;
 /// `[sim] sched_interval`: the main scheduler's next pass is due.
 const MAIN: u8 = 9;
+/// `[sim] drain_pass_ms`: the sidecar's draining pass looks at drained
+/// node `a` (the first pass after its drain began).
+const DRAIN_PASS: u8 = 10;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -227,6 +230,10 @@ pub(crate) struct Sim<'w> {
     /// node events (offset µs, kind, a, b), applied at their offsets among
     /// its passes.
     pass_ends: Vec<(u64, u8, u32, u32)>,
+    /// Events that a handler times later in the second being replayed
+    /// (offset µs, kind, a, b): [`Sim::second_with_passes`] applies them
+    /// at their offsets (a drain's first draining pass, `drain_pass_ms`).
+    timed_later: Vec<(u64, u8, u32, u32)>,
     /// With `sched_interval`: whether this second's backfill pass left a
     /// job blocked.
     bf_blocked: bool,

@@ -393,6 +393,114 @@ fn node_failures_and_drains() {
     assert_eq!((r.fail_requeues, r.drain_requeues), (1, 0));
 }
 
+/// `drain_pass_ms`: the sidecar acts on a drain at its first pass after
+/// it (every `sync.interval` tick, this far into the tick's second), not at
+/// the drain's instant. One 8-GPU job (a 60 s contract, started at 0) on a
+/// node drained at 101.3 s for 5 s: requeued at 101 s at once, at 102 s by
+/// the pass of 102.25 s; drained at 102.1 s, by that same pass; drained at
+/// 102.3 s, by the pass of 104.25 s. Its second attempt runs its 1000 s in
+/// full, so the GPU-seconds delivered tell when the first one ended.
+#[test]
+fn the_sidecar_acts_on_a_drain_at_its_next_pass() {
+    let held_s = |sim: &str, at: u64, at_ms: u16| {
+        let c = config(&format!(
+            "{TWO_TEAMS}[sync]\ninterval = \"0:02\"\n[sim]\nsched_interval = \"0:02\"\nbackfill_interval = \"0:01\"\nresumable = false\n{sim}"
+        ));
+        let jobs = vec![TraceJob {
+            min_runtime: Some(60),
+            ..job(1, "t1", 0, 1000, 8)
+        }];
+        let events = vec![NodeEvent {
+            node: 0,
+            at,
+            duration: 5,
+            kind: NodeEventKind::Drain,
+            at_ms: Some(at_ms),
+        }];
+        let t = trace::from_jobs(jobs, events);
+        let w = Workload::prepare(&t, &c, ONE_NODE);
+        let r = simulate(
+            &w,
+            c.clone(),
+            ONE_NODE,
+            Policy::Allot,
+            &t.events,
+            &mut |_| {},
+        );
+        assert_eq!((r.drain_requeues, r.finished), (1, 1));
+        check_invariants(&r, &w);
+        (r.gpu_hours * 3600.0 / 8.0).round() as u64 - 1000
+    };
+    assert_eq!(held_s("", 101, 300), 101);
+    assert_eq!(held_s("drain_pass_ms = 250\n", 101, 300), 102);
+    assert_eq!(held_s("drain_pass_ms = 250\n", 102, 100), 102);
+    assert_eq!(held_s("drain_pass_ms = 250\n", 102, 300), 104);
+    // On odd ticks (`sync_offset = 1`) the drain at 101.3 s waits for 103.25 s.
+    assert_eq!(
+        held_s("drain_pass_ms = 250\nsync_offset = 1\n", 101, 300),
+        103
+    );
+    let e = sim_error("drain_pass_ms = 250\n");
+    assert!(
+        e.contains("sim.drain_pass_ms") && e.contains("sched_interval"),
+        "{e}"
+    );
+    let e = sim_error("sched_interval = \"0:02\"\ndrain_pass_ms = 1000\n");
+    assert!(
+        e.contains("sim.drain_pass_ms") && e.contains("0-999"),
+        "{e}"
+    );
+}
+
+/// `will_run_window`: Slurm's will-run test takes the running jobs off in
+/// windows and picks the job's node among all that fit then. Node 0 runs a
+/// 4-GPU job planned to end at 75 (4 GPUs free), node 1 an 8-GPU job
+/// planned to end at 40. An 8-GPU job P and then a 4-GPU job Q (limit 80
+/// s) arrive at 5. Exactly, P is planned on node 1 from 40 and Q starts on
+/// node 0 at the first backfill pass, at 6. In windows of 30 s (the first end, 40, rounded up to
+/// 60, and 30 s more) both ends come off together, node 0 (the first of
+/// the two then empty) is reserved for P from 75, and Q, which would
+/// overlap it, waits until P starts on node 1 at 40. With slurmctld's
+/// clock 19 s ahead the first window ends at 41 + 30 and takes node 1's
+/// end alone: as exactly.
+#[test]
+fn the_will_run_test_plans_in_windows() {
+    let q_wait = |sim: &str| {
+        let c = config(&format!(
+            "{TWO_TEAMS}[sim]\nbackfill_interval = \"0:01\"\nbackfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nplacement = \"cons_tres\"\nnode_cpus = 16\n{sim}"
+        ));
+        let with_limit = |id, submit, duration, gpus, limit| TraceJob {
+            time_limit: Some(limit),
+            ..job(id, "t1", submit, duration, gpus)
+        };
+        let jobs = vec![
+            with_limit(1, 0, 50, 4, 75),
+            with_limit(2, 0, 40, 8, 40),
+            with_limit(3, 5, 10, 8, 60),
+            with_limit(4, 5, 10, 4, 80),
+        ];
+        let r = run(&c, jobs, TWO_NODES, Policy::Allot);
+        assert_eq!((r.finished, r.preemptions), (4, 0));
+        let mut w = r.wait_samples[JobClass::Batch as usize].clone();
+        w.sort_unstable();
+        assert_eq!(w.len(), 2, "{w:?}");
+        w[1]
+    };
+    assert_eq!(q_wait(""), 1);
+    assert_eq!(q_wait("will_run_window = \"0:30\"\n"), 35);
+    assert_eq!(
+        q_wait("will_run_window = \"0:30\"\nwill_run_offset = 19\n"),
+        1
+    );
+    let e = sim_error("will_run_window = \"0:30\"\n");
+    assert!(
+        e.contains("sim.will_run_window") && e.contains("backfill_hold"),
+        "{e}"
+    );
+    let e = sim_error("will_run_window = \"0:30\"\nwill_run_offset = 30\n");
+    assert!(e.contains("sim.will_run_offset"), "{e}");
+}
+
 fn arb_jobs() -> impl Strategy<Value = Vec<TraceJob>> {
     prop::collection::vec(
         (
@@ -439,6 +547,8 @@ proptest! {
             "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"clock\"\nsync_offset = 7\nledger_lag = \"0:01\"\nrequeue_delay = \"0:11\"\npass_drift_us = 2000\nmain_passes_us = [1400000, 9450000, 300000000]\nbackfill_passes_us = [250000, 3270000, 20900000, 21930000]\n",
             // ... and the main pass's loop and the idle backfill.
             "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_idle = \"skip\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"clock\"\nledger_lag = \"0:01\"\nrequeue_delay = \"0:11\"\npass_drift_us = 2000\nmain_drift_us = 5000\nmain_passes_us = [1400000, 9450000, 300000000]\n",
+            // ... and Slurm's will-run test in windows, the sidecar's drain passes.
+            "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_idle = \"skip\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"clock\"\nledger_lag = \"0:01\"\nrequeue_delay = \"0:11\"\npass_drift_us = 2000\nmain_drift_us = 5000\nmain_passes_us = [1400000, 9450000, 300000000]\nwill_run_window = \"0:30\"\nwill_run_offset = 7\ndrain_pass_ms = 200\n",
         ]),
     ) {
         let c = config(&format!(

@@ -20,6 +20,7 @@
 //! victim_budget = "cluster"       # "node": a team's victims bounded per node, as the preempt plugin
 //! snapshot_phase = "pass"         # with sched_interval, the plugins' rebuild: "seeded" offset into its second, "clock": 0.5 s
 //! sync_offset = 0                 # the sync.interval ticks fall at the seconds t with t mod sync.interval = this
+//! drain_pass_ms = ...             # with sched_interval: the sidecar's draining pass, ms into each tick (default: at once)
 //! ledger_lag = "0"                # a job's start or end reaches the plugins' usage this much later
 //! repreempt_delay = "0"           # a job that preempted may not again for this long (Slurm: KillWait + MessageTimeout)
 //! requeue_delay = "0"             # a requeued job waits this long (Slurm: cred_expire + 1)
@@ -37,6 +38,8 @@
 //! sched_offset = 0                # ... at the seconds t with t mod sched_interval = this
 //! backfill_resolution = "0"       # reservations' ends rounded down to this (Slurm: bf_resolution)
 //! resolution_offset = 0           # ... the trace's second 0 past a multiple of it
+//! will_run_window = "0"           # with "all" and "nodes": Slurm's will-run test, running jobs' ends in windows (30 s)
+//! will_run_offset = 0             # ... the trace's second 0 past a multiple of it
 //! resumable = true                # requeued jobs continue with their remaining work
 //! checkpoint_interval = "30:00"   # ... from their last checkpoint; "0" = lose nothing
 //! metric_window = "1-0"           # rolling window of the share-error metric
@@ -481,6 +484,18 @@ pub struct SimSettings {
     /// rebuild on the clock, at whole multiples of the interval since the
     /// epoch ([`crate::timer`]), so `scripts/calibrate` gives each run's.
     pub sync_offset: u64,
+    /// With `sched_interval`: when the sidecar (`allot sync --follow`)
+    /// acts on a drain, milliseconds into the second, 0-999. Its draining
+    /// pass runs after each sync pass, at every `sync.interval` tick
+    /// (`sync_offset`; the sync pass itself takes the first ~180 ms), and
+    /// again at the second a protected job's contract on a draining node
+    /// ends (it sleeps whole seconds from its last pass, so it wakes this
+    /// far into that second too). So a node's drain is first acted on at
+    /// the first tick at least this far past the drain, and each job
+    /// there is requeued at that pass if its contract is served, else
+    /// this far into the second its contract ends. `None` (default): at
+    /// once, at the drain and at the start of the contract's last second.
+    pub drain_pass_ms: Option<u64>,
     /// Slurm's `bf_resolution`, seconds (0, the default: exact). Above 0,
     /// a reservation the backfill (`backfill_reserve = "all"`) makes for a
     /// job planned over `[start, start + limit)` holds its nodes over
@@ -494,6 +509,23 @@ pub struct SimSettings {
     /// second 0 falls on slurmctld's clock (`scripts/calibrate` gives each
     /// run's), less than `backfill_resolution`.
     pub resolution_offset: u64,
+    /// With `backfill_reserve = "all"` and `backfill_hold = "nodes"`:
+    /// Slurm's will-run test (select/cons_tres, cons_common job_test.c
+    /// `_will_run_test`), seconds; 0 (default): exact. When a job cannot
+    /// start now, Slurm does not walk the running jobs' planned ends one
+    /// by one: it takes them off in windows, the first up to 30 s past the
+    /// first end rounded up to a multiple of 30 on slurmctld's clock, then
+    /// windows twice as wide, and after each window picks the job's nodes
+    /// among all that then fit (by placement, not by which freed first),
+    /// planning its start at the last end it took off. A job is then
+    /// planned later, and often on another node, than the first node free
+    /// would give; the backfill retries it from where a reservation on a
+    /// node ends (backfill.c `later_start`, `TRY_LATER`). Slurm's is 30.
+    pub will_run_window: u64,
+    /// Seconds past a multiple of `will_run_window` that the trace's second
+    /// 0 falls on slurmctld's clock (`scripts/calibrate` gives each run's),
+    /// less than `will_run_window`.
+    pub will_run_offset: u64,
     /// Default for jobs no rule marks: continue after requeue (true) or restart.
     pub resumable: bool,
     /// A resumable job keeps its work up to its last checkpoint, taken every
@@ -542,8 +574,11 @@ impl Default for SimSettings {
             sched_interval: 0,
             sched_offset: 0,
             sync_offset: 0,
+            drain_pass_ms: None,
             backfill_resolution: 0,
             resolution_offset: 0,
+            will_run_window: 0,
+            will_run_offset: 0,
             resumable: true,
             checkpoint_interval: 1800,
             metric_window: 86_400,
@@ -586,8 +621,11 @@ struct RawSim {
     sched_interval: Option<toml::Value>,
     sched_offset: Option<u64>,
     sync_offset: Option<u64>,
+    drain_pass_ms: Option<u64>,
     backfill_resolution: Option<toml::Value>,
     resolution_offset: Option<u64>,
+    will_run_window: Option<toml::Value>,
+    will_run_offset: Option<u64>,
     resumable: Option<bool>,
     checkpoint_interval: Option<toml::Value>,
     metric_window: Option<toml::Value>,
@@ -717,7 +755,7 @@ pub(crate) fn parse(
             errors.push(ConfigError::Invalid {
                 path: "sim".into(),
                 message: format!(
-                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_hold, backfill_candidates, backfill_idle, backfill_preempt, snapshot_phase, preemptor_start, victim_budget, ledger_lag, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, attempt_jitter_ms, pass_miss_ms, main_phase_ms, pass_drift_us, main_drift_us, main_passes_us, backfill_passes_us, sched_interval, sched_offset, sync_offset, backfill_resolution, resolution_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
+                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_hold, backfill_candidates, backfill_idle, backfill_preempt, snapshot_phase, preemptor_start, victim_budget, ledger_lag, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, attempt_jitter_ms, pass_miss_ms, main_phase_ms, pass_drift_us, main_drift_us, main_passes_us, backfill_passes_us, sched_interval, sched_offset, sync_offset, drain_pass_ms, backfill_resolution, resolution_offset, will_run_window, will_run_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
                 ),
             });
             return SimSettings::default();
@@ -797,6 +835,21 @@ pub(crate) fn parse(
         &mut s.backfill_resolution,
         true,
     );
+    positive(
+        "sim.will_run_window",
+        &raw.will_run_window,
+        &mut s.will_run_window,
+        true,
+    );
+    if let Some(off) = phase(
+        "sim.will_run_offset",
+        raw.will_run_offset,
+        ("will_run_window", s.will_run_window),
+        "it is where the trace's second 0 falls past a multiple of will_run_window on slurmctld's clock",
+        errors,
+    ) {
+        s.will_run_offset = off;
+    }
     if let Some(off) = phase(
         "sim.resolution_offset",
         raw.resolution_offset,
@@ -945,6 +998,17 @@ pub(crate) fn parse(
     ) {
         s.main_phase_ms = ms;
     }
+    if let Some(ms) = within(
+        "sim.drain_pass_ms",
+        raw.drain_pass_ms,
+        |ms| sched > 0 && ms <= 999,
+        |ms| {
+            format!("{ms} needs a sched_interval above 0 (now {sched} s) and must be 0-999: it is how far into a sync.interval tick's second the sidecar's draining pass requeues, in milliseconds (about 200-300 on the testbed; scripts/calibrate reads it from the sidecar's log)")
+        },
+        errors,
+    ) {
+        s.drain_pass_ms = Some(ms);
+    }
     if let Some(us) = within(
         "sim.pass_drift_us",
         raw.pass_drift_us,
@@ -996,6 +1060,14 @@ pub(crate) fn parse(
     }
     s.node_cpus = raw.node_cpus.unwrap_or(0);
     s.seed = raw.seed.unwrap_or(0);
+    if s.will_run_window > 0
+        && (s.backfill_reserve != BackfillReserve::All || s.backfill_hold != BackfillHold::Nodes)
+    {
+        errors.push(ConfigError::Invalid {
+            path: "sim.will_run_window".into(),
+            message: "needs backfill_reserve = \"all\" and backfill_hold = \"nodes\": it is how Slurm's will-run test plans each job the backfill reserves whole nodes for; set those two or leave it out".into(),
+        });
+    }
     s.backfill_depth = raw.backfill_depth.unwrap_or(s.backfill_depth);
     s.resumable = raw.resumable.unwrap_or(true);
     for (name, account) in raw.accounts {

@@ -90,6 +90,9 @@ impl Sim<'_> {
         held: &mut Vec<Held>,
         cands: &[u32],
     ) -> Option<Vec<NodeGpus>> {
+        if self.config.sim.will_run_window > 0 {
+            return self.plan_by_windows(nodes, g, planned, held, cands);
+        }
         let now = self.now;
         let usable: Vec<u32> = (0..self.cluster.nodes())
             .filter(|&n| self.cluster.usable(n))
@@ -177,6 +180,209 @@ impl Sim<'_> {
         None
     }
 
+    /// [`Sim::plan`] as Slurm 22.05 plans (`will_run_window` set, whole-node
+    /// holds): the backfill's loop over start times (backfill.c) around
+    /// select/cons_tres's will-run test ([`Sim::will_run`]).
+    ///
+    /// From `start_res` = now: the nodes free of every hold over
+    /// `[start_res, start_res + planned]` are the ones the test may use;
+    /// `later` is the first end of a hold after `start_res` (when more
+    /// nodes may become usable). The test gives a start and nodes; the
+    /// job is retried from `later` if it gives none or a start after
+    /// `later` (`TRY_LATER`), and from its start if the reservation there
+    /// would overlap a hold on its nodes (`_test_resv_overlap`). Else it
+    /// starts now (no `cands`) or is held from its start.
+    ///
+    /// Why it ends: each retry moves `start_res` strictly later (`later`
+    /// and a start past `start_res` are, and an overlap at `start_res`
+    /// itself moves it a second), and once `start_res` is past the last
+    /// hold's end no node is held, so nothing is retried: the retries are
+    /// at most that many seconds.
+    fn plan_by_windows(
+        &self,
+        nodes: u32,
+        g: u32,
+        planned: u64,
+        held: &mut Vec<Held>,
+        cands: &[u32],
+    ) -> Option<Vec<NodeGpus>> {
+        let now = self.now;
+        let c = &self.cluster;
+        let n_all = c.nodes();
+        if (0..n_all).filter(|&n| c.usable(n)).count() < nodes as usize {
+            return None;
+        }
+        // The nodes as they are, the candidates' jobs gone (the will-run
+        // test takes preemptable jobs off first), and the other running
+        // jobs by their planned ends.
+        let mut free: Vec<u32> = c.free.clone();
+        let mut jobs: Vec<u32> = c.jobs_on.iter().map(|j| j.len() as u32).collect();
+        let mut running: Vec<(u64, u32)> = Vec::new();
+        for &(end, r) in self.by_plan() {
+            if cands.binary_search(&r).is_ok() {
+                for a in &self.jobs[r as usize].alloc {
+                    free[a.node as usize] += a.gpus;
+                    jobs[a.node as usize] = jobs[a.node as usize].saturating_sub(1);
+                }
+            } else {
+                running.push((end.max(now + 1), r));
+            }
+        }
+        running.sort_unstable();
+        let mut start_res = now;
+        loop {
+            let avail: Vec<bool> = (0..n_all)
+                .map(|n| {
+                    c.usable(n)
+                        && !held.iter().any(|h| {
+                            h.node == n && h.end > start_res && h.start <= start_res + planned
+                        })
+                })
+                .collect();
+            let later = held
+                .iter()
+                .filter(|h| c.usable(h.node) && h.end > start_res)
+                .map(|h| h.end)
+                .min();
+            let Some((start, chosen)) = self.will_run(nodes, g, &avail, &free, &jobs, &running)
+            else {
+                match later {
+                    Some(l) => {
+                        start_res = l;
+                        continue;
+                    }
+                    None => return None,
+                }
+            };
+            let start = start.max(start_res);
+            if let Some(l) = later.filter(|&l| start > l) {
+                start_res = l;
+                continue;
+            }
+            let (s_r, e_r) = self.reserved(start, planned);
+            if start > now
+                && held
+                    .iter()
+                    .any(|h| chosen.contains(&h.node) && h.end > s_r && h.start < e_r)
+            {
+                start_res = start.max(start_res + 1);
+                continue;
+            }
+            if start == now && cands.is_empty() {
+                return Some(
+                    chosen
+                        .into_iter()
+                        .map(|node| NodeGpus { node, gpus: g })
+                        .collect(),
+                );
+            }
+            self.hold(held, chosen, g, start, planned);
+            return None;
+        }
+    }
+
+    /// select/cons_tres's will-run test (cons_common job_test.c
+    /// `_will_run_test`, Slurm 22.05) for a job of `nodes` x `g` GPUs on
+    /// the nodes `avail` allows, the nodes having `free` GPUs and `jobs`
+    /// jobs (one CPU each) now and `running` (planned end, job; sorted)
+    /// to end: its start and nodes, `None` if it never fits there.
+    ///
+    /// It fits now, or the running jobs on those nodes are taken off in
+    /// windows: the first up to `will_run_window` past the first end
+    /// rounded up to a multiple of `will_run_window` (on slurmctld's
+    /// clock: `will_run_offset`), each next one up to twice as far past
+    /// that instant as the last (as often doubled as it takes to reach the
+    /// next end); after each window the job's nodes are picked among all
+    /// that fit then (the placement's rule, with the jobs left), and it is
+    /// planned to start at the last end taken off.
+    fn will_run(
+        &self,
+        nodes: u32,
+        g: u32,
+        avail: &[bool],
+        free: &[u32],
+        jobs: &[u32],
+        running: &[(u64, u32)],
+    ) -> Option<(u64, Vec<u32>)> {
+        let (mut free, mut jobs) = (free.to_vec(), jobs.to_vec());
+        if let Some(chosen) = self.will_run_pick(nodes, g, avail, &free, &jobs) {
+            return Some((self.now, chosen));
+        }
+        let w0 = self.config.sim.will_run_window;
+        let off = self.config.sim.will_run_offset;
+        let mut window = w0;
+        let mut barrier: Option<u64> = None;
+        let mut i = 0;
+        while i < running.len() {
+            let mut last = None;
+            while i < running.len() {
+                let (end, r) = running[i];
+                i += 1;
+                let alloc = &self.jobs[r as usize].alloc;
+                if !alloc.iter().any(|a| avail[a.node as usize]) {
+                    continue;
+                }
+                // The first end, rounded up past a multiple of the window.
+                let b = *barrier.get_or_insert(end + w0 - (end + off) % w0);
+                for a in alloc {
+                    free[a.node as usize] += a.gpus;
+                    jobs[a.node as usize] = jobs[a.node as usize].saturating_sub(1);
+                }
+                last = Some(end);
+                if running.get(i).is_some_and(|&(next, _)| next > b + window) {
+                    break;
+                }
+            }
+            let Some(last) = last else { break };
+            if let Some(b) = barrier {
+                while running.get(i).is_some_and(|&(next, _)| next > b + window) {
+                    window *= 2;
+                }
+            }
+            if let Some(chosen) = self.will_run_pick(nodes, g, avail, &free, &jobs) {
+                return Some((last, chosen));
+            }
+        }
+        None
+    }
+
+    /// The nodes the will-run test gives a job of `nodes` x `g` GPUs among
+    /// those `avail` allows with `free` GPUs and `jobs` jobs: as the
+    /// placement would (`cons_tres`: its runs of nodes with `node_cpus`,
+    /// else the most jobs and the lowest index; best fit: the fewest GPUs
+    /// free), `None` if too few fit.
+    fn will_run_pick(
+        &self,
+        nodes: u32,
+        g: u32,
+        avail: &[bool],
+        free: &[u32],
+        jobs: &[u32],
+    ) -> Option<Vec<u32>> {
+        let cpus = self.cluster.node_cpus;
+        let fits = |n: u32| {
+            avail[n as usize] && free[n as usize] >= g && (cpus == 0 || jobs[n as usize] < cpus)
+        };
+        let n_all = self.cluster.nodes();
+        if nodes == 1 && self.cluster.cons_tres && cpus > 0 {
+            return crate::cluster::cons_tres_run_pick(n_all, fits, |n| {
+                cpus.saturating_sub(jobs[n as usize])
+            })
+            .map(|n| vec![n]);
+        }
+        let mut fit: Vec<u32> = (0..n_all).filter(|&n| fits(n)).collect();
+        if fit.len() < nodes as usize {
+            return None;
+        }
+        if self.cluster.cons_tres {
+            fit.sort_unstable_by_key(|&n| (Reverse(jobs[n as usize]), n));
+        } else {
+            fit.sort_unstable_by_key(|&n| (free[n as usize], n));
+        }
+        fit.truncate(nodes as usize);
+        Some(fit)
+    }
+
     /// `backfill_candidates = "free"`: job `id`, which neither started nor
     /// preempted, gets its reservation (the holds in `held` after
     /// `before`, made by [`Sim::plan`]) planned again with the jobs it may
@@ -195,6 +401,23 @@ impl Sim<'_> {
         let _ = self.plan(sj.nodes, sj.gpus_per_node, self.planned(id), held, &cands);
     }
 
+    /// The interval `[start, end)` a reservation holds for a job planned
+    /// to start at `t` and run `planned` seconds ([`Sim::hold`]).
+    fn reserved(&self, t: u64, planned: u64) -> (u64, u64) {
+        let (start, mut end) = match self.config.sim.backfill_resolution {
+            0 => (t, t + planned),
+            r => {
+                let off = self.config.sim.resolution_offset;
+                let down = |x: u64| ((x + off) / r * r).saturating_sub(off);
+                (down(t), down(t + planned))
+            }
+        };
+        if self.config.sim.backfill_hold == BackfillHold::Nodes {
+            end = end.max(start + self.config.sim.backfill_resolution.max(1));
+        }
+        (start, end)
+    }
+
     /// Adds a reservation of `g` GPUs on each of `nodes` for a job planned
     /// to start at `t` and run `planned` seconds. `backfill_resolution`:
     /// both ends rounded down on slurmctld's clock; an empty reservation
@@ -208,17 +431,7 @@ impl Sim<'_> {
         t: u64,
         planned: u64,
     ) {
-        let (start, mut end) = match self.config.sim.backfill_resolution {
-            0 => (t, t + planned),
-            r => {
-                let off = self.config.sim.resolution_offset;
-                let down = |x: u64| ((x + off) / r * r).saturating_sub(off);
-                (down(t), down(t + planned))
-            }
-        };
-        if self.config.sim.backfill_hold == BackfillHold::Nodes {
-            end = end.max(start + self.config.sim.backfill_resolution.max(1));
-        }
+        let (start, end) = self.reserved(t, planned);
         if end > start {
             for node in nodes {
                 held.push(Held {

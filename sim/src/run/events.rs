@@ -46,6 +46,11 @@ impl Sim<'_> {
                     self.join_queue(a);
                 }
             }
+            DRAIN_PASS => {
+                if self.cluster.drains[a as usize] > 0 {
+                    self.drain_pass(a);
+                }
+            }
             TICK => self.tick_at = u64::MAX,
             WAKE => {
                 self.wakes.remove(&now);
@@ -66,33 +71,23 @@ impl Sim<'_> {
                     NodeEventKind::Drain => {
                         self.cluster.change(e.node, 1, 0);
                         if self.policy == Policy::Allot {
-                            // The sidecar's rule (fairshare::drain): requeue
-                            // what its contract no longer protects, look
-                            // again when the next contract ends.
-                            let on_node: Vec<NodeJob> = self.cluster.jobs_on[e.node as usize]
-                                .iter()
-                                .map(|&id| NodeJob {
-                                    job_id: u64::from(id),
-                                    contract: Contract {
-                                        min_runtime: self.w.jobs[id as usize].min_runtime,
-                                        clock: RunClock::started(self.jobs[id as usize].start),
-                                    },
-                                    requeueable: true,
-                                })
-                                .collect();
-                            let plan = drain::plan(&on_node, now);
-                            for id in plan.requeue {
-                                self.stop(id as u32, StopReason::Drain);
-                            }
-                            for (id, until) in plan.wait {
-                                let j = &self.jobs[id as usize];
-                                if let Some(until) = until.filter(|&u| u < j.end) {
-                                    self.events.push(Reverse((
-                                        until,
-                                        DRAIN_REQUEUE,
-                                        id as u32,
-                                        j.attempt,
-                                    )));
+                            match self.config.sim.drain_pass_ms {
+                                None => self.drain_pass(e.node),
+                                Some(ms) => {
+                                    // The sidecar's first pass after the
+                                    // drain: this second's, if it is a
+                                    // tick's and the pass is still to come.
+                                    let (iv, off) = (
+                                        self.config.sync_interval.max(1),
+                                        self.config.sim.sync_offset,
+                                    );
+                                    let at_us = e.at_ms.map_or(0, |m| u64::from(m) * 1000);
+                                    if now % iv == off % iv && at_us < ms * 1000 {
+                                        self.timed_later.push((ms * 1000, DRAIN_PASS, e.node, 0));
+                                    } else {
+                                        let t = self.tick_after(now);
+                                        self.events.push(Reverse((t, DRAIN_PASS, e.node, 0)));
+                                    }
                                 }
                             }
                         }
@@ -121,6 +116,35 @@ impl Sim<'_> {
                 self.load_version += 1;
             }
             _ => unreachable!("unknown event kind"),
+        }
+    }
+
+    /// The sidecar's draining pass over drained node `node` now (its rule,
+    /// fairshare::drain): requeues each job whose contract is served, and
+    /// looks again when each other job's contract ends.
+    fn drain_pass(&mut self, node: u32) {
+        let now = self.now;
+        let on_node: Vec<NodeJob> = self.cluster.jobs_on[node as usize]
+            .iter()
+            .map(|&id| NodeJob {
+                job_id: u64::from(id),
+                contract: Contract {
+                    min_runtime: self.w.jobs[id as usize].min_runtime,
+                    clock: RunClock::started(self.jobs[id as usize].start),
+                },
+                requeueable: true,
+            })
+            .collect();
+        let plan = drain::plan(&on_node, now);
+        for id in plan.requeue {
+            self.stop(id as u32, StopReason::Drain);
+        }
+        for (id, until) in plan.wait {
+            let j = &self.jobs[id as usize];
+            if let Some(until) = until.filter(|&u| u < j.end) {
+                self.events
+                    .push(Reverse((until, DRAIN_REQUEUE, id as u32, j.attempt)));
+            }
         }
     }
 

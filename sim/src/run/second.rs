@@ -18,6 +18,9 @@
 //!   frees its GPUs for the passes after that offset;
 //! - a drain or failure with the trace's `submit_ms` happens at that
 //!   offset (`scontrol update state=drain` between two passes);
+//! - with `drain_pass_ms` the sidecar acts on a drain at that offset into
+//!   a `sync.interval` tick's second, and requeues a drained node's job at
+//!   that offset into the second its contract ends;
 //! - with `backfill_idle = "skip"` a backfill pass runs only if a job or
 //!   node changed in the second the last one ran or later.
 //!
@@ -115,6 +118,7 @@ impl Sim<'_> {
                 NODE_START => self.node_events[a as usize]
                     .at_ms
                     .map(|ms| u64::from(ms) * 1000),
+                DRAIN_PASS | DRAIN_REQUEUE => self.config.sim.drain_pass_ms.map(|ms| ms * 1000),
                 _ => None,
             };
             match at {
@@ -133,6 +137,7 @@ impl Sim<'_> {
             self.m.events += 1;
         }
         let arrivals = first..self.next_arrival as u32;
+        timed.append(&mut self.timed_later);
         // `snapshot_phase = "seeded"` or `"clock"`: a tick that fell in a second with no
         // events (nothing changed since) is taken before this second's.
         let snapshot = self.snapshot_us();
@@ -203,11 +208,23 @@ impl Sim<'_> {
 
     /// Applies the events at the front of `timed` (offset µs, kind, a, b;
     /// sorted) whose offset is below `hi`; the rest stay.
+    /// An event a handler times later in this second ([`Sim::timed_later`])
+    /// joins them in order, and is applied too if below `hi`.
     fn apply_timed(&mut self, timed: &mut Vec<(u64, u8, u32, u32)>, hi: u64) {
-        let n = timed.partition_point(|e| e.0 < hi);
-        for (_, kind, a, b) in timed.drain(..n) {
+        let mut n = timed.partition_point(|e| e.0 < hi);
+        let mut k = 0;
+        while k < n {
+            let (_, kind, a, b) = timed[k];
+            k += 1;
             self.handle(kind, a, b);
+            if !self.timed_later.is_empty() {
+                timed.drain(..k);
+                timed.append(&mut self.timed_later);
+                timed.sort_unstable();
+                (k, n) = (0, timed.partition_point(|e| e.0 < hi));
+            }
         }
+        timed.drain(..k);
     }
 }
 

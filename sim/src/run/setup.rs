@@ -137,6 +137,7 @@ impl<'w> Sim<'w> {
             pass_heap: Vec::new(),
             completing: Vec::new(),
             pass_ends: Vec::new(),
+            timed_later: Vec::new(),
             bf_blocked: false,
             pass_us: None,
             pass_floors: Vec::new(),
