@@ -198,6 +198,9 @@ def sim_keys(timing):
         keys["attempt_overhead_ms"] = str(timing["attempt_overhead_ms"])
     if "attempt_jitter_ms" in timing:
         keys["attempt_jitter_ms"] = str(timing["attempt_jitter_ms"])
+    if "drain_pass_ms" in timing:
+        # The sidecar acts on a drain at its passes (docs/simulator.md).
+        keys["drain_pass_ms"] = str(timing["drain_pass_ms"])
     # CALIB_SIM_DROP=key,...: leave settings out, to see what each does.
     for k in os.environ.get("CALIB_SIM_DROP", "").split(","):
         keys.pop(k.strip(), None)
@@ -265,6 +268,22 @@ def measure(d, slices):
     out = {}
     if phase:
         out["backfill_phase_ms_median"] = int(statistics.median(phase))
+    # The sidecar's draining pass: when into its second it requeued a
+    # drained node's job (its "requeued:" lines, microsecond stamps), for
+    # the simulator's drain_pass_ms.
+    drain_ms = []
+    for sd in slices:
+        sdir = os.path.join(d, sd)
+        for rd in os.listdir(sdir):
+            log = os.path.join(sdir, rd, "sync.log")
+            if rd.startswith("run-") and os.path.exists(log):
+                for line in open(log, errors="replace"):
+                    m = re.match(r"\S+T\d\d:\d\d:\d\d\.(\d{3})\d*Z +INFO \S+: requeued: ", line)
+                    if m:
+                        drain_ms.append(int(m.group(1)))
+    if drain_ms and os.environ.get("CALIB_DRAIN_PASS", "1") != "0":
+        out["drain_pass_ms"] = int(statistics.median(drain_ms))
+        out["measured_drain_requeues"] = len(drain_ms)
     # The pass is not at a fixed offset (bf_interval counts from the end of
     # the last pass): measure how often a job that found GPUs free started
     # only in the second after its submission.
@@ -607,6 +626,11 @@ def report(a):
                     # did not record it) rounds reservations on the epoch.
                     r = timing.get("bf_resolution_s", 60)
                     extra += f"backfill_resolution = {dur(r)}\nresolution_offset = {t0 % r}\n"
+                    # select/cons_tres's will-run test takes running jobs
+                    # off in windows of 30 s and more, on the epoch
+                    # (job_test.c _will_run_test; CALIB_WILL_RUN=0: exact).
+                    if os.environ.get("CALIB_WILL_RUN", "1") != "0":
+                        extra += f"will_run_window = {dur(30)}\nwill_run_offset = {t0 % 30}\n"
                     if timing.get("plugin_timer") == "clock":
                         # The plugins rebuild at whole multiples of
                         # sync.interval on the epoch (fairshare::timer).
