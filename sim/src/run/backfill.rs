@@ -166,15 +166,8 @@ impl Sim<'_> {
                     fit.sort_unstable();
                 }
                 fit.truncate(nodes as usize);
-                if t == now && cands.is_empty() {
-                    return Some(
-                        fit.into_iter()
-                            .map(|(_, node)| NodeGpus { node, gpus: g })
-                            .collect(),
-                    );
-                }
-                self.hold(held, fit.into_iter().map(|(_, node)| node), g, t, planned);
-                return None;
+                let chosen = fit.into_iter().map(|(_, node)| node).collect();
+                return self.start_or_hold(chosen, g, t, planned, held, cands);
             }
         }
         None
@@ -268,17 +261,32 @@ impl Sim<'_> {
                 start_res = start.max(start_res + 1);
                 continue;
             }
-            if start == now && cands.is_empty() {
-                return Some(
-                    chosen
-                        .into_iter()
-                        .map(|node| NodeGpus { node, gpus: g })
-                        .collect(),
-                );
-            }
-            self.hold(held, chosen, g, start, planned);
-            return None;
+            return self.start_or_hold(chosen, g, start, planned, held, cands);
         }
+    }
+
+    /// A planned job's end of [`Sim::plan`]: on `chosen` at `t`, it
+    /// starts there (returned) if `t` is now and it needs no candidate
+    /// preempted, else it is held there from `t` (added to `held`).
+    fn start_or_hold(
+        &self,
+        chosen: Vec<u32>,
+        g: u32,
+        t: u64,
+        planned: u64,
+        held: &mut Vec<Held>,
+        cands: &[u32],
+    ) -> Option<Vec<NodeGpus>> {
+        if t == self.now && cands.is_empty() {
+            return Some(
+                chosen
+                    .into_iter()
+                    .map(|node| NodeGpus { node, gpus: g })
+                    .collect(),
+            );
+        }
+        self.hold(held, chosen, g, t, planned);
+        None
     }
 
     /// select/cons_tres's will-run test (cons_common job_test.c
