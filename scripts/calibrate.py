@@ -173,6 +173,10 @@ def sim_keys(timing):
     # cons_tres's will-run test counts a job's preemption candidates free
     # when it plans the job's start (cons_common _will_run_test).
     keys["backfill_candidates"] = '"free"'
+    # The slices' short 2-GPU jobs run in `gpu` with the rest (and the
+    # testbed's `debug` partition shares its nodes): one that cannot start
+    # stops the main pass like any job (job_scheduler.c fail_this_part).
+    keys["short_partition"] = '"shared"'
     # The backfill agent skips a pass when no job or node changed since
     # the second of its last one (backfill.c _more_work).
     keys["backfill_idle"] = '"skip"'
@@ -201,6 +205,9 @@ def sim_keys(timing):
     if "drain_pass_ms" in timing:
         # The sidecar acts on a drain at its passes (docs/simulator.md).
         keys["drain_pass_ms"] = str(timing["drain_pass_ms"])
+    if "victim_complete_ms" in timing:
+        # A victim's GPUs are free once it stops COMPLETING (docs/simulator.md).
+        keys["victim_complete_ms"] = str(timing["victim_complete_ms"])
     # CALIB_SIM_DROP=key,...: leave settings out, to see what each does.
     for k in os.environ.get("CALIB_SIM_DROP", "").split(","):
         keys.pop(k.strip(), None)
@@ -284,6 +291,30 @@ def measure(d, slices):
     if drain_ms and os.environ.get("CALIB_DRAIN_PASS", "1") != "0":
         out["drain_pass_ms"] = int(statistics.median(drain_ms))
         out["measured_drain_requeues"] = len(drain_ms)
+    # A victim's completion: slurmctld requeues it at once ("preempted
+    # JobId=V has been requeued to reclaim resources for JobId=P") but its
+    # GPUs are free only when it is no longer COMPLETING ("Requeuing
+    # JobId=V", batch_requeue_fini), for victim_complete_ms. (No pass
+    # follows from it: the testbed's "sched: Allocate" lines all fall on
+    # the sched_interval cadence.)
+    done_ms = []
+    for sd in slices:
+        log = os.path.join(d, sd, "slurmctld.log")
+        if not os.path.exists(log):
+            continue
+        preempted = {}
+        for line in open(log, errors="replace"):
+            m = re.search(r"preempted JobId=(\d+) has been requeued to reclaim resources for JobId=(\d+)", line)
+            if m:
+                preempted[m.group(1)] = (stamp_ms(line), m.group(2))
+                continue
+            m = re.search(r"Requeuing JobId=(\d+)$", line.rstrip())
+            if m and m.group(1) in preempted:
+                at, _ = preempted.pop(m.group(1))
+                done_ms.append(stamp_ms(line) - at)
+    if done_ms and os.environ.get("CALIB_VICTIM_DONE", "1") != "0":
+        out["victim_complete_ms"] = int(statistics.median(done_ms))
+        out["measured_victim_completions"] = len(done_ms)
     # The pass is not at a fixed offset (bf_interval counts from the end of
     # the last pass): measure how often a job that found GPUs free started
     # only in the second after its submission.

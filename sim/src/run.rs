@@ -58,7 +58,7 @@ use super::{ClusterSpec, Policy, PreemptionRecord, SimReport};
 use backfill::Held;
 use fairshare::config::sim::{
     BackfillCandidates, BackfillHold, BackfillIdle, BackfillPreempt, BackfillReserve, Placement,
-    PreemptorStart, SnapshotPhase, VictimBudget,
+    PreemptorStart, ShortPartition, SnapshotPhase, VictimBudget,
 };
 use fairshare::config::Config;
 use fairshare::contract::{protected_until, Contract, RunClock};
@@ -91,6 +91,9 @@ const MAIN: u8 = 9;
 /// `[sim] drain_pass_ms`: the sidecar's draining pass looks at drained
 /// node `a` (the first pass after its drain began).
 const DRAIN_PASS: u8 = 10;
+/// `[sim] victim_complete_ms`: the victims of preemptor `a`, COMPLETING
+/// since a pass, free their GPUs (`b`: the offset into the second, µs).
+const VICTIM_DONE: u8 = 11;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -226,6 +229,13 @@ pub(crate) struct Sim<'w> {
     /// preemptor and the GPUs held for it (its victims', still completing,
     /// and the rest of its placement) until the pass ends.
     completing: Vec<(u32, Vec<NodeGpus>)>,
+    /// `victim_complete_ms`: per preemption of this pass, the preemptor
+    /// and its victims' GPUs, held for them once the pass ends.
+    victims_freed: Vec<(u32, Vec<NodeGpus>)>,
+    /// `victim_complete_ms`: victims' GPUs still busy (COMPLETING): when
+    /// they come back (µs since second 0), the preemptor they are held
+    /// under, and the GPUs.
+    victims_busy: Vec<(u64, u32, Vec<NodeGpus>)>,
     /// Buffer of [`Sim::second_with_passes`]: this second's job ends and
     /// node events (offset µs, kind, a, b), applied at their offsets among
     /// its passes.

@@ -549,6 +549,8 @@ proptest! {
             "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_idle = \"skip\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"clock\"\nledger_lag = \"0:01\"\nrequeue_delay = \"0:11\"\npass_drift_us = 2000\nmain_drift_us = 5000\nmain_passes_us = [1400000, 9450000, 300000000]\n",
             // ... and Slurm's will-run test in windows, the sidecar's drain passes.
             "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_idle = \"skip\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"clock\"\nledger_lag = \"0:01\"\nrequeue_delay = \"0:11\"\npass_drift_us = 2000\nmain_drift_us = 5000\nmain_passes_us = [1400000, 9450000, 300000000]\nwill_run_window = \"0:30\"\nwill_run_offset = 7\ndrain_pass_ms = 200\n",
+            // ... and victims COMPLETING for a while, short jobs sharing nodes.
+            "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_idle = \"skip\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"clock\"\nledger_lag = \"0:01\"\nrequeue_delay = \"0:11\"\nrepreempt_delay = \"0:12\"\npass_drift_us = 2000\nmain_drift_us = 5000\nwill_run_window = \"0:30\"\nwill_run_offset = 7\ndrain_pass_ms = 200\nvictim_complete_ms = 28\nshort_partition = \"shared\"\n",
         ]),
     ) {
         let c = config(&format!(
@@ -1349,6 +1351,91 @@ fn a_preemptor_that_lost_its_gpus_preempts_again_after_the_delay() {
     assert_eq!(
         times("repreempt_delay = \"1:00\"\n"),
         [(4200, 9), (4200, 9), (4260, 9)]
+    );
+}
+
+/// `[sim] victim_complete_ms`: t1 holds the node with two 10 h jobs; t2's
+/// 4-GPU job arrives at 4200.1 s, past their 1 h contracts, and preempts
+/// one in the backfill pass at 900 ms. The main pass follows at 905 ms:
+/// with the victim's GPUs free once the backfill pass ends it starts the
+/// preemptor there (wait 0 s); with them busy 28 ms more (slurmctld: the
+/// victim is COMPLETING until its epilog reports) it cannot, and the next
+/// backfill, at 4201.9 s, does (wait 1 s).
+#[test]
+fn a_victims_gpus_stay_busy_for_victim_complete_ms() {
+    let jobs = || {
+        vec![
+            job(1, "t1", 0, 36_000, 4),
+            job(2, "t1", 0, 36_000, 4),
+            TraceJob {
+                submit_ms: Some(100),
+                ..job(3, "t2", 4200, 600, 4)
+            },
+        ]
+    };
+    let base = "preemptor_start = \"next_pass\"\nrepreempt_delay = \"0:12\"\nbackfill_interval = \"0:01\"\nsched_interval = \"0:02\"\nmain_phase_ms = 905\npass_miss_ms = 100\n";
+    let wait = |extra: &str| {
+        let r = run(
+            &config(&format!("{TWO_TEAMS}\n[sim]\n{base}{extra}")),
+            jobs(),
+            ONE_NODE,
+            Policy::Allot,
+        );
+        assert_eq!((r.preemptions, r.finished), (1, 3));
+        assert_eq!(r.preemption_log[0].time, 4200);
+        r.teams[1].wait_p50_s
+    };
+    assert_eq!(wait(""), 0);
+    assert_eq!(wait("victim_complete_ms = 28\n"), 1);
+    for (sim, fix) in [
+        ("victim_complete_ms = 28\n", "needs a sched_interval"),
+        ("sched_interval = \"0:02\"\nvictim_complete_ms = 28\n", "next_pass"),
+        (
+            "sched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_complete_ms = 1000\n",
+            "0-999",
+        ),
+    ] {
+        let e = sim_error(sim);
+        assert!(e.contains("sim.victim_complete_ms") && e.contains(fix), "{e}");
+    }
+}
+
+/// `[sim] short_partition`: t1's 7-GPU job holds the node for 10 h; t2's
+/// short job (2 GPUs, 10 min: first in priority) cannot start at 100, and
+/// t3's 1-GPU 100 s job arrives at 101. With short jobs `"apart"` the main
+/// pass at 102 passes over the short one and starts it (wait 1 s); with
+/// `"shared"` (Slurm's main scheduler stops at the first job that cannot
+/// start, job_scheduler.c `fail_this_part`) it waits for the backfill
+/// pass at 120 (every 30 s), which starts it as it ends before the short
+/// job's reservation (wait 19 s).
+#[test]
+fn a_blocked_short_job_stops_the_main_pass_with_short_partition_shared() {
+    let jobs = || {
+        vec![
+            job(1, "t1", 0, 36_000, 7),
+            job(2, "t2", 100, 600, 2),
+            job(3, "t3", 101, 100, 1),
+        ]
+    };
+    let wait_of_3 = |extra: &str| {
+        let r = run(
+            &config(&format!(
+                "window = \"7-0\"\n[contract]\ndefault_min_runtime = \"1:00:00\"\n[tree.t1]\nshare = 1\n[tree.t2]\nshare = 1\n[tree.t3]\nshare = 1\n[priority]\nshort_max_gpus = 2\nshort_max_time = \"1:00:00\"\n[sim]\nbackfill_interval = \"0:30\"\nsched_interval = \"0:02\"\n{extra}"
+            )),
+            jobs(),
+            ONE_NODE,
+            Policy::Allot,
+        );
+        assert_eq!((r.preemptions, r.finished), (0, 3));
+        r.teams[2].wait_p50_s
+    };
+    assert_eq!(wait_of_3(""), 1);
+    assert_eq!(wait_of_3("short_partition = \"apart\"\n"), 1);
+    assert_eq!(wait_of_3("short_partition = \"shared\"\n"), 19);
+    let e = sim_error("short_partition = \"own\"\n");
+    assert!(
+        e.contains("sim.short_partition") && e.contains("\"shared\""),
+        "{e}"
     );
 }
 

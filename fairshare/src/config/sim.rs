@@ -16,11 +16,13 @@
 //! backfill_candidates = "busy"    # "free": with "all", a reservation counts the job's preemption candidates free
 //! backfill_idle = "run"           # "skip": with sched_interval, a backfill pass only after a change, as in Slurm
 //! backfill_preempt = "first"      # "all": the backfill may preempt for every job it looks at
+//! short_partition = "apart"       # "shared": a short job that cannot start holds up the others like any job, as in Slurm
 //! preemptor_start = "at_once"     # "next_pass": a preemptor waits for a later pass, as in Slurm
 //! victim_budget = "cluster"       # "node": a team's victims bounded per node, as the preempt plugin
 //! snapshot_phase = "pass"         # with sched_interval, the plugins' rebuild: "seeded" offset into its second, "clock": 0.5 s
 //! sync_offset = 0                 # the sync.interval ticks fall at the seconds t with t mod sync.interval = this
 //! drain_pass_ms = ...             # with sched_interval: the sidecar's draining pass, ms into each tick (default: at once)
+//! victim_complete_ms = ...        # with next_pass: a victim's GPUs stay busy this long after its preemption (default: to the pass's end)
 //! ledger_lag = "0"                # a job's start or end reaches the plugins' usage this much later
 //! repreempt_delay = "0"           # a job that preempted may not again for this long (Slurm: KillWait + MessageTimeout)
 //! requeue_delay = "0"             # a requeued job waits this long (Slurm: cred_expire + 1)
@@ -149,6 +151,26 @@ pub enum BackfillHold {
     /// shows a 2-GPU job's reservation taking a whole 8-GPU node for a
     /// minute.
     Nodes,
+}
+
+/// Where short jobs (the short band) run, as far as a job that cannot
+/// start holding up the others goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShortPartition {
+    /// In a partition on nodes of their own: a short job that cannot start
+    /// stops neither pass nor gets a backfill reservation (what the
+    /// simulator always did).
+    Apart,
+    /// In a partition that shares its nodes with the others (or in the
+    /// same one): a short job that cannot start is like any other. Slurm
+    /// 22.05's main scheduler, once a job cannot start
+    /// (`ESLURM_NODES_BUSY`), starts no more jobs of its partition *nor on
+    /// that partition's nodes* for the rest of the pass (job_scheduler.c
+    /// `fail_this_part`), and its backfill plans a start for every job it
+    /// tests. The testbed's `gpu` and `debug` partitions share all nodes,
+    /// and the calibration slices' short 2-GPU jobs run in `gpu` itself.
+    Shared,
 }
 
 /// Whether a backfill pass runs when nothing changed since the last one
@@ -353,6 +375,9 @@ pub struct SimSettings {
     /// changed since the last one: `run` (default) or `skip` (as Slurm's
     /// backfill agent).
     pub backfill_idle: BackfillIdle,
+    /// Whether a short job that cannot start holds up the others
+    /// ([`ShortPartition`]).
+    pub short_partition: ShortPartition,
     /// For which jobs a backfill pass may preempt: `first` (default: the
     /// first job it cannot start) or `all` (every job it looks at, as
     /// Slurm's sched/backfill).
@@ -496,6 +521,16 @@ pub struct SimSettings {
     /// this far into the second its contract ends. `None` (default): at
     /// once, at the drain and at the start of the contract's last second.
     pub drain_pass_ms: Option<u64>,
+    /// With `sched_interval` and `preemptor_start = "next_pass"`: how long,
+    /// in milliseconds (0-999), a victim's GPUs stay busy after the pass
+    /// that preempted it. slurmctld requeues a victim at once but it stays
+    /// COMPLETING until its node's epilog reports, and only then are its
+    /// GPUs free: slurmctld.log's `preempted JobId=V has been requeued` to
+    /// `Requeuing JobId=V` (`batch_requeue_fini`), 26-31 ms on the testbed.
+    /// So a main pass a few milliseconds after the backfill pass that
+    /// preempted cannot start the preemptor there yet. `None` (default):
+    /// they are free once the preempting pass ends.
+    pub victim_complete_ms: Option<u64>,
     /// Slurm's `bf_resolution`, seconds (0, the default: exact). Above 0,
     /// a reservation the backfill (`backfill_reserve = "all"`) makes for a
     /// job planned over `[start, start + limit)` holds its nodes over
@@ -554,6 +589,7 @@ impl Default for SimSettings {
             backfill_hold: BackfillHold::Gpus,
             backfill_candidates: BackfillCandidates::Busy,
             backfill_idle: BackfillIdle::Run,
+            short_partition: ShortPartition::Apart,
             backfill_preempt: BackfillPreempt::First,
             snapshot_phase: SnapshotPhase::Pass,
             preemptor_start: PreemptorStart::AtOnce,
@@ -575,6 +611,7 @@ impl Default for SimSettings {
             sched_offset: 0,
             sync_offset: 0,
             drain_pass_ms: None,
+            victim_complete_ms: None,
             backfill_resolution: 0,
             resolution_offset: 0,
             will_run_window: 0,
@@ -600,6 +637,7 @@ struct RawSim {
     backfill_reserve: Option<String>,
     backfill_hold: Option<String>,
     backfill_candidates: Option<String>,
+    short_partition: Option<String>,
     backfill_idle: Option<String>,
     backfill_preempt: Option<String>,
     snapshot_phase: Option<String>,
@@ -622,6 +660,7 @@ struct RawSim {
     sched_offset: Option<u64>,
     sync_offset: Option<u64>,
     drain_pass_ms: Option<u64>,
+    victim_complete_ms: Option<u64>,
     backfill_resolution: Option<toml::Value>,
     resolution_offset: Option<u64>,
     will_run_window: Option<toml::Value>,
@@ -755,7 +794,7 @@ pub(crate) fn parse(
             errors.push(ConfigError::Invalid {
                 path: "sim".into(),
                 message: format!(
-                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_hold, backfill_candidates, backfill_idle, backfill_preempt, snapshot_phase, preemptor_start, victim_budget, ledger_lag, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, attempt_jitter_ms, pass_miss_ms, main_phase_ms, pass_drift_us, main_drift_us, main_passes_us, backfill_passes_us, sched_interval, sched_offset, sync_offset, drain_pass_ms, backfill_resolution, resolution_offset, will_run_window, will_run_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
+                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_hold, backfill_candidates, backfill_idle, backfill_preempt, short_partition, snapshot_phase, preemptor_start, victim_budget, ledger_lag, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, attempt_jitter_ms, pass_miss_ms, main_phase_ms, pass_drift_us, main_drift_us, main_passes_us, backfill_passes_us, sched_interval, sched_offset, sync_offset, drain_pass_ms, victim_complete_ms, backfill_resolution, resolution_offset, will_run_window, will_run_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
                 ),
             });
             return SimSettings::default();
@@ -918,6 +957,14 @@ pub(crate) fn parse(
         errors,
     );
     choose(
+        "sim.short_partition",
+        raw.short_partition.as_deref(),
+        &[("apart", ShortPartition::Apart), ("shared", ShortPartition::Shared)],
+        "\"apart\" (short jobs run on nodes of their own: one that cannot start holds up no other job) or \"shared\" (their partition shares nodes with the others: one that cannot start stops the main pass and is planned by the backfill like any job, as in Slurm)",
+        &mut s.short_partition,
+        errors,
+    );
+    choose(
         "sim.snapshot_phase",
         raw.snapshot_phase.as_deref(),
         &[
@@ -1008,6 +1055,18 @@ pub(crate) fn parse(
         errors,
     ) {
         s.drain_pass_ms = Some(ms);
+    }
+    let next_pass = s.preemptor_start == PreemptorStart::NextPass;
+    if let Some(ms) = within(
+        "sim.victim_complete_ms",
+        raw.victim_complete_ms,
+        |ms| sched > 0 && next_pass && ms <= 999,
+        |ms| {
+            format!("{ms} needs a sched_interval above 0 (now {sched} s) and preemptor_start = \"next_pass\", and must be 0-999: it is how long a preempted job's GPUs stay busy after its preemption, in milliseconds (26-31 on the testbed; scripts/calibrate reads it from slurmctld.log)")
+        },
+        errors,
+    ) {
+        s.victim_complete_ms = Some(ms);
     }
     if let Some(us) = within(
         "sim.pass_drift_us",

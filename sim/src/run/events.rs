@@ -51,6 +51,7 @@ impl Sim<'_> {
                     self.drain_pass(a);
                 }
             }
+            VICTIM_DONE => self.victims_done(a, b),
             TICK => self.tick_at = u64::MAX,
             WAKE => {
                 self.wakes.remove(&now);

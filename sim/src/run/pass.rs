@@ -313,9 +313,13 @@ impl Sim<'_> {
                 failed_avoid = u32::MAX;
                 continue;
             }
-            if self.policy == Policy::Allot && self.is_short(id) {
-                // Short jobs run in their own partition (docs/simulator.md):
-                // one that cannot start holds up only that partition.
+            if self.policy == Policy::Allot
+                && self.is_short(id)
+                && self.config.sim.short_partition == ShortPartition::Apart
+            {
+                // Short jobs run in their own partition on nodes of their
+                // own (docs/simulator.md): one that cannot start holds up
+                // only that partition.
                 continue;
             }
             blocked = true;
@@ -341,6 +345,7 @@ impl Sim<'_> {
         for (v, alloc) in std::mem::take(&mut self.completing) {
             self.cluster.release(v, &alloc);
         }
+        self.hold_victims();
         if completing {
             self.epoch += 1;
         }

@@ -262,7 +262,13 @@ impl Sim<'_> {
             // (slurmctld's KillWait + MessageTimeout); a livelock stops at
             // the horizon (run::horizon). The invariants property test runs
             // with `next_pass` and checks that jobs are left unfinished only
-            // there.
+            // there. `victim_complete_ms` holds the victims' GPUs a few
+            // milliseconds longer, each hold with its release event queued
+            // (Sim::hold_victims): it adds no preemption and no loop.
+            if self.config.sim.victim_complete_ms.is_some() {
+                // Still COMPLETING when the pass ends (Sim::hold_victims).
+                self.victims_freed.push((id, freed.clone()));
+            }
             let sj = &self.w.jobs[id as usize];
             let mut hold = self
                 .cluster
@@ -518,6 +524,53 @@ impl Sim<'_> {
             // A second entry: each is taken and given back on its own.
             self.cluster.take(id, &rest);
             self.completing.push((id, rest));
+        }
+    }
+
+    /// `victim_complete_ms`, when a pass that preempted ends: its victims'
+    /// GPUs stay busy (slurmctld: COMPLETING until the node's epilog
+    /// reports) until `victim_complete_ms` past the pass's offset, held
+    /// under their preemptor; then [`Sim::victims_done`] frees them for
+    /// the passes after that (slurmctld runs no pass of its own then: the
+    /// testbed's main passes all fall on the `sched_interval` cadence).
+    /// Nothing is held twice: the pass's own holds came back just before.
+    pub(super) fn hold_victims(&mut self) {
+        let Some(ms) = self.config.sim.victim_complete_ms else {
+            return;
+        };
+        let at = self.now * 1_000_000 + self.pass_us.unwrap_or(0);
+        let done = at + ms * 1000;
+        for (id, mut gpus) in std::mem::take(&mut self.victims_freed) {
+            for g in &mut gpus {
+                g.gpus = g.gpus.min(self.cluster.free[g.node as usize]);
+            }
+            gpus.retain(|g| g.gpus > 0);
+            self.cluster.take(id, &gpus);
+            self.victims_busy.push((done, id, gpus));
+            let (second, off) = (done / 1_000_000, (done % 1_000_000) as u32);
+            if second == self.now {
+                self.timed_later
+                    .push((u64::from(off), VICTIM_DONE, id, off));
+            } else {
+                self.events.push(Reverse((second, VICTIM_DONE, id, off)));
+            }
+        }
+    }
+
+    /// `victim_complete_ms`: the victims of preemptor `id` held until
+    /// `off` µs into this second are done; their GPUs are free.
+    pub(super) fn victims_done(&mut self, id: u32, off: u32) {
+        let done = self.now * 1_000_000 + u64::from(off);
+        if let Some(i) = self
+            .victims_busy
+            .iter()
+            .position(|(d, p, _)| *d == done && *p == id)
+        {
+            let (_, _, gpus) = self.victims_busy.swap_remove(i);
+            self.cluster.release(id, &gpus);
+            self.last_change = self.now;
+            // Placement failures of this second may not hold any more.
+            self.epoch += 1;
         }
     }
 }

@@ -22,7 +22,10 @@
 //!   a `sync.interval` tick's second, and requeues a drained node's job at
 //!   that offset into the second its contract ends;
 //! - with `backfill_idle = "skip"` a backfill pass runs only if a job or
-//!   node changed in the second the last one ran or later.
+//!   node changed in the second the last one ran or later;
+//! - with `victim_complete_ms` a preempted job's GPUs come back that long
+//!   after the offset of the pass that preempted it (it is COMPLETING
+//!   until then), for the passes after that offset.
 //!
 //! All offsets are in microseconds here (`_us`), seconds since the trace's
 //! first submission times 1,000,000 plus the offset.
@@ -119,6 +122,7 @@ impl Sim<'_> {
                     .at_ms
                     .map(|ms| u64::from(ms) * 1000),
                 DRAIN_PASS | DRAIN_REQUEUE => self.config.sim.drain_pass_ms.map(|ms| ms * 1000),
+                VICTIM_DONE => Some(u64::from(b)),
                 _ => None,
             };
             match at {
@@ -211,6 +215,11 @@ impl Sim<'_> {
     /// An event a handler times later in this second ([`Sim::timed_later`])
     /// joins them in order, and is applied too if below `hi`.
     fn apply_timed(&mut self, timed: &mut Vec<(u64, u8, u32, u32)>, hi: u64) {
+        // Timed by a pass since the last call (Sim::hold_victims).
+        if !self.timed_later.is_empty() {
+            timed.append(&mut self.timed_later);
+            timed.sort_unstable();
+        }
         let mut n = timed.partition_point(|e| e.0 < hi);
         let mut k = 0;
         while k < n {

@@ -136,6 +136,8 @@ impl<'w> Sim<'w> {
             head_cache: vec![(u32::MAX, u32::MAX, 0); teams * QUEUES_PER_TEAM],
             pass_heap: Vec::new(),
             completing: Vec::new(),
+            victims_freed: Vec::new(),
+            victims_busy: Vec::new(),
             pass_ends: Vec::new(),
             timed_later: Vec::new(),
             bf_blocked: false,
