@@ -1062,7 +1062,14 @@ pub(crate) fn parse(
         raw.victim_complete_ms,
         |ms| sched > 0 && next_pass && ms <= 999,
         |ms| {
-            format!("{ms} needs a sched_interval above 0 (now {sched} s) and preemptor_start = \"next_pass\", and must be 0-999: it is how long a preempted job's GPUs stay busy after its preemption, in milliseconds (26-31 on the testbed; scripts/calibrate reads it from slurmctld.log)")
+            let fix = if sched == 0 {
+                format!("needs a sched_interval above 0 (now {sched} s)")
+            } else if !next_pass {
+                "needs preemptor_start = \"next_pass\" (now \"at_once\")".to_string()
+            } else {
+                "must be 0-999".to_string()
+            };
+            format!("{ms} {fix}: it is how long a preempted job's GPUs stay busy after the pass that preempted it, in milliseconds (about 28 on the testbed; scripts/calibrate reads it from slurmctld.log)")
         },
         errors,
     ) {
