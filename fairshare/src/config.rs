@@ -209,6 +209,12 @@ impl Config {
                 message: "must be longer than 0 while sweep_jobs is set; write e.g. sweep_window = \"15:00\", or sweep_jobs = 0 for no sweeps".into(),
             });
         }
+        if sim.short_partition == sim::ShortPartition::Shared && priority.short_max_gpus == 0 {
+            errors.push(ConfigError::Invalid {
+                path: "sim.short_partition".into(),
+                message: "\"shared\" says how short-band jobs that cannot start hold up the others, and the short band is off; set priority.short_max_gpus (e.g. 2) or remove short_partition".into(),
+            });
+        }
         if preempt_short_wait > 0 && priority.short_max_gpus == 0 {
             errors.push(ConfigError::Invalid {
                 path: "preempt.short_wait".into(),

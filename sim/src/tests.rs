@@ -549,8 +549,9 @@ proptest! {
             "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_idle = \"skip\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"clock\"\nledger_lag = \"0:01\"\nrequeue_delay = \"0:11\"\npass_drift_us = 2000\nmain_drift_us = 5000\nmain_passes_us = [1400000, 9450000, 300000000]\n",
             // ... and Slurm's will-run test in windows, the sidecar's drain passes.
             "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_idle = \"skip\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"clock\"\nledger_lag = \"0:01\"\nrequeue_delay = \"0:11\"\npass_drift_us = 2000\nmain_drift_us = 5000\nmain_passes_us = [1400000, 9450000, 300000000]\nwill_run_window = \"0:30\"\nwill_run_offset = 7\ndrain_pass_ms = 200\n",
-            // ... and victims COMPLETING for a while, short jobs sharing nodes.
-            "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_idle = \"skip\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"clock\"\nledger_lag = \"0:01\"\nrequeue_delay = \"0:11\"\nrepreempt_delay = \"0:12\"\npass_drift_us = 2000\nmain_drift_us = 5000\nwill_run_window = \"0:30\"\nwill_run_offset = 7\ndrain_pass_ms = 200\nvictim_complete_ms = 28\nshort_partition = \"shared\"\n",
+            // ... and victims COMPLETING for a while, short jobs (a short
+            // band of its own, the next table) sharing nodes.
+            "backfill_reserve = \"all\"\nbackfill_hold = \"nodes\"\nbackfill_candidates = \"free\"\nbackfill_idle = \"skip\"\nbackfill_preempt = \"all\"\nsched_interval = \"0:02\"\npreemptor_start = \"next_pass\"\nvictim_budget = \"node\"\nsnapshot_phase = \"clock\"\nledger_lag = \"0:01\"\nrequeue_delay = \"0:11\"\nrepreempt_delay = \"0:12\"\npass_drift_us = 2000\nmain_drift_us = 5000\nwill_run_window = \"0:30\"\nwill_run_offset = 7\ndrain_pass_ms = 200\nvictim_complete_ms = 28\nshort_partition = \"shared\"\n[priority]\nshort_max_gpus = 2\nshort_max_time = \"1:00:00\"\n",
         ]),
     ) {
         let c = config(&format!(
@@ -1435,6 +1436,12 @@ fn a_blocked_short_job_stops_the_main_pass_with_short_partition_shared() {
     let e = sim_error("short_partition = \"own\"\n");
     assert!(
         e.contains("sim.short_partition") && e.contains("\"shared\""),
+        "{e}"
+    );
+    // TWO_TEAMS has no short band: "shared" would change nothing.
+    let e = sim_error("short_partition = \"shared\"\n");
+    assert!(
+        e.contains("sim.short_partition") && e.contains("short_max_gpus"),
         "{e}"
     );
 }
