@@ -526,7 +526,7 @@ pub struct SimSettings {
     /// that preempted it. slurmctld requeues a victim at once but it stays
     /// COMPLETING until its node's epilog reports, and only then are its
     /// GPUs free: slurmctld.log's `preempted JobId=V has been requeued` to
-    /// `Requeuing JobId=V` (`batch_requeue_fini`), 26-31 ms on the testbed.
+    /// `Requeuing JobId=V` (`batch_requeue_fini`), 26-34 ms on the testbed.
     /// So a main pass a few milliseconds after the backfill pass that
     /// preempted cannot start the preemptor there yet. `None` (default):
     /// they are free once the preempting pass ends.

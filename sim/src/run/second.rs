@@ -212,26 +212,24 @@ impl Sim<'_> {
 
     /// Applies the events at the front of `timed` (offset µs, kind, a, b;
     /// sorted) whose offset is below `hi`; the rest stay.
-    /// An event a handler times later in this second ([`Sim::timed_later`])
-    /// joins them in order, and is applied too if below `hi`.
+    /// An event a handler or a pass times later in this second
+    /// ([`Sim::timed_later`]: a drain's pass, a victim's completion) joins
+    /// them in order, and is applied too if below `hi`.
     fn apply_timed(&mut self, timed: &mut Vec<(u64, u8, u32, u32)>, hi: u64) {
-        // Timed by a pass since the last call (Sim::hold_victims).
-        if !self.timed_later.is_empty() {
-            timed.append(&mut self.timed_later);
-            timed.sort_unstable();
-        }
-        let mut n = timed.partition_point(|e| e.0 < hi);
         let mut k = 0;
-        while k < n {
+        loop {
+            if !self.timed_later.is_empty() {
+                timed.drain(..k);
+                k = 0;
+                timed.append(&mut self.timed_later);
+                timed.sort_unstable();
+            }
+            if k >= timed.partition_point(|e| e.0 < hi) {
+                break;
+            }
             let (_, kind, a, b) = timed[k];
             k += 1;
             self.handle(kind, a, b);
-            if !self.timed_later.is_empty() {
-                timed.drain(..k);
-                timed.append(&mut self.timed_later);
-                timed.sort_unstable();
-                (k, n) = (0, timed.partition_point(|e| e.0 < hi));
-            }
         }
         timed.drain(..k);
     }
