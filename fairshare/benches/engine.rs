@@ -1,13 +1,20 @@
 //! One full priority pass: rank a 1,000-leaf tree (10 programs x 10 groups
 //! x 10 projects) and compute priorities for 100,000 pending jobs, as the
 //! priority plugin does each cycle. Goal: under 10 ms on one core.
-//! Also: the incremental usage tracker's cost per job and per advance.
+//! Also: the incremental usage tracker's cost per job and per advance, and
+//! one preemption round as preempt/allot judges it: 252 running candidates
+//! of one pending job on 1,024 GPUs (128 nodes of 8), as in the 1,024-GPU
+//! scale run (docs/benchmarks.md).
 
 use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use fairshare::{Config, Engine, PendingJob, Tree, UsageTracker};
+use fairshare::preempt::round::{Candidate, Rounds};
+use fairshare::{
+    Config, Contract, Engine, Entitlements, PendingJob, Preemptor, RunClock, RunningJob, Tree,
+    UsageTracker,
+};
 
 mod common;
 use common::{lcg, synthetic_tree};
@@ -68,5 +75,69 @@ fn bench_pass(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_pass);
+fn bench_round(c: &mut Criterion) {
+    let config = config();
+    let engine = Engine::new(config.clone(), vec![0.0; 1000], NOW);
+    let accounts: Vec<String> = config.tree.accounts().map(|(a, _)| a.to_string()).collect();
+    let mut seed = 5;
+    // 252 running 4-GPU jobs past their contract on 128 nodes (two a node
+    // on most), of accounts other than the preemptor's.
+    let jobs: Vec<(RunningJob<'_>, String)> = (0..252u64)
+        .map(|i| {
+            let job = RunningJob {
+                id: 1000 + i,
+                account: &accounts[1 + (lcg(&mut seed) % 999) as usize],
+                contract: Contract {
+                    min_runtime: 3600,
+                    clock: RunClock::started(NOW - 7200),
+                },
+                alloc: &[],
+                requeue: true,
+                short: false,
+            };
+            (job, format!("gpu{:03}", i % 128))
+        })
+        .collect();
+    let n = config.tree.leaves().len();
+    let mut running = vec![0u64; n];
+    for (j, _) in &jobs {
+        running[engine.leaf_of(j.account).unwrap().0 as usize] += 4;
+    }
+    let mut pending = vec![0u64; n];
+    pending[engine.leaf_of(&accounts[0]).unwrap().0 as usize] = 8;
+    let load = Entitlements::compute(engine.tree(), 1024, &running, &pending);
+    let p = Preemptor {
+        account: &accounts[0],
+        min_runtime: 3600,
+        rate: 8,
+        nodes: 1,
+        gpus_per_node: 8,
+        short: false,
+        sweep: false,
+        waited: 600,
+    };
+    c.bench_function("preemption round: 252 candidates, 1024 GPUs", |b| {
+        b.iter(|| {
+            let mut rounds = Rounds::default();
+            rounds.set_load(load.clone());
+            rounds.enter(1, 1);
+            let mut allowed = 0;
+            for (j, node) in &jobs {
+                let cand = Candidate {
+                    id: j.id,
+                    job: j,
+                    gpus: 4,
+                    nodes: Some(node),
+                };
+                allowed += usize::from(
+                    rounds.judge(&engine, 1, &p, 8, black_box(cand), NOW)
+                        == Some(fairshare::Verdict::Allowed),
+                );
+            }
+            black_box(allowed)
+        })
+    });
+}
+
+criterion_group!(benches, bench_pass, bench_round);
 criterion_main!(benches);

@@ -25,7 +25,7 @@ pub fn allocated_gpus(job: &JobRecord<'_>) -> u64 {
 }
 
 /// Requested GPUs, from the requested TRES (`tres_req_str`); 0 when none.
-pub fn requested_gpus(job: &JobRecord<'_>) -> u64 {
+pub fn gpus_in_tres_req(job: &JobRecord<'_>) -> u64 {
     job.tres_req_str()
         .and_then(|s| fairshare::tres::gpu_count(s).ok())
         .unwrap_or(0)
@@ -38,11 +38,11 @@ pub fn time_limit(job: &JobRecord<'_>) -> Option<u64> {
 
 /// True for a job of the short band ([`fairshare::priority`]).
 pub fn is_short(engine: &Engine, job: &JobRecord<'_>) -> bool {
-    short_band(engine, job, min_runtime(engine, job), requested_gpus(job))
+    short_band(engine, job, min_runtime(engine, job), gpus_in_tres_req(job))
 }
 
 /// [`is_short`] for a caller that has read the job's [`min_runtime`] and
-/// [`requested_gpus`] already.
+/// [`gpus_in_tres_req`] already.
 fn short_band(engine: &Engine, job: &JobRecord<'_>, min_runtime: u64, gpus: u64) -> bool {
     engine
         .config()
@@ -69,7 +69,7 @@ pub fn pending<'a>(engine: &Engine, job: &JobRecord<'a>) -> PendingJob<'a> {
         min_runtime: min_runtime(engine, job),
         nice: job.nice(),
         eligible_time: eligible,
-        gpus: requested_gpus(job),
+        gpus: gpus_in_tres_req(job),
         time_limit: time_limit(job),
     }
 }
@@ -105,7 +105,7 @@ impl LoadCounter {
         if is_running {
             self.running[leaf.0 as usize] += allocated_gpus(job);
         } else if state == JobState::Pending {
-            self.pending[leaf.0 as usize] += requested_gpus(job);
+            self.pending[leaf.0 as usize] += gpus_in_tres_req(job);
         }
     }
 
@@ -160,12 +160,12 @@ pub struct PreemptorFacts {
 
 impl PreemptorFacts {
     /// Reads `job`: its account, [`min_runtime`], the charge rate of its
-    /// requested TRES, [`requested_gpus`], the short band (as [`is_short`],
+    /// requested TRES, [`gpus_in_tres_req`], the short band (as [`is_short`],
     /// from the minimum runtime and GPUs just read), [`is_sweep`] and
     /// [`eligible_time`].
     pub fn of(engine: &Engine, job: &JobRecord<'_>) -> PreemptorFacts {
         let min_runtime = min_runtime(engine, job);
-        let gpus = requested_gpus(job);
+        let gpus = gpus_in_tres_req(job);
         PreemptorFacts {
             account: job.account().unwrap_or("").to_string(),
             min_runtime,
@@ -179,7 +179,7 @@ impl PreemptorFacts {
         }
     }
 
-    /// Its requested GPUs ([`requested_gpus`]).
+    /// Its requested GPUs ([`gpus_in_tres_req`]).
     pub fn gpus(&self) -> u64 {
         self.gpus
     }
@@ -202,17 +202,19 @@ impl PreemptorFacts {
 
 /// A job as a preemptee (its per-node allocation is not needed for the
 /// yes/no verdict, which is all slurmctld asks of a preempt plugin).
+/// The contract (AdminComment) is read once.
 pub fn running<'a>(engine: &Engine, job: &JobRecord<'a>) -> RunningJob<'a> {
+    let min_runtime = min_runtime(engine, job);
     RunningJob {
         id: u64::from(job.job_id()),
         account: job.account().unwrap_or(""),
         contract: Contract {
-            min_runtime: min_runtime(engine, job),
+            min_runtime,
             clock: run_clock(job),
         },
         alloc: &[],
         requeue: job.requeue(),
-        short: is_short(engine, job),
+        short: short_band(engine, job, min_runtime, gpus_in_tres_req(job)),
     }
 }
 

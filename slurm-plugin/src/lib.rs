@@ -13,6 +13,7 @@
 
 pub mod config;
 pub mod jobs;
+pub mod preempt_live;
 pub mod preempt_mode;
 pub mod shares;
 pub mod snapshot;

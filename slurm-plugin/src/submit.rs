@@ -43,7 +43,7 @@ pub struct Submission<'a> {
     pub comment: Option<&'a str>,
     /// AdminComment in the request (operators only).
     pub admin_comment: Option<&'a str>,
-    /// GPUs it asks for in all ([`requested_gpus`]).
+    /// GPUs it asks for in all ([`gpus_at_submission`]).
     pub gpus: u64,
     /// `--time`, seconds (`None`: not given).
     pub time_limit: Option<u64>,
@@ -56,7 +56,11 @@ pub struct Submission<'a> {
 /// times `--nodes` (1 when not given). A TRES item is `gres:gpu:2`,
 /// `gres/gpu:a100:2`, `gpu:2` or `gres/gpu=2`; `gpu` alone is 1. Items
 /// other than GPUs and counts that do not parse count nothing.
-pub fn requested_gpus(per_job: Option<&str>, per_node: Option<&str>, nodes: Option<u32>) -> u64 {
+pub fn gpus_at_submission(
+    per_job: Option<&str>,
+    per_node: Option<&str>,
+    nodes: Option<u32>,
+) -> u64 {
     fn item(item: &str) -> Option<u64> {
         let item = item.trim();
         let rest = item
@@ -387,21 +391,27 @@ mod tests {
     #[test]
     fn gpus_and_array_tasks_as_the_clients_send_them() {
         // 22.05 writes `gres:gpu`, 24.11 `gres/gpu`; --gres is passed as given.
-        assert_eq!(requested_gpus(Some("gres:gpu:2"), None, Some(4)), 2);
-        assert_eq!(requested_gpus(None, Some("gres/gpu:a100:2"), Some(3)), 6);
-        assert_eq!(requested_gpus(None, Some("gpu:1"), None), 1);
-        assert_eq!(requested_gpus(None, Some("gres/gpu=4"), None), 4);
-        assert_eq!(requested_gpus(None, Some("gres:gpu"), None), 1);
-        assert_eq!(requested_gpus(None, Some("gres:gpu:a100"), None), 1);
-        assert_eq!(requested_gpus(None, Some("gres:gpu:1,gres:nic:2"), None), 1);
+        assert_eq!(gpus_at_submission(Some("gres:gpu:2"), None, Some(4)), 2);
         assert_eq!(
-            requested_gpus(None, Some("gres:gpus:2,gres:shard:4"), None),
+            gpus_at_submission(None, Some("gres/gpu:a100:2"), Some(3)),
+            6
+        );
+        assert_eq!(gpus_at_submission(None, Some("gpu:1"), None), 1);
+        assert_eq!(gpus_at_submission(None, Some("gres/gpu=4"), None), 4);
+        assert_eq!(gpus_at_submission(None, Some("gres:gpu"), None), 1);
+        assert_eq!(gpus_at_submission(None, Some("gres:gpu:a100"), None), 1);
+        assert_eq!(
+            gpus_at_submission(None, Some("gres:gpu:1,gres:nic:2"), None),
+            1
+        );
+        assert_eq!(
+            gpus_at_submission(None, Some("gres:gpus:2,gres:shard:4"), None),
             0
         );
-        assert_eq!(requested_gpus(None, None, Some(2)), 0);
+        assert_eq!(gpus_at_submission(None, None, Some(2)), 0);
         // `x2` is a GPU type (one GPU); a count that does not parse counts none.
-        assert_eq!(requested_gpus(Some("gres:gpu:x2"), None, None), 1);
-        assert_eq!(requested_gpus(Some("gres:gpu:2x"), None, None), 0);
+        assert_eq!(gpus_at_submission(Some("gres:gpu:x2"), None, None), 1);
+        assert_eq!(gpus_at_submission(Some("gres:gpu:2x"), None, None), 0);
         assert_eq!(array_tasks(None), 1);
         assert_eq!(array_tasks(Some("0-599%10")), 600);
         assert_eq!(array_tasks(Some("1,3,5-11:2")), 6);

@@ -4,7 +4,10 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::config::Config;
+use crate::contract::Contract;
 use crate::contract::RunClock;
+use crate::engine::Engine;
+use crate::entitlement::Entitlements;
 use crate::tree::{NodeSpec, Tree};
 
 pub(super) const NOW: u64 = 1_700_000_000;
@@ -26,7 +29,7 @@ pub(super) fn pair() -> Engine {
     engine_of(Tree::build(&[NodeSpec::leaf("a", 1), NodeSpec::leaf("b", 1)]).unwrap())
 }
 
-fn pending(account: &str, min_runtime: u64, gpus: u32) -> Preemptor<'_> {
+pub(super) fn pending(account: &str, min_runtime: u64, gpus: u32) -> Preemptor<'_> {
     Preemptor {
         account,
         min_runtime,
@@ -61,7 +64,7 @@ pub(super) fn running<'a>(
 
 /// Entitlements of `e`'s leaves on `capacity` GPUs, from (account,
 /// running, pending) allocated GPUs.
-fn load(e: &Engine, capacity: u64, per: &[(&str, u64, u64)]) -> Entitlements {
+pub(super) fn load(e: &Engine, capacity: u64, per: &[(&str, u64, u64)]) -> Entitlements {
     let n = e.tree().leaves().len();
     let (mut run, mut pend) = (vec![0; n], vec![0; n]);
     for (a, r, p) in per {

@@ -15,7 +15,7 @@ use fairshare::record::SPANK_ENV;
 use fairshare::sweep::SweepCounter;
 use slurm_plugin::config::{start_in_slurmctld, ConfigWatcher};
 use slurm_plugin::submit::{
-    array_tasks, decide_modify, decide_submit, requested_gpus, Modification, ModifyDecision,
+    array_tasks, decide_modify, decide_submit, gpus_at_submission, Modification, ModifyDecision,
     Refusal, Submission,
 };
 use slurm_plugin::{guard, start_once};
@@ -87,7 +87,7 @@ pub extern "C" fn job_submit(
             spank_min_runtime: spank_value(&d),
             comment: d.comment(),
             admin_comment: d.admin_comment(),
-            gpus: requested_gpus(d.tres_per_job(), d.tres_per_node(), d.min_nodes()),
+            gpus: gpus_at_submission(d.tres_per_job(), d.tres_per_node(), d.min_nodes()),
             time_limit: d.time_limit_minutes().map(|m| u64::from(m) * 60),
             tasks: array_tasks(d.array_inx()),
         };

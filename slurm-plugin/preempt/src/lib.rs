@@ -20,16 +20,14 @@
 // `unsafe` allot_ffi constructor whose safety contract slurmctld meets.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-use std::collections::{HashMap, HashSet};
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use allot_ffi::ctld;
-use allot_ffi::job::{JobRecord, JobState};
+use allot_ffi::job::JobRecord;
 use allot_ffi::{log, sys};
-use fairshare::{Engine, Entitlements, NodeGpus, RunningJob, VictimTally};
-use slurm_plugin::jobs;
+use fairshare::Engine;
+use slurm_plugin::preempt_live;
 use slurm_plugin::preempt_mode::{self, Honoured};
 use slurm_plugin::snapshot::{now, EngineState};
 use slurm_plugin::{guard, start_once};
@@ -72,7 +70,7 @@ pub extern "C" fn init() -> c_int {
         if started != sys::SLURM_SUCCESS as c_int {
             return started;
         }
-        if let Err(e) = start_load_thread() {
+        if let Err(e) = preempt_live::start_load_thread(|| STATE.get()) {
             error(&e);
             return sys::SLURM_ERROR;
         }
@@ -84,7 +82,7 @@ pub extern "C" fn init() -> c_int {
 #[no_mangle]
 pub extern "C" fn fini() -> c_int {
     guard(P, "fini", sys::SLURM_SUCCESS as c_int, || {
-        LIVE_STOP.store(true, Ordering::Relaxed);
+        preempt_live::stop();
         if let Some(s) = STATE.get() {
             s.stop();
         }
@@ -108,212 +106,8 @@ pub extern "C" fn preempt_p_preemptable(
         }) else {
             return false;
         };
-        may_preempt(state, &or, &ee)
+        preempt_live::may_preempt(state, &or, &ee)
     })
-}
-
-/// The engine's verdict, after the cheap part: only a running (or
-/// suspended) job can be preempted. slurmctld 22.05 asks about *every* job,
-/// pending ones included, when it looks for victims; answering those from
-/// the job state alone, before any engine work, keeps a 10,000-job queue as
-/// cheap to schedule as with preempt/qos (docs/benchmarks.md). (Its queue
-/// sort asks only about pending pairs: [`preempt_p_job_preempt_check`]
-/// answers those without a look.)
-fn may_preempt(state: &EngineState, preemptor: &JobRecord<'_>, preemptee: &JobRecord<'_>) -> bool {
-    if !matches!(preemptee.state(), JobState::Running | JobState::Suspended) {
-        return false;
-    }
-    let engine = state.engine.get();
-    let Ok(mut live) = live().lock() else {
-        return false;
-    };
-    if live.load.is_none() {
-        return false;
-    }
-    let now = now();
-    let id = preemptor.job_id();
-    let Live {
-        load,
-        counted,
-        facts,
-        round,
-    } = &mut *live;
-    // The preemptor as read for this job, second and snapshot: slurmctld
-    // asks about every candidate of one pending job in a row.
-    let key = (id, now, std::sync::Arc::as_ptr(&engine) as usize);
-    let facts = match facts {
-        Some((k, f)) if *k == key => &*f,
-        _ => {
-            // Another preemptor or snapshot: a new round. The same one a
-            // second later (a round may straddle the tick) keeps its round
-            // until a candidate repeats.
-            if !matches!(facts, Some((k, _)) if (k.0, k.2) == (key.0, key.2)) {
-                round.clear();
-            }
-            &facts
-                .insert((key, jobs::PreemptorFacts::of(&engine, preemptor)))
-                .1
-        }
-    };
-    // A candidate asked about again starts a new round (slurmctld asks
-    // once per running job in a round, and its backfill runs several rounds
-    // for one job in a second): the victims allowed so far are forgotten.
-    if !round.asked.insert(preemptee.job_id()) {
-        round.clear();
-        round.asked.insert(preemptee.job_id());
-    }
-    let p = facts.at(now);
-    let r = jobs::running(&engine, preemptee);
-    let r_gpus = jobs::allocated_gpus(preemptee).max(1);
-    let leaf = engine.leaf_of(p.account);
-    // A preemptor already counted is judged without its own move.
-    let already = counted.get(&id).copied();
-    let load = load.as_mut().expect("checked");
-    if let (Some(l), Some(g)) = (leaf, already) {
-        load.shift(l, -(g as i64));
-    }
-    // Judged beside the candidates already allowed in this round, so that
-    // any subset slurmctld then preempts keeps rule 4's bound on what the
-    // victims' leaves lose together (Engine::preempt_verdict_tallied).
-    let verdict = round.judge(&engine, &p, &r, r_gpus, preemptee.nodes(), load, now);
-    let allowed = verdict == fairshare::Verdict::Allowed;
-    match (leaf, already) {
-        (Some(l), Some(g)) => load.shift(l, g as i64),
-        (Some(l), None) if allowed => {
-            // Charge the move before the next preemptor is judged: its
-            // victims are still completing and it is not running yet.
-            let g = facts.gpus();
-            load.shift(l, g as i64);
-            counted.insert(id, g);
-        }
-        _ => {}
-    }
-    allowed
-}
-
-/// The leaves' running and pending GPUs, counted from the job list by the
-/// load thread every second, plus the preemptors allowed since (their
-/// GPUs already counted as running on their leaf).
-#[derive(Default)]
-struct Live {
-    load: Option<Entitlements>,
-    counted: HashMap<u32, u64>,
-    /// The last preemptor read: (job id, second, engine snapshot) and what
-    /// was read.
-    facts: Option<((u32, u64, usize), jobs::PreemptorFacts)>,
-    /// The candidates of that preemptor's current round.
-    round: Round,
-}
-
-/// One round of candidates of one preemptor: the jobs asked about, and the
-/// victims allowed so far, by where they run. slurmctld (select/cons_tres)
-/// preempts only jobs on the nodes the preemptor starts on, so for a
-/// one-node preemptor the victims that matter together are those of one
-/// node and those spanning several: a candidate is judged beside its node's
-/// allowed victims and the spanning ones (a spanning one beside every
-/// node's). Asked in job-list order, a round-robin layout would otherwise
-/// spend the allowance on jobs of different nodes and let the preemptor fit
-/// nowhere. A preemptor of several nodes is judged beside every victim.
-#[derive(Default)]
-struct Round {
-    asked: HashSet<u32>,
-    /// Several-node preemptor: all victims allowed.
-    all: VictimTally,
-    /// One-node preemptor: victims allowed on each node.
-    per_node: HashMap<String, VictimTally>,
-    /// One-node preemptor: victims allowed that span several nodes.
-    spanning: VictimTally,
-}
-
-impl Round {
-    fn clear(&mut self) {
-        self.asked.clear();
-        self.all.clear();
-        self.per_node.clear();
-        self.spanning.clear();
-    }
-
-    /// `r`'s verdict beside the victims allowed in this round; an allowed
-    /// one joins them. `nodes`: its node list (`gpu03`, `gpu[01-02]`).
-    #[allow(clippy::too_many_arguments)]
-    fn judge(
-        &mut self,
-        engine: &Engine,
-        p: &fairshare::Preemptor<'_>,
-        r: &RunningJob<'_>,
-        gpus: u64,
-        nodes: Option<&str>,
-        load: &Entitlements,
-        now: u64,
-    ) -> fairshare::Verdict {
-        if p.nodes > 1 {
-            return engine.preempt_verdict_tallied(p, r, gpus, &mut self.all, load, now);
-        }
-        let one = nodes.filter(|n| !n.contains([',', '[']));
-        let (verdict, charged) = match one {
-            Some(node) => {
-                let beside = match self.per_node.get(node) {
-                    Some(here) => here.with(&self.spanning),
-                    None => self.spanning.clone(),
-                };
-                engine.verdict_beside(p, r, gpus, &beside, load, now)
-            }
-            None => {
-                // Beside every node's victims: the worst of them decides.
-                let mut worst = engine.verdict_beside(p, r, gpus, &self.spanning, load, now);
-                for t in self.per_node.values() {
-                    let v = engine.verdict_beside(p, r, gpus, &t.with(&self.spanning), load, now);
-                    if v.0 != fairshare::Verdict::Allowed {
-                        worst = v;
-                        break;
-                    }
-                }
-                worst
-            }
-        };
-        if let Some(leaf) = charged {
-            match one {
-                Some(node) => self
-                    .per_node
-                    .entry(node.to_owned())
-                    .or_default()
-                    .add(leaf, gpus),
-                None => self.spanning.add(leaf, gpus),
-            }
-        }
-        verdict
-    }
-}
-
-static LIVE_CELL: OnceLock<Mutex<Live>> = OnceLock::new();
-static LIVE_STOP: AtomicBool = AtomicBool::new(false);
-
-fn live() -> &'static Mutex<Live> {
-    LIVE_CELL.get_or_init(Mutex::default)
-}
-
-/// Recounts the load every second on its own thread (taking the job read
-/// lock, which slurmctld's callbacks cannot: they run inside its own
-/// iterations of the job list).
-fn start_load_thread() -> Result<(), String> {
-    std::thread::Builder::new()
-        .name("allot-load".into())
-        .spawn(|| {
-            while !LIVE_STOP.load(Ordering::Relaxed) {
-                if let Some(state) = STATE.get() {
-                    let engine = state.engine.get();
-                    if let Some(load) = jobs::load_now(&engine) {
-                        if let Ok(mut l) = live().lock() {
-                            l.load = Some(load);
-                            l.counted.clear();
-                        }
-                    }
-                }
-                std::thread::sleep(std::time::Duration::from_secs(1));
-            }
-        })
-        .map(|_| ())
-        .map_err(|e| format!("cannot start the load thread: {e}"))
 }
 
 /// The queue-record form of [`preempt_p_preemptable`]: always `false`,
@@ -323,7 +117,7 @@ fn start_load_thread() -> Result<(), String> {
 /// comparator of every main and backfill queue sort, twice per comparison,
 /// and a scheduler queue holds pending jobs only (`build_job_queue`
 /// appends a job only while `IS_JOB_PENDING`). A pending job is never a
-/// preemptee ([`may_preempt`]'s first rule), so the answer is `false` for
+/// preemptee ([`preempt_live::may_preempt`]'s first rule), so the answer is `false` for
 /// every pair; allot's priority, not this check, puts preemptors first.
 /// Reading the two job records for that answer cost a cache miss per call:
 /// at 50,000 pending jobs about 1.6 million calls per sort, 7.2% of
@@ -335,22 +129,6 @@ pub extern "C" fn preempt_p_job_preempt_check(
     _preemptee: *mut sys::job_queue_rec_t,
 ) -> bool {
     false
-}
-
-/// Victim order (ascending is preempted first): the engine's
-/// ([`Engine::victim_order`]: `--no-requeue` last, free tier first, then
-/// the most over-served accounts, then least work lost), with the job's
-/// allocated GPUs (at least 1) as its allocation.
-fn victim_order(engine: &Engine, job: &JobRecord<'_>) -> u32 {
-    let gpus = u32::try_from(jobs::allocated_gpus(job))
-        .unwrap_or(u32::MAX)
-        .max(1);
-    let alloc = [NodeGpus { node: 0, gpus }];
-    let running = RunningJob {
-        alloc: &alloc,
-        ..jobs::running(engine, job)
-    };
-    engine.victim_order(&running, now())
 }
 
 /// ENABLED, MODE (slurm.conf's: requeue, with cancel for `--no-requeue`
@@ -382,7 +160,7 @@ pub extern "C" fn preempt_p_get_data(
             }
             sys::slurm_preempt_data_type_t_PREEMPT_DATA_PRIO => {
                 let prio = match (state, job) {
-                    (Some(s), Some(j)) => victim_order(&s.engine.get(), &j),
+                    (Some(s), Some(j)) => preempt_live::victim_order(&s.engine.get(), &j, now()),
                     _ => 0,
                 };
                 unsafe { *(data as *mut u32) = prio }

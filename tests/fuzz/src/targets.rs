@@ -21,7 +21,7 @@ use fairshare::record::{
 use fairshare::sweep::SweepCounter;
 use fairshare::{Config, ContractPolicy, Engine, PendingJob, Tier};
 use slurm_plugin::submit::{
-    array_tasks, decide_modify, decide_submit, requested_gpus, Modification, ModifyDecision,
+    array_tasks, decide_modify, decide_submit, gpus_at_submission, Modification, ModifyDecision,
     Refusal, Submission,
 };
 
@@ -127,7 +127,7 @@ pub fn submit(data: &[u8]) {
         comment: f[3].as_deref(),
         admin_comment: f[4].as_deref(),
         // The TRES and array parsers read the same untrusted text.
-        gpus: requested_gpus(f[3].as_deref(), f[4].as_deref(), Some(2)),
+        gpus: gpus_at_submission(f[3].as_deref(), f[4].as_deref(), Some(2)),
         time_limit: Some(600),
         tasks: array_tasks(f[5].as_deref()),
     };
