@@ -1,5 +1,5 @@
 //! The command line: the arguments of `allot` and each subcommand (one
-//! module a subcommand, a thin `run` over the library) and [`common`], the
+//! module a subcommand, its `run` calling the library) and [`common`], the
 //! helpers they all share (`--config`, `--ledger`, times, logging).
 
 use clap::{Parser, Subcommand};
