@@ -21,7 +21,7 @@ use std::time::Instant;
 use allot_ledger::charge::Charging;
 use allot_ledger::sacct::Parser;
 use allot_ledger::{Ledger, LedgerReader, SCHEMA_VERSION};
-use allot_sync::sync::import_lines;
+use allot_sync::sidecar::sync::import_lines;
 use fairshare::charge::ChargeWeights;
 use fairshare::ContractPolicy;
 

@@ -3,21 +3,20 @@
 //! `allot sync` reads Slurm's accounting (`sacct`) into the SQLite ledger
 //! of job attempts and their charges (the `allot-ledger` crate: the file,
 //! its writer and readers, sacct row parsing and charging, shared with the
-//! Slurm plugins); the plugins and the reports read it back. Layout:
-//! - [`sync`]: the import (live from sacct, or from a saved dump);
-//! - [`report`]: the budget report;
-//! - [`health`]: GPU health checks (`allot health`), [`drain`] and
-//!   [`draining`]: contract-aware draining in `allot sync --follow`,
-//!   [`health_report`]: `allot report --health`;
-//! - [`metrics`]: the sidecar's Prometheus metrics (`--metrics-listen`).
+//! Slurm plugins); the plugins and the reports read it back. Layout, by the
+//! process that runs the code:
+//! - [`sidecar`]: `allot sync` and its `--follow` loop: the import, the
+//!   draining pass, Prometheus metrics over HTTP; and `allot tree`'s sync of
+//!   the org tree with slurmdbd;
+//! - [`reports`]: `allot report`: the budget report (text, JSON), the HTML
+//!   budget page, the health report;
+//! - [`health`]: GPU health checks through NVML (`allot health`).
+//!
+//! The command line itself (arguments, the helpers every command shares)
+//! and the simulator front end are in the binary (`src/cli/`,
+//! `src/simulate/`).
 #![deny(missing_docs)]
 
-pub mod budget_page;
-pub mod drain;
-pub mod draining;
 pub mod health;
-pub mod health_report;
-pub mod metrics;
-pub mod report;
-pub mod sync;
-pub mod tree_sync;
+pub mod reports;
+pub mod sidecar;

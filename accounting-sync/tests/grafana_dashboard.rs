@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use allot_ledger::events::{append_event, Event, EventKind};
 use allot_ledger::Ledger;
-use allot_sync::draining::{DrainingStatus, PassReport};
-use allot_sync::metrics::{to_text_format, SidecarMetrics};
+use allot_sync::sidecar::drain_pass::{DrainingStatus, PassReport};
+use allot_sync::sidecar::metrics::{to_text_format, SidecarMetrics};
 
 mod common;
 
@@ -58,7 +58,7 @@ fn served() -> (BTreeSet<String>, BTreeSet<String>) {
          4|4|a1|alice|gpu|gres/gpu=1|{e}|||00:00:00|PENDING|\n"
     );
     let mut ledger = Ledger::open(&path).unwrap();
-    allot_sync::sync::import_dump(
+    allot_sync::sidecar::sync::import_dump(
         &mut ledger,
         &allot_ledger::charge::Charging::from_config(&config),
         dump.as_bytes(),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use allot_sync::metrics::parse_exposition;
+use allot_sync::sidecar::metrics::parse_exposition;
 
 mod common;
 

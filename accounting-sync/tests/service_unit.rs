@@ -107,7 +107,7 @@ fn unit_keeps_its_promises() {
         "no reload: the sidecar does not handle SIGHUP"
     );
     let src =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/cmd_sync.rs")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/cli/sync.rs")).unwrap();
     assert!(
         !src.contains("SIGHUP"),
         "the sidecar handles SIGHUP now: add ExecReload to the unit"

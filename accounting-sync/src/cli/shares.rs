@@ -17,9 +17,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use fairshare::{Engine, NodeId, Tree};
 
-use crate::cmd_config::walk;
-use crate::config_path::{self, ConfigArg};
-use crate::usage_csv;
+use super::common::{self, walk, ConfigArg};
+use super::usage_csv;
 
 /// Arguments of `allot shares`.
 #[derive(clap::Args, Debug)]
@@ -36,7 +35,7 @@ pub struct Args {
 
 /// Runs the subcommand.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let config = config_path::load(&args.config.path())?;
+    let config = common::load(&args.config.path())?;
     let text = std::fs::read_to_string(&args.usage)
         .with_context(|| format!("cannot read {}", args.usage.display()))?;
     let rows =

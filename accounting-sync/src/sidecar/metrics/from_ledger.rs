@@ -3,6 +3,7 @@
 //! event, requeue, preemption and health-drain counters, drain durations.
 
 use super::*;
+use crate::reports::budget;
 
 impl SidecarMetrics {
     /// Replaces the per-node, per-account and ledger metrics with what the
@@ -19,8 +20,7 @@ impl SidecarMetrics {
         now: i64,
     ) -> allot_ledger::Result<()> {
         let window = config.window as i64;
-        let report =
-            crate::report::build(reader, config.clone(), capacity, now - window, now, false)?;
+        let report = budget::build(reader, config.clone(), capacity, now - window, now, false)?;
         let open = reader.open_gpus()?;
         let events = reader.events(i64::MIN, i64::MAX)?;
         let rows = reader.attempt_count()?;
@@ -154,7 +154,7 @@ impl SidecarMetrics {
             bring_up(&self.preemptions, &labels, n);
         }
         self.drain_emptied_after.clear();
-        for d in crate::health_report::build(events).drains {
+        for d in crate::reports::health::build(events).drains {
             if let Some(s) = d.emptied_after {
                 // Oldest first: the latest episode's value stays.
                 self.drain_emptied_after

@@ -14,7 +14,7 @@ use allot_sync::health::fixture::FixtureSource;
 use allot_sync::health::nvml::NvmlSource;
 use allot_sync::health::{self, node, GpuSource, NodeReport, SourceError};
 
-use crate::config_path::{self, ConfigArg};
+use super::common::{self, init_logging, ConfigArg};
 
 /// Arguments of `allot health`.
 #[derive(clap::Args, Debug)]
@@ -60,7 +60,7 @@ fn print(report: &NodeReport, json: bool) -> anyhow::Result<()> {
 
 /// Runs the subcommand.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    crate::cmd_sync::init_logging();
+    init_logging();
     let fixture = args
         .fixture
         .as_deref()
@@ -162,7 +162,7 @@ fn drain(args: &Args, report: &NodeReport, slurm: Option<Result<node::NodeInfo, 
     };
     let path = match &args.ledger {
         Some(p) => p.clone(),
-        None => match config_path::load(&args.config.path()) {
+        None => match common::load(&args.config.path()) {
             Ok(c) => PathBuf::from(c.ledger_path),
             Err(e) => {
                 tracing::info!(

@@ -1,4 +1,4 @@
-//! `allot sync`: sacct (or a saved dump) -> ledger. See `allot_sync::sync`
+//! `allot sync`: sacct (or a saved dump) -> ledger. See `allot_sync::sidecar::sync`
 //! and docs/ledger.md.
 
 use std::io::BufReader;
@@ -8,11 +8,14 @@ use std::time::Duration;
 
 use allot_ledger::charge::Charging;
 use allot_ledger::Ledger;
-use allot_sync::sync::{self, ImportStats, SyncOptions};
+use allot_sync::sidecar::drain_pass::DrainWatcher;
+use allot_sync::sidecar::metrics::SidecarMetrics;
+use allot_sync::sidecar::sync::{self, ImportStats, SyncOptions};
 use anyhow::Context;
 
-use crate::cmd_report::{now, parse_when};
-use crate::config_path::{self, ConfigArg, LedgerArg};
+use super::common::{
+    self, capacity, init_logging, now, parse_interval, parse_when, ConfigArg, LedgerArg,
+};
 
 /// Arguments of `allot sync`.
 #[derive(clap::Args, Debug)]
@@ -86,44 +89,6 @@ fn program_exists(program: &str) -> bool {
     }
     std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|d| executable(&d.join(program))))
-}
-
-/// `60s`, `5m`, `2h`, `1d`, or a Slurm time (`1:00`, `0-1`), in seconds.
-pub fn parse_interval(s: &str) -> anyhow::Result<u64> {
-    let t = s.trim();
-    let unit = match t.chars().last() {
-        Some('s') => Some(1),
-        Some('m') => Some(60),
-        Some('h') => Some(3600),
-        Some('d') => Some(86_400),
-        _ => None,
-    };
-    if let Some(u) = unit {
-        let n: u64 = t[..t.len() - 1].parse().with_context(|| {
-            format!(
-                "invalid time {s:?}; write e.g. 60s, 5m, 1h, 1d or a Slurm time such as 1:00:00"
-            )
-        })?;
-        return n
-            .checked_mul(u)
-            .with_context(|| format!("invalid time {s:?}: too large"));
-    }
-    fairshare::duration::parse_slurm_duration(t).with_context(|| {
-        format!("invalid time {s:?}; write e.g. 60s, 5m, 1h, 1d or a Slurm time such as 1:00:00")
-    })
-}
-
-/// Logs to stderr, filtered by `ALLOT_LOG` (default `info`); colours only
-/// on a terminal (a log file or journald gets plain text).
-pub fn init_logging() {
-    use std::io::IsTerminal;
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ALLOT_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .try_init();
 }
 
 fn summary(s: &ImportStats) -> String {
@@ -202,7 +167,7 @@ fn give_to_slurm_user(path: &std::path::Path) {
 /// After a pass: counts it and, when it succeeded, refreshes the ledger's
 /// metrics. A failure to read them is logged; the sidecar goes on.
 fn update_metrics(
-    m: &allot_sync::metrics::SidecarMetrics,
+    m: &SidecarMetrics,
     ledger: &Ledger,
     config: &std::sync::Arc<fairshare::Config>,
     ok: bool,
@@ -222,7 +187,7 @@ fn update_metrics(
     if !ok {
         return;
     }
-    let capacity = match crate::cmd_report::capacity(None, config) {
+    let capacity = match capacity(None, config) {
         Ok(c) => c,
         Err(e) => {
             tracing::warn!("metrics: {e:#}");
@@ -273,11 +238,7 @@ enum Plan {
     Once(SyncOptions, Duration),
     /// `--follow`: options, interval in seconds, the metrics server
     /// (already listening).
-    Follow(
-        SyncOptions,
-        u64,
-        Option<std::sync::Arc<allot_sync::metrics::SidecarMetrics>>,
-    ),
+    Follow(SyncOptions, u64, Option<std::sync::Arc<SidecarMetrics>>),
 }
 
 /// Checks every input of `args` and opens what they name (the dump, the
@@ -342,7 +303,7 @@ fn plan(args: &Args, config: &fairshare::Config) -> anyhow::Result<Plan> {
     .max(1);
     let metrics = match &args.metrics_listen {
         Some(addr) => {
-            let m = std::sync::Arc::new(allot_sync::metrics::SidecarMetrics::new());
+            let m = std::sync::Arc::new(SidecarMetrics::new());
             let bound = m.serve(addr)?;
             tracing::info!("metrics at http://{bound}/metrics");
             Some(m)
@@ -396,7 +357,7 @@ fn import(
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     init_logging();
     let config_file = args.config.path();
-    let config = config_path::load(&config_file)?;
+    let config = common::load(&config_file)?;
     let path = args.ledger.path(&config);
     let charging = Charging::from_config(&config);
     let plan = plan(args, &config)?;
@@ -454,11 +415,11 @@ fn follow(
     charging: &Charging,
     opts: SyncOptions,
     interval: u64,
-    metrics: Option<std::sync::Arc<allot_sync::metrics::SidecarMetrics>>,
+    metrics: Option<std::sync::Arc<SidecarMetrics>>,
 ) -> anyhow::Result<ExitCode> {
     tracing::info!(ledger = %path.display(), interval_s = interval, drain = !args.no_drain, "following sacct");
     let config = std::sync::Arc::new(config);
-    let mut watcher = allot_sync::draining::DrainWatcher::new(config.contract.clone());
+    let mut watcher = DrainWatcher::new(config.contract.clone());
     let mut next_sync = std::time::Instant::now();
     // A failed pass (slurmdbd down) is retried sooner than the interval:
     // 1 s, 2 s, 4 s ... up to the interval; the watermark stays where it
@@ -529,17 +490,5 @@ mod tests {
         assert!(summary(&s).contains(", 1 job step (skipped"));
         s.steps = 0;
         assert!(!summary(&s).contains("step"));
-    }
-
-    #[test]
-    fn intervals() {
-        assert_eq!(parse_interval("60s").unwrap(), 60);
-        assert_eq!(parse_interval("5m").unwrap(), 300);
-        assert_eq!(parse_interval("1h").unwrap(), 3600);
-        assert_eq!(parse_interval("1:00:00").unwrap(), 3600);
-        assert!(parse_interval("soon")
-            .unwrap_err()
-            .to_string()
-            .contains("60s"));
     }
 }

@@ -18,7 +18,7 @@ fn config(ledger: &std::path::Path) -> Config {
 /// A ledger at `path` holding the attempts of a `sacct --parsable2` dump.
 fn ledger_of(path: &std::path::Path, cfg: &Config, dump: &str) -> Ledger {
     let mut ledger = Ledger::open(path).unwrap();
-    crate::sync::import_dump(
+    crate::sidecar::sync::import_dump(
         &mut ledger,
         &Charging::from_config(cfg),
         dump.as_bytes(),
@@ -61,7 +61,7 @@ fn node_values_equal_the_report() {
     let text = m.encode(now + 5);
     assert!(text.ends_with("# EOF\n"), "{text}");
     let v = parse_exposition(&text);
-    let r = crate::report::build(&reader, cfg, 16, now - 7 * 86400, now, false).unwrap();
+    let r = crate::reports::budget::build(&reader, cfg, 16, now - 7 * 86400, now, false).unwrap();
     for l in &r.lines {
         let node = [("node", l.account.as_str())];
         // The node's sample of one metric, whatever its other labels.
@@ -138,7 +138,7 @@ fn node_values_equal_the_report() {
 
 #[test]
 fn requeues_preemptions_health_and_drains() {
-    use crate::draining::{DrainingStatus, PassReport};
+    use crate::sidecar::drain_pass::{DrainingStatus, PassReport};
     use allot_ledger::events::{append_event, Event};
     let dir = std::env::temp_dir().join(format!("allot-metrics-rq-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

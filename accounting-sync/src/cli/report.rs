@@ -1,16 +1,16 @@
-//! `allot report`: the budget report over a window. See `allot_sync::report`.
+//! `allot report`: the budget report over a window. See `allot_sync::reports`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use allot_ledger::LedgerReader;
-use allot_sync::report;
+use allot_sync::reports::{budget, budget_page, health};
 use anyhow::{bail, Context};
-use fairshare::Config;
 
-use crate::cmd_sync::parse_interval;
-use crate::config_path::{self, ConfigArg, LedgerArg};
+use super::common::{
+    self, capacity, init_logging, now, parse_interval, parse_when, ConfigArg, LedgerArg,
+};
 
 /// Arguments of `allot report`.
 #[derive(clap::Args, Debug)]
@@ -56,55 +56,6 @@ pub struct Args {
     pub health: bool,
 }
 
-/// Seconds since the epoch, now.
-pub fn now() -> i64 {
-    jiff::Timestamp::now().as_second()
-}
-
-/// A time on the command line: `now`, epoch seconds, or local
-/// `YYYY-MM-DD[THH:MM[:SS]]`.
-pub fn parse_when(s: &str) -> anyhow::Result<i64> {
-    let t = s.trim();
-    if t == "now" {
-        return Ok(now());
-    }
-    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-        return t
-            .parse()
-            .with_context(|| format!("invalid time {s:?}: epoch seconds out of range"));
-    }
-    let full = match t.len() {
-        10 => format!("{t}T00:00:00"),
-        16 => format!("{t}:00"),
-        _ => t.to_string(),
-    };
-    allot_ledger::sacct::parse_time(&full, &jiff::tz::TimeZone::system())
-        .ok()
-        .flatten()
-        .with_context(|| {
-            format!("invalid time {s:?}; write now, epoch seconds, or YYYY-MM-DD[THH:MM[:SS]]")
-        })
-}
-
-pub fn capacity(flag: Option<u64>, config: &Config) -> anyhow::Result<u64> {
-    if let Some(c) = flag.or(config.capacity_gpus) {
-        return Ok(c);
-    }
-    let out = std::process::Command::new("sinfo")
-        .args(["-h", "-N", "-O", "NodeHost:100,Gres:300"])
-        .output()
-        .context("capacity unknown: set capacity_gpus in allot.toml or pass --capacity (sinfo could not run)")?;
-    if !out.status.success() {
-        bail!(
-            "capacity unknown: set capacity_gpus in allot.toml or pass --capacity (sinfo failed: {})",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(report::gpus_from_sinfo(&String::from_utf8_lossy(
-        &out.stdout,
-    )))
-}
-
 /// Opens the ledger for a report; a ledger that is missing or holds no job
 /// (never synced) is an error saying how to fill it, not a table of zeros.
 fn open_with_jobs(path: &Path) -> anyhow::Result<LedgerReader> {
@@ -126,8 +77,8 @@ fn open_with_jobs(path: &Path) -> anyhow::Result<LedgerReader> {
 
 /// Runs the subcommand.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    crate::cmd_sync::init_logging();
-    let config = config_path::load(&args.config.path())?;
+    init_logging();
+    let config = common::load(&args.config.path())?;
     let path = args.ledger.path(&config);
     let now = now();
     let end = match &args.end {
@@ -157,18 +108,18 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     if args.health {
         let reader = LedgerReader::open(&path)?;
-        let r = allot_sync::health_report::build(reader.events(start, end)?);
+        let r = health::build(reader.events(start, end)?);
         if args.json {
             println!("{}", serde_json::to_string_pretty(&r)?);
         } else {
-            print!("{}", allot_sync::health_report::render_text(&r));
+            print!("{}", health::render_text(&r));
         }
         return Ok(ExitCode::SUCCESS);
     }
     let cap = capacity(args.capacity, &config)?;
     let reader = open_with_jobs(&path)?;
     let config = Arc::new(config);
-    let r = report::build(&reader, config.clone(), cap, start, end, args.users)?;
+    let r = budget::build(&reader, config.clone(), cap, start, end, args.users)?;
     if r.totals.occupied_gpu_h == 0.0 && r.lines.iter().all(|l| l.running + l.pending == 0) {
         // Legitimately zero: the ledger has jobs, none in this window.
         eprintln!(
@@ -179,17 +130,17 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     if let Some(file) = &args.html {
         let days = ((args.windows as i64 * (end - start)) / 86_400).clamp(1, 3660) as u32;
-        let daily = allot_sync::budget_page::daily(&reader, &config, end, days)?;
-        let page = allot_sync::budget_page::render(&r, &config, &daily, now);
+        let daily = budget_page::daily(&reader, &config, end, days)?;
+        let page = budget_page::render(&r, &config, &daily, now);
         std::fs::write(file, page).with_context(|| format!("cannot write {}", file.display()))?;
         eprintln!("budget page: {}", file.display());
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else if args.parsable2 {
-        print!("{}", report::render_parsable(&r));
+        print!("{}", budget::render_parsable(&r));
     } else {
-        print!("{}", report::render_text(&r));
+        print!("{}", budget::render_text(&r));
     }
     Ok(ExitCode::SUCCESS)
 }

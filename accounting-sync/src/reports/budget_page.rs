@@ -2,7 +2,7 @@
 //! file (inline CSS and SVG, no script, nothing fetched) for readers who
 //! have never seen Slurm: each org-tree node's daily use against its daily
 //! allocation over the last windows, the current ranking, and the free
-//! tier. Its numbers are those of [`crate::report`] (`allot report --json`);
+//! tier. Its numbers are those of [`super::budget`] (`allot report --json`);
 //! each carries `data-node`/`data-field` attributes so tests can read them.
 
 use std::collections::BTreeMap;
@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use allot_ledger::{LedgerReader, Usage};
 use fairshare::{Config, Tree};
 
-use crate::report::Report;
+use super::budget::Report;
 
 /// Charged GPU-hours per org-tree node (tree order) for each day.
 #[derive(Debug, Clone)]
@@ -167,7 +167,7 @@ pub fn render(r: &Report, config: &Config, daily: &Daily, generated: i64) -> Str
         jiff::Timestamp::from_second(generated).map(|x| x.to_string()).unwrap_or_default()
     );
     // Ranking: leaves by fair-share factor, highest first.
-    let mut leaves: Vec<&crate::report::Line> = r
+    let mut leaves: Vec<&super::budget::Line> = r
         .lines
         .iter()
         .filter(|l| l.user.is_none() && l.fair_share.is_some())

@@ -34,7 +34,7 @@ use fairshare::Config;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::config_path::{self, ConfigArg};
+use crate::cli::common::{self as config_path, ConfigArg};
 
 mod input;
 mod plot;

@@ -1,12 +1,12 @@
 //! Contract-aware draining, as Slurm shows it: the sinfo and squeue text the
 //! sidecar reads. The rule (which jobs to requeue now, when to look again)
-//! is the engine's [`fairshare::drain`], re-exported here (docs/health.md).
+//! is the engine's [`fairshare::drain`] (docs/health.md).
 //!
 //! The parsers here are pure: the Slurm commands that feed them and act on
-//! them live in [`crate::draining`].
+//! them live in [`super::drain_pass`].
 
 use fairshare::contract::{Contract, RunClock};
-pub use fairshare::drain::{plan, NodeJob, Plan};
+use fairshare::drain::{NodeJob, Plan};
 use fairshare::record::recorded_min_runtime;
 use fairshare::ContractPolicy;
 
@@ -153,6 +153,7 @@ impl SqueueJob {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fairshare::drain::plan;
 
     #[test]
     fn empty_by_is_the_last_contract_end() {

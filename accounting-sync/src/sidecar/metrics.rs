@@ -4,7 +4,7 @@
 //!
 //! The sync loop calls [`SidecarMetrics::record_pass`] after every pass and
 //! [`SidecarMetrics::update_from_ledger`] after every successful one; the
-//! per-node values are those of [`crate::report::build`] over the last
+//! per-node values are those of [`crate::reports::budget::build`] over the last
 //! window (what `allot report --json` prints for the same ledger). Names
 //! and units: docs/operating.md.
 //!
@@ -284,7 +284,7 @@ impl SidecarMetrics {
     }
 
     /// Replaces the draining gauges with what a draining pass saw.
-    pub fn record_drain_pass(&self, report: &crate::draining::PassReport) {
+    pub fn record_drain_pass(&self, report: &super::drain_pass::PassReport) {
         let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         self.draining_jobs.clear();
         let mut empty_by = self

@@ -1,12 +1,12 @@
 //! `allot tree plan | apply | import`: allot.toml's org tree against
-//! slurmdbd's account hierarchy (rules in [`allot_sync::tree_sync`]).
+//! slurmdbd's account hierarchy (rules in [`allot_sync::sidecar::tree_sync`]).
 
 use std::process::{Command, ExitCode};
 
-use allot_sync::tree_sync::{desired, import, parse_sacctmgr, plan, SlurmAccount};
+use allot_sync::sidecar::tree_sync::{desired, import, parse_sacctmgr, plan, SlurmAccount};
 use anyhow::{bail, Context};
 
-use crate::config_path::{load, ConfigArg};
+use super::common::{load, ConfigArg};
 
 /// `allot tree` arguments.
 #[derive(clap::Args, Debug)]

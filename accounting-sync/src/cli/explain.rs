@@ -14,8 +14,7 @@ use fairshare::record::{recorded_min_runtime, recorded_sweep};
 use fairshare::{Contract, ContractPolicy, Engine, Explanation, PendingJob, RunClock};
 use serde::Serialize;
 
-use crate::cmd_report::now;
-use crate::config_path::{load, ConfigArg, LedgerArg};
+use super::common::{load, now, ConfigArg, LedgerArg};
 
 /// `allot explain` arguments.
 #[derive(clap::Args, Debug)]

@@ -1,6 +1,6 @@
 //! The draining pass of `allot sync --follow`: finds draining nodes with
 //! sinfo, reads their jobs with squeue, requeues each job whose contract is
-//! served ([`crate::drain::plan`]) with `scontrol requeue`, and records the
+//! served ([`fairshare::drain::plan`]) with `scontrol requeue`, and records the
 //! drain, each requeue and the moment the node is empty in the ledger.
 //!
 //! Cost: one `sinfo` per pass when no node drains (two slurmctld RPCs:
@@ -10,9 +10,12 @@ use std::collections::HashSet;
 use std::process::Command;
 
 use anyhow::{bail, Context};
+use fairshare::drain;
 use fairshare::ContractPolicy;
 
-use crate::drain::{self, parse_sinfo, parse_squeue, DrainingNode, SINFO_FORMAT, SQUEUE_FORMAT};
+use super::sinfo_squeue::{
+    self, parse_sinfo, parse_squeue, DrainingNode, SINFO_FORMAT, SQUEUE_FORMAT,
+};
 use allot_ledger::events::{Event, EventKind};
 use allot_ledger::Ledger;
 
@@ -36,7 +39,7 @@ pub struct DrainingStatus {
     pub node: String,
     /// Jobs running or suspended on it (the ones requeued now included).
     pub jobs: u64,
-    /// When it will be empty (epoch s; [`drain::empty_by`]), `None` when
+    /// When it will be empty (epoch s; [`sinfo_squeue::empty_by`]), `None` when
     /// unknown (a `--no-requeue` job, a suspended protected job, a requeue
     /// that failed).
     pub empty_by: Option<i64>,
@@ -150,7 +153,7 @@ impl DrainWatcher {
             .map(|j| j.node_job(&self.policy, now_u))
             .collect();
         let plan = drain::plan(&node_jobs, now_u);
-        let mut empty_by = drain::empty_by(&plan, now_u).map(|t| t as i64);
+        let mut empty_by = sinfo_squeue::empty_by(&plan, now_u).map(|t| t as i64);
         let describe = |id: u64| {
             let j = node_jobs
                 .iter()

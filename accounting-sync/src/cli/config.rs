@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use fairshare::duration::SlurmDuration;
-use fairshare::{Config, NodeId, Tree};
+use fairshare::{Config, Tree};
 
-use crate::config_path::{self, ConfigArg};
+use super::common::{self, walk, ConfigArg};
 
 /// Arguments of `allot check-config`.
 #[derive(clap::Args, Debug)]
@@ -25,7 +25,7 @@ pub struct Args {
 /// Runs the subcommand: the tree on stdout, or the errors (exit 1).
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let path = args.file.clone().unwrap_or_else(|| args.config.path());
-    let config = config_path::load(&path)?;
+    let config = common::load(&path)?;
     println!("{}: OK", path.display());
     // The text as written, for showing each value as read (the file parsed
     // above, so this reads the same text).
@@ -204,21 +204,13 @@ pub fn render_contract(config: &Config, raw: Option<&toml::Value>) -> String {
     out
 }
 
-/// Pre-order walk, children in name order (as sshare prints).
-pub fn walk(tree: &Tree, id: NodeId, f: &mut impl FnMut(NodeId)) {
-    f(id);
-    for &c in &tree.node(id).children {
-        walk(tree, c, f);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn renders_allocations_and_budgets() {
-        let c = Config::from_toml_str(include_str!("../../examples/allot.toml")).unwrap();
+        let c = Config::from_toml_str(include_str!("../../../examples/allot.toml")).unwrap();
         let s = render(&c);
         assert!(
             s.starts_with("window 7-00:00:00, 5 leaves, 6 Slurm accounts, capacity 16 GPUs"),

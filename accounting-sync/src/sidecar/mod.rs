@@ -1,0 +1,14 @@
+//! What the sidecar (`allot sync`, `allot sync --follow`) runs, and the
+//! tree sync of `allot tree`:
+//! - [`sync`]: the import (live from sacct, or from a saved dump);
+//! - [`drain_pass`]: the draining pass of `--follow` (the Slurm commands),
+//!   reading what [`sinfo_squeue`] parses; the rule is the engine's
+//!   [`fairshare::drain`] (docs/health.md);
+//! - [`metrics`]: the sidecar's Prometheus metrics (`--metrics-listen`);
+//! - [`tree_sync`]: the org tree as code against slurmdbd's accounts.
+
+pub mod drain_pass;
+pub mod metrics;
+pub mod sinfo_squeue;
+pub mod sync;
+pub mod tree_sync;
