@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 
 /// The largest weight (charge units per TRES unit per second): keeps every
 /// charge of a real job far inside the ledger's 64-bit integers.

@@ -34,14 +34,13 @@
 //! every problem rather than stopping at the first; each message names the
 //! key or node path and the fix. Unknown keys are errors everywhere.
 
-mod error;
-pub mod sim;
-
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-pub use error::{ConfigError, ConfigErrors};
+// The errors sit in their own module, below every other (charge and tree
+// use them too); re-exported here, where they were before.
+pub use crate::error::{ConfigError, ConfigErrors};
 
 use crate::charge::ChargeWeights;
 use crate::contract::ContractPolicy;
@@ -86,8 +85,10 @@ pub struct Config {
     pub preempt_short_wait: u64,
     /// The org tree.
     pub tree: Tree,
-    /// `[sim]`: how `allot sim` replays traces (the plugins ignore it).
-    pub sim: sim::SimSettings,
+    /// `[sim]` as written (how `allot sim` replays traces): the engine and
+    /// the plugins never read it; the simulator parses and validates it
+    /// (`allot_sim::SimSettings::from_config`). `None` without a `[sim]`.
+    pub sim: Option<toml::Value>,
 }
 
 impl Config {
@@ -101,6 +102,23 @@ impl Config {
     pub fn from_toml_str(text: &str) -> Result<Config, ConfigErrors> {
         let raw: RawConfig = toml::from_str(text)
             .map_err(|e| ConfigErrors(vec![ConfigError::Syntax(e.to_string())]))?;
+        Config::from_raw(raw)
+    }
+
+    /// The same from a file already read into a table (which `allot sim
+    /// --sweep` patches before it parses the file again).
+    ///
+    /// # Errors
+    /// As [`Config::from_toml_str`] (a wrong type or an unknown key is
+    /// reported without a line number).
+    pub fn from_toml_table(table: toml::Table) -> Result<Config, ConfigErrors> {
+        let raw: RawConfig = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigErrors(vec![ConfigError::Syntax(e.to_string())]))?;
+        Config::from_raw(raw)
+    }
+
+    fn from_raw(raw: RawConfig) -> Result<Config, ConfigErrors> {
         let mut errors = Vec::new();
         let mut dur = |path: &str, v: &Option<toml::Value>, default: u64| -> u64 {
             match v {
@@ -143,10 +161,6 @@ impl Config {
         let sync_interval = dur("sync.interval", &raw.sync.interval, DEFAULT_SYNC_INTERVAL);
         let preempt_grace_time = dur("preempt.grace_time", &raw.preempt.grace_time, 0);
         let preempt_short_wait = dur("preempt.short_wait", &raw.preempt.short_wait, 0);
-        let sim = match &raw.sim {
-            Some(v) => sim::parse(v, contract.max_min_runtime, sync_interval, &mut errors),
-            None => sim::SimSettings::default(),
-        };
 
         if raw.window.is_some() && window == 0 {
             errors.push(ConfigError::WindowZero);
@@ -209,12 +223,6 @@ impl Config {
                 message: "must be longer than 0 while sweep_jobs is set; write e.g. sweep_window = \"15:00\", or sweep_jobs = 0 for no sweeps".into(),
             });
         }
-        if sim.short_partition == sim::ShortPartition::Shared && priority.short_max_gpus == 0 {
-            errors.push(ConfigError::Invalid {
-                path: "sim.short_partition".into(),
-                message: "\"shared\" says how short-band jobs that cannot start hold up the others, and the short band is off; set priority.short_max_gpus (e.g. 2) or remove short_partition".into(),
-            });
-        }
         if preempt_short_wait > 0 && priority.short_max_gpus == 0 {
             errors.push(ConfigError::Invalid {
                 path: "preempt.short_wait".into(),
@@ -275,7 +283,7 @@ impl Config {
                 preempt_grace_time,
                 preempt_short_wait,
                 tree,
-                sim,
+                sim: raw.sim,
             }),
             _ => Err(ConfigErrors(errors)),
         }
@@ -295,7 +303,7 @@ impl Config {
             preempt_grace_time: 0,
             preempt_short_wait: 0,
             tree,
-            sim: sim::SimSettings::default(),
+            sim: None,
         }
     }
 }

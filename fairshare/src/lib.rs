@@ -44,6 +44,7 @@ pub mod drain;
 pub mod duration;
 pub mod engine;
 pub mod entitlement;
+pub mod error;
 pub mod explain;
 pub mod fair_tree;
 mod hash;

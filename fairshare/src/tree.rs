@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use crate::hash::FastMap;
 
 /// The most leaves a tree may have: a job's priority encodes its account's

@@ -103,9 +103,10 @@ fn main() {
         (config, jobs)
     };
     let tr = trace::from_jobs(jobs, Vec::new());
-    let w = Workload::prepare(&tr, &config, cluster);
+    let settings = sim::SimSettings::from_config(&config).expect("valid [sim]");
+    let w = Workload::prepare(&tr, &config, &settings, cluster);
     let started = Instant::now();
-    let r = sim::simulate(&w, config, cluster, policy, &[], &mut |_| {});
+    let r = sim::simulate(&w, config, &settings, cluster, policy, &[], &mut |_| {});
     let secs = started.elapsed().as_secs_f64();
     println!(
         "{policy}: {} jobs on {} GPUs in {secs:.2} s = {:.0} jobs/s ({} events, {} preemptions, occupancy {:.1}%, {:.1} simulated days)",

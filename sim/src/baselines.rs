@@ -45,3 +45,6 @@ pub(crate) fn classic_factors(tree: &fairshare::tree::Tree, leaf_usage: &[f64]) 
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

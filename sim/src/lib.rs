@@ -6,9 +6,10 @@
 //! [`Engine::choose_victims`](fairshare::Engine::choose_victims) for preemption).
 //!
 //! - [`trace`]: parsing traces (allot CSV, Philly, Helios/Acme, Alibaba);
-//! - [`SimSettings`]: the `[sim]` section of `allot.toml` (cluster,
-//!   half-life, contract rules, checkpoints), parsed and validated with the
-//!   rest of the file by `fairshare::config::sim`;
+//! - [`settings`]: the `[sim]` section of `allot.toml` ([`SimSettings`]:
+//!   cluster, half-life, contract rules, checkpoints, the timing model),
+//!   which the engine's config keeps as written; parsed and validated here
+//!   against that config, one validator per key;
 //! - [`workload`]: teams mapped to leaves, contracts assigned, job classes;
 //! - the event loop (`run.rs`), placement (`cluster.rs`) and [`metrics`].
 //!
@@ -18,7 +19,7 @@
 //! ```
 //! use std::sync::Arc;
 //! use fairshare::Config;
-//! use allot_sim::{simulate, trace, ClusterSpec, Policy, Workload};
+//! use allot_sim::{simulate, trace, ClusterSpec, Policy, SimSettings, Workload};
 //!
 //! let config = Arc::new(Config::from_toml_str(r#"
 //!     [tree.a]
@@ -28,8 +29,9 @@
 //! "#).unwrap());
 //! let t = trace::parse("submit,duration,gpus,team\n0,7200,4,a\n0,7200,4,a\n60,3600,4,b\n", None).unwrap();
 //! let cluster = ClusterSpec { nodes: 1, gpus_per_node: 8 };
-//! let w = Workload::prepare(&t, &config, cluster);
-//! let r = simulate(&w, config, cluster, Policy::Allot, &t.events, &mut |_| {});
+//! let sim = SimSettings::from_config(&config).unwrap();
+//! let w = Workload::prepare(&t, &config, &sim, cluster);
+//! let r = simulate(&w, config, &sim, cluster, Policy::Allot, &t.events, &mut |_| {});
 //! assert_eq!(r.finished, 3);
 //! // a holds all 8 GPUs, b is entitled to 4: once a's jobs are past their
 //! // 1 h contract, b's job preempts one of them (and only one).
@@ -42,6 +44,9 @@ mod baselines;
 mod cluster;
 pub mod metrics;
 mod run;
+pub mod settings;
+#[cfg(test)]
+mod testutil;
 pub mod trace;
 pub mod workload;
 
@@ -49,9 +54,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-pub use fairshare::config::sim::{ClusterSpec, ContractRule, RuleMinRuntime, SimSettings};
 use fairshare::config::Config;
 pub use metrics::Hourly;
+pub use settings::{ClusterSpec, ContractRule, RuleMinRuntime, SimSettings};
 pub use trace::{NodeEvent, NodeEventKind, Trace, TraceFormat, TraceJob};
 pub use workload::{JobClass, SimJob, Team, Workload};
 
@@ -292,17 +297,19 @@ pub struct SimReport {
     pub submit_priorities: Vec<PriorityRecord>,
 }
 
-/// Replays `workload` under `policy` on `cluster`, with node `events`.
+/// Replays `workload` under `policy` on `cluster`, with node `events`, the
+/// engine's `config` and the `[sim]` settings `sim` (parsed from it).
 /// `progress` is called now and then with the number of finished jobs.
 pub fn simulate(
     workload: &Workload,
     config: Arc<Config>,
+    sim: &SimSettings,
     cluster: ClusterSpec,
     policy: Policy,
     events: &[NodeEvent],
     progress: &mut dyn FnMut(u64),
 ) -> SimReport {
-    run::Sim::new(workload, config, cluster, policy, events).run(progress)
+    run::Sim::new(workload, config, sim, cluster, policy, events).run(progress)
 }
 
 #[cfg(test)]

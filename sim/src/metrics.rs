@@ -26,7 +26,6 @@ use serde::Serialize;
 
 use super::workload::{JobClass, Workload};
 use super::{ClassWaits, Policy, PreemptionRecord, SimReport, TeamReport};
-use fairshare::config::Config;
 
 /// Hourly series of one replay (GPU-seconds per hour).
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
@@ -258,7 +257,7 @@ pub fn percentile(sorted: &[u64], p: f64) -> u64 {
 pub(crate) struct ReportInput<'a> {
     pub policy: Policy,
     pub w: &'a Workload,
-    pub config: &'a Config,
+    pub sim: &'a crate::SimSettings,
     pub m: Metrics,
     pub hourly: Hourly,
     pub end: u64,
@@ -314,7 +313,7 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
     }
     let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
     // Share error, hourly over the rolling metric window.
-    let window = (i.config.sim.metric_window.div_ceil(3600)) as usize;
+    let window = (i.sim.metric_window.div_ceil(3600)) as usize;
     let errors: Vec<f64> = hourly
         .rolling_shares(&alloc, window, 1)
         .into_iter()
@@ -449,58 +448,4 @@ fn reversals(log: &[PreemptionRecord]) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn spans_split_at_hour_edges() {
-        let mut b = Vec::new();
-        add_span(&mut b, 3000, 7800, 2);
-        assert_eq!(b, vec![1200, 7200, 1200]);
-        add_span(&mut b, 0, 3600, 1);
-        assert_eq!(b[0], 4800);
-    }
-
-    #[test]
-    fn waterfill_caps_at_demand() {
-        let f = waterfill(100.0, &[0.5, 0.5], &[10.0, 1000.0]);
-        assert_eq!(f, vec![10.0, 90.0]);
-        let f = waterfill(100.0, &[0.25, 0.75], &[1000.0, 1000.0]);
-        assert_eq!(f, vec![25.0, 75.0]);
-        let f = waterfill(100.0, &[1.0, 0.0], &[10.0, 50.0]);
-        assert_eq!(f, vec![10.0, 50.0]);
-        assert_eq!(percentile(&[1, 2, 3, 4], 50.0), 2);
-        assert_eq!(percentile(&[1, 2, 3, 4], 99.0), 4);
-    }
-
-    #[test]
-    fn a_preemption_answered_inside_the_first_preemptors_contract_is_a_reversal() {
-        let rec = |time, preemptor_team, victim_team, preemptor_short| PreemptionRecord {
-            time,
-            snapshot: 0,
-            preemptor: 0,
-            preemptor_team,
-            preemptor_rank: 0,
-            victim: 0,
-            victim_team,
-            victim_rank: 0,
-            victim_min_runtime: 3600,
-            victim_run_time: 3600,
-            preemptor_short,
-            preemptor_min_runtime: 3600,
-            victim_left_below: false,
-        };
-        // 0 takes from 1; 1 answers at 3599 s: one reversal. 2 takes from
-        // 0 at 4000 s; 0 answers with a short job (never counts), then at
-        // 7600 s, when 2's job has run its 1 h contract: none.
-        let log = [
-            rec(0, 0, 1, false),
-            rec(3599, 1, 0, false),
-            rec(4000, 2, 0, false),
-            rec(5000, 0, 2, true),
-            rec(7600, 0, 2, false),
-        ];
-        assert_eq!(reversals(&log), 1);
-        assert_eq!(reversals(&log[2..]), 0);
-    }
-}
+mod tests;

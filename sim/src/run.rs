@@ -54,12 +54,12 @@ use super::cluster::Cluster;
 use super::metrics::{Hourly, Metrics};
 use super::trace::{NodeEvent, NodeEventKind};
 use super::workload::Workload;
-use super::{ClusterSpec, Policy, PreemptionRecord, SimReport};
-use backfill::Held;
-use fairshare::config::sim::{
+use super::{ClusterSpec, Policy, PreemptionRecord, SimReport, SimSettings};
+use crate::settings::{
     BackfillCandidates, BackfillHold, BackfillIdle, BackfillPreempt, BackfillReserve, Placement,
     PreemptorStart, ShortPartition, SnapshotPhase, VictimBudget,
 };
+use backfill::Held;
 use fairshare::config::Config;
 use fairshare::contract::{protected_until, Contract, RunClock};
 use fairshare::drain::{self, NodeJob};
@@ -149,6 +149,8 @@ struct Decay {
 pub(crate) struct Sim<'w> {
     w: &'w Workload,
     config: Arc<Config>,
+    /// The `[sim]` settings.
+    sim: &'w SimSettings,
     policy: Policy,
     cluster: Cluster,
     jobs: Vec<JobState>,
@@ -366,7 +368,7 @@ impl<'w> Sim<'w> {
                 break;
             }
             self.set_now(t);
-            let sched = self.config.sim.sched_interval;
+            let sched = self.sim.sched_interval;
             if sched == 0 {
                 // The main pass runs at every event, after the second's
                 // events and arrivals.
@@ -406,7 +408,7 @@ impl<'w> Sim<'w> {
                 self.bf_at = if sched > 0 {
                     self.backfill_pass_at(t).1
                 } else {
-                    let iv = self.config.sim.backfill_interval.max(1);
+                    let iv = self.sim.backfill_interval.max(1);
                     (t / iv + 1) * iv
                 };
                 self.events.push(Reverse((self.bf_at, BACKFILL, 0, 0)));
@@ -477,7 +479,7 @@ impl<'w> Sim<'w> {
         super::metrics::report(super::metrics::ReportInput {
             policy: self.policy,
             w: self.w,
-            config: &self.config,
+            sim: self.sim,
             m: self.m,
             hourly,
             end,

@@ -28,7 +28,7 @@
 use serde::Serialize;
 
 use super::trace::Trace;
-use fairshare::config::sim::{ClusterSpec, RuleMinRuntime};
+use crate::settings::{ClusterSpec, RuleMinRuntime, SimSettings};
 use fairshare::config::Config;
 use fairshare::tree::LeafId;
 
@@ -313,8 +313,14 @@ pub fn shape(gpus: u32, cluster: ClusterSpec) -> (u32, u32) {
 }
 
 impl Workload {
-    /// Maps `trace` onto `config`'s tree and rules for `cluster`.
-    pub fn prepare(trace: &Trace, config: &Config, cluster: ClusterSpec) -> Workload {
+    /// Maps `trace` onto `config`'s tree and `sim`'s rules (and
+    /// `[sim.accounts]`) for `cluster`.
+    pub fn prepare(
+        trace: &Trace,
+        config: &Config,
+        sim: &SimSettings,
+        cluster: ClusterSpec,
+    ) -> Workload {
         let tree = &config.tree;
         let teams: Vec<Team> = tree
             .leaves()
@@ -326,7 +332,6 @@ impl Workload {
                 allocation: tree.node(n).allocation,
             })
             .collect();
-        let sim = &config.sim;
         let cap = config.contract.max_min_runtime;
         let mut accounts: Vec<String> = Vec::new();
         let mut account_ids: std::collections::HashMap<String, u32> = Default::default();
@@ -511,3 +516,6 @@ impl Workload {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

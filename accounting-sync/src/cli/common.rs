@@ -7,9 +7,10 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use allot_sim::SimSettings;
 use allot_sync::reports::budget;
 use anyhow::{bail, Context};
-use fairshare::{Config, NodeId, Tree};
+use fairshare::{Config, ConfigErrors, NodeId, Tree};
 
 /// Directory of slurm.conf when `$SLURM_CONF` is not set.
 pub const DEFAULT_SLURM_CONF_DIR: &str = "/etc/slurm";
@@ -78,29 +79,57 @@ pub fn resolve_config_path(
     dir.join("allot.toml")
 }
 
-/// Reads and validates a config file.
+/// Reads and validates a config file: the engine's config and its `[sim]`
+/// section (which only `allot sim` reads, but every command checks).
 ///
 /// # Errors
 /// The file cannot be read, or it is invalid: the message lists every
 /// problem, one per indented line, under a line naming the file.
 pub fn load(path: &Path) -> anyhow::Result<Config> {
+    load_all(path).map(|l| l.config)
+}
+
+/// A config file as read and validated.
+pub struct Loaded {
+    /// The file as a TOML table (what `allot sim --sweep` patches).
+    pub table: toml::Table,
+    /// The engine's config.
+    pub config: Config,
+    /// Its `[sim]` settings.
+    pub sim: SimSettings,
+}
+
+/// Reads and validates a config file, as [`load`], keeping its table and
+/// its `[sim]` settings.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_all(path: &Path) -> anyhow::Result<Loaded> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Config::from_toml_str(&text).map_err(|errs| {
-        let n = errs.0.len();
-        let mut msg = format!(
-            "{}: {n} error{}",
-            path.display(),
-            if n == 1 { "" } else { "s" }
-        );
-        for e in &errs.0 {
-            for (i, line) in e.to_string().lines().enumerate() {
-                msg += if i == 0 { "\n  " } else { "\n    " };
-                msg += line;
-            }
+    let (config, sim) =
+        allot_sim::settings::from_toml_str(&text).map_err(|errs| listed(path, &errs))?;
+    // Valid TOML: it parsed above.
+    let table = toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
+    Ok(Loaded { table, config, sim })
+}
+
+/// The problems of the file at `path`, one per indented line, under a line
+/// naming the file.
+fn listed(path: &Path, errs: &ConfigErrors) -> anyhow::Error {
+    let n = errs.0.len();
+    let mut msg = format!(
+        "{}: {n} error{}",
+        path.display(),
+        if n == 1 { "" } else { "s" }
+    );
+    for e in &errs.0 {
+        for (i, line) in e.to_string().lines().enumerate() {
+            msg += if i == 0 { "\n  " } else { "\n    " };
+            msg += line;
         }
-        anyhow::anyhow!(msg)
-    })
+    }
+    anyhow::anyhow!(msg)
 }
 
 /// Seconds since the epoch, now.

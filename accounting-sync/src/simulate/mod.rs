@@ -26,7 +26,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use allot_sim::{
-    self as sim, trace, ClusterSpec, JobClass, Policy, SimReport, Trace, TraceJob, Workload,
+    self as sim, trace, ClusterSpec, JobClass, Policy, SimReport, SimSettings, Trace, TraceJob,
+    Workload,
 };
 use anyhow::{bail, Context};
 use fairshare::duration::parse_slurm_duration;
@@ -97,6 +98,7 @@ pub struct Args {
 struct Variant {
     label: String,
     config: Arc<Config>,
+    sim: SimSettings,
     cluster: ClusterSpec,
 }
 
@@ -136,7 +138,11 @@ struct TraceSummary {
 /// Unreadable config or trace, an unusable trace (every malformed row is
 /// listed), bad `--cluster`, `--policy` or `--sweep`.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let config = config_path::load(&args.config.path())?;
+    let config_path::Loaded {
+        table,
+        config,
+        sim: settings,
+    } = config_path::load_all(&args.config.path())?;
     let (trace, format) = load_trace(&args.trace, args.format.as_deref())?;
     if !trace.errors.is_empty() {
         let shown: Vec<String> = trace
@@ -167,7 +173,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         bail!("{}: no jobs to replay", args.trace.display());
     }
     let policies = parse_policies(&args.policies)?;
-    let base_cluster = match (&args.cluster, config.sim.cluster, config.capacity_gpus) {
+    let base_cluster = match (&args.cluster, settings.cluster, config.capacity_gpus) {
         (Some(c), _, _) => ClusterSpec::parse(c).map_err(anyhow::Error::msg)?,
         (None, Some(c), _) => c,
         (None, None, Some(cap)) => ClusterSpec::from_capacity(cap),
@@ -176,14 +182,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             args.config.path().display()
         ),
     };
-    let variants = sweep_variants(&config, base_cluster, &args.sweeps)?;
+    let variants = sweep_variants(&table, base_cluster, &args.sweeps)?;
     let runs: Vec<(usize, Policy)> = (0..variants.len())
         .flat_map(|v| policies.iter().map(move |&p| (v, p)))
         .collect();
     // Workloads depend on the config's rules and the cluster: one per variant.
     let workloads: Vec<Workload> = variants
         .iter()
-        .map(|v| Workload::prepare(&trace, &v.config, v.cluster))
+        .map(|v| Workload::prepare(&trace, &v.config, &v.sim, v.cluster))
         .collect();
     // A replay of the few jobs whose accounts the tree knows would be a
     // table of zeros (or of a sliver) presented as a result: refuse it.
@@ -227,6 +233,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 let report = sim::simulate(
                     w,
                     var.config.clone(),
+                    &var.sim,
                     var.cluster,
                     policy,
                     &trace.events,
@@ -289,7 +296,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 .collect::<Vec<_>>(),
             &names,
             &alloc,
-            config.sim.metric_window,
+            settings.metric_window,
         )?;
         if !args.json {
             println!(
@@ -422,83 +429,106 @@ fn parse_policies(names: &[String]) -> anyhow::Result<Vec<Policy>> {
     Ok(out)
 }
 
-/// Applies `key=value` to a config (and cluster).
+/// Applies `key=value` to a config file's table (and the cluster), then
+/// parses the table again with the config's own parser: a value it refuses
+/// is refused with its message.
 fn apply(
-    config: &mut Config,
+    doc: &mut toml::Table,
     cluster: &mut ClusterSpec,
     key: &str,
     value: &str,
 ) -> anyhow::Result<()> {
+    use toml::Value;
     let dur =
         || parse_slurm_duration(value).map_err(|e| anyhow::anyhow!("--sweep {key}={value}: {e}"));
-    let positive = |d: u64| -> anyhow::Result<u64> {
-        if d == 0 {
-            bail!("--sweep {key}={value}: must be longer than 0");
-        }
-        Ok(d)
-    };
     let int = || -> anyhow::Result<u64> {
         value
             .parse()
             .with_context(|| format!("--sweep {key}={value}: expected a whole number"))
     };
+    let text = || Value::String(value.into());
     match key {
-        "window" => config.window = positive(dur()?)?,
-        "half_life" => config.sim.half_life = positive(dur()?)?,
-        "calc_period" => config.sim.calc_period = positive(dur()?)?,
-        "sync_interval" => config.sync_interval = positive(dur()?)?,
-        "checkpoint_interval" => config.sim.checkpoint_interval = dur()?,
-        "metric_window" => config.sim.metric_window = positive(dur()?)?,
-        "default_min_runtime" => {
-            let d = dur()?;
-            if d > config.contract.max_min_runtime {
-                bail!("--sweep {key}={value}: above contract.max_min_runtime; sweep max_min_runtime first");
-            }
-            config.contract.default_min_runtime = d;
+        "window" => set(doc, None, key, text()),
+        "half_life" | "calc_period" | "checkpoint_interval" | "metric_window" => {
+            set(doc, Some("sim"), key, text())
         }
+        "sync_interval" => set(doc, Some("sync"), "interval", text()),
+        "default_min_runtime" => set(doc, Some("contract"), key, text()),
         "max_min_runtime" => {
-            config.contract.max_min_runtime = dur()?;
-            let m = config.contract.max_min_runtime;
-            config.contract.default_min_runtime = config.contract.default_min_runtime.min(m);
+            // The default follows the cap down.
+            if parse(doc)?.0.contract.default_min_runtime > dur()? {
+                set(doc, Some("contract"), "default_min_runtime", text());
+            }
+            set(doc, Some("contract"), key, text());
         }
         "charge_min_runtime" => {
-            config.contract.charge_min_runtime = value
+            let on: bool = value
                 .parse()
-                .with_context(|| format!("--sweep {key}={value}: expected true or false"))?
+                .with_context(|| format!("--sweep {key}={value}: expected true or false"))?;
+            set(doc, Some("contract"), key, Value::Boolean(on));
         }
-        // 0 turns requeue points off; otherwise the window stays shorter
-        // than the period (as the config requires).
+        // 0 turns requeue points off (both keys).
         "requeue_period" | "requeue_window" => {
-            let d = dur()?;
-            let r = &mut config.contract.requeue;
-            if key == "requeue_period" {
-                r.period = d;
+            if dur()? == 0 {
+                if let Some(Value::Table(c)) = doc.get_mut("contract") {
+                    c.remove("requeue_period");
+                    c.remove("requeue_window");
+                }
             } else {
-                r.window = d;
-            }
-            if d == 0 {
-                *r = Default::default();
-            } else if r.window == 0 || r.window >= r.period {
-                bail!("--sweep {key}={value}: requeue_window must be longer than 0 and shorter than requeue_period (now {} and {}); set both in [contract] first", r.window, r.period);
+                set(doc, Some("contract"), key, text());
             }
         }
-        "backfill_depth" => config.sim.backfill_depth = u32::try_from(int()?).context("backfill_depth too large")?,
-        "seed" => config.sim.seed = int()?,
-        "cluster" => *cluster = ClusterSpec::parse(value).map_err(anyhow::Error::msg)?,
+        "backfill_depth" => {
+            let depth = u32::try_from(int()?).context("backfill_depth too large")?;
+            set(doc, Some("sim"), key, Value::Integer(depth.into()));
+        }
+        "seed" => {
+            let seed = i64::try_from(int()?)
+                .with_context(|| format!("--sweep {key}={value}: at most {}", i64::MAX))?;
+            set(doc, Some("sim"), key, Value::Integer(seed));
+        }
+        "cluster" => {
+            *cluster = ClusterSpec::parse(value).map_err(anyhow::Error::msg)?;
+            return Ok(());
+        }
         other => bail!(
             "--sweep {other}: unknown key; use window, half_life, calc_period, default_min_runtime, max_min_runtime, charge_min_runtime, requeue_period, requeue_window, sync_interval, checkpoint_interval, metric_window, backfill_depth, seed or cluster"
         ),
     }
-    Ok(())
+    parse(doc)
+        .map(|_| ())
+        .map_err(|e| anyhow::anyhow!("--sweep {key}={value}: {e}"))
 }
 
-/// The grid of configurations `--sweep` asks for (one, unlabelled, without).
+/// Sets `key` of `doc` (of its table `table`, made if missing) to `value`.
+fn set(doc: &mut toml::Table, table: Option<&str>, key: &str, value: toml::Value) {
+    let t = match table {
+        None => doc,
+        Some(t) => match doc
+            .entry(t)
+            .or_insert_with(|| toml::Value::Table(Default::default()))
+        {
+            toml::Value::Table(t) => t,
+            // Not a table: parsing it again says so.
+            _ => return,
+        },
+    };
+    t.insert(key.into(), value);
+}
+
+/// The engine's config and the `[sim]` settings of a config file's table.
+fn parse(doc: &toml::Table) -> anyhow::Result<(Config, SimSettings)> {
+    sim::settings::from_toml_table(doc.clone()).map_err(anyhow::Error::msg)
+}
+
+/// The grid of configurations `--sweep` asks for (one, unlabelled, without),
+/// from the config file's table.
 fn sweep_variants(
-    config: &Config,
+    doc: &toml::Table,
     cluster: ClusterSpec,
     sweeps: &[String],
 ) -> anyhow::Result<Vec<Variant>> {
-    let mut variants = vec![(String::new(), config.clone(), cluster)];
+    let mut variants = vec![(String::new(), doc.clone(), cluster)];
     let mut seen: Vec<&str> = Vec::new();
     for s in sweeps {
         let (key, values) = s.split_once('=').with_context(|| {
@@ -528,14 +558,18 @@ fn sweep_variants(
         }
         variants = next;
     }
-    Ok(variants
+    variants
         .into_iter()
-        .map(|(label, c, cluster)| Variant {
-            label,
-            config: Arc::new(c),
-            cluster,
+        .map(|(label, doc, cluster)| {
+            let (config, sim) = parse(&doc)?;
+            Ok(Variant {
+                label,
+                config: Arc::new(config),
+                sim,
+                cluster,
+            })
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]

@@ -172,6 +172,6 @@ pub(super) fn print_text(
     }
     println!(
         "\nowed% = owed GPU-hours delivered (weekly%: counted per week); occ% = occupancy from the first to the last submission (occ-end%: to the last event); lost% = GPU-h lost to requeues / delivered; pre/kGPUh = preemptions per 1,000 delivered GPU-h; unalc% = free-tier share of GPU time; err% = mean (and p90) hourly share error over a {} window; waits = first start - submit. See docs/simulator.md.",
-        human_secs(variants[0].config.sim.metric_window)
+        human_secs(variants[0].sim.metric_window)
     );
 }

@@ -5,7 +5,7 @@ use super::*;
 
 #[test]
 fn sweep_grid_and_errors() {
-    let c = Config::from_toml_str("[tree.a]\nshare = 1\n").unwrap();
+    let c: toml::Table = toml::from_str("[tree.a]\nshare = 1\n").unwrap();
     let cl = ClusterSpec {
         nodes: 1,
         gpus_per_node: 8,
@@ -38,6 +38,16 @@ fn sweep_grid_and_errors() {
         .unwrap()
         .to_string();
     assert!(e.contains("--sweep window is given twice"), "{e}");
+    // A swept value is checked as the config checks it: sync_interval
+    // against [sim] sync_offset too.
+    let with_offset: toml::Table =
+        toml::from_str("[sim]\nsync_offset = 30\n[tree.a]\nshare = 1\n").unwrap();
+    assert!(sweep_variants(&with_offset, cl, &["sync_interval=1:00".into()]).is_ok());
+    let e = sweep_variants(&with_offset, cl, &["sync_interval=0:30".into()])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("sim.sync_offset"), "{e}");
     assert!(
         parse_policies(&["allot,fifo".into(), "fifo".into()]).unwrap()
             == vec![Policy::Allot, Policy::Fifo]
@@ -181,8 +191,13 @@ fn mixed_case_trace_accounts_match_and_unmatched_traces_fail() {
     );
     assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
     let (trace, _) = load_trace(&args.trace, None).unwrap();
-    let cfg = config_path::load(&args.config.path()).unwrap();
-    let w = Workload::prepare(&trace, &cfg, ClusterSpec::parse("1x8").unwrap());
+    let cfg = config_path::load_all(&args.config.path()).unwrap();
+    let w = Workload::prepare(
+        &trace,
+        &cfg.config,
+        &cfg.sim,
+        ClusterSpec::parse("1x8").unwrap(),
+    );
     assert_eq!(w.jobs.len(), 2);
     assert_eq!(w.accounts, ["vcab", "vccd"]);
     assert_eq!(
@@ -212,9 +227,14 @@ fn alibaba_pods_map_onto_one_team_or_by_class() {
     // A one-team tree: every pod is that team's.
     let args = sim_args(&dir, "capacity_gpus = 8\n[tree.team]\nshare = 1\n", pods);
     assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
-    let cfg = config_path::load(&args.config.path()).unwrap();
+    let cfg = config_path::load_all(&args.config.path()).unwrap();
     let (trace, _) = load_trace(&args.trace, None).unwrap();
-    let w = Workload::prepare(&trace, &cfg, ClusterSpec::parse("1x8").unwrap());
+    let w = Workload::prepare(
+        &trace,
+        &cfg.config,
+        &cfg.sim,
+        ClusterSpec::parse("1x8").unwrap(),
+    );
     assert_eq!(w.jobs.len(), 3);
     assert_eq!(w.accounts, ["team"]);
     let mapped: Vec<(&str, &str, u64, &str)> = w
@@ -246,8 +266,13 @@ fn alibaba_pods_map_onto_one_team_or_by_class() {
         pods,
     );
     assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
-    let cfg = config_path::load(&args.config.path()).unwrap();
-    let w = Workload::prepare(&trace, &cfg, ClusterSpec::parse("1x8").unwrap());
+    let cfg = config_path::load_all(&args.config.path()).unwrap();
+    let w = Workload::prepare(
+        &trace,
+        &cfg.config,
+        &cfg.sim,
+        ClusterSpec::parse("1x8").unwrap(),
+    );
     let per_account: Vec<(u64, u32)> = w.jobs.iter().map(|j| (j.id, j.account)).collect();
     assert_eq!(w.accounts, ["prod", "research"]);
     assert!(w.mapped.iter().all(|m| m.by == "[sim.accounts]"));

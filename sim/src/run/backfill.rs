@@ -90,7 +90,7 @@ impl Sim<'_> {
         held: &mut Vec<Held>,
         cands: &[u32],
     ) -> Option<Vec<NodeGpus>> {
-        if self.config.sim.will_run_window > 0 {
+        if self.sim.will_run_window > 0 {
             return self.plan_by_windows(nodes, g, planned, held, cands);
         }
         let now = self.now;
@@ -112,7 +112,7 @@ impl Sim<'_> {
                 releases.push((end, a.node, a.gpus));
             }
         }
-        let whole = self.config.sim.backfill_hold == BackfillHold::Nodes;
+        let whole = self.sim.backfill_hold == BackfillHold::Nodes;
         let free_at = |node: u32, t: u64| -> i64 {
             let mut f = i64::from(self.cluster.free[node as usize]);
             for &(e, n, gp) in &releases {
@@ -316,8 +316,8 @@ impl Sim<'_> {
         if let Some(chosen) = self.will_run_pick(nodes, g, avail, &free, &jobs) {
             return Some((self.now, chosen));
         }
-        let w0 = self.config.sim.will_run_window;
-        let off = self.config.sim.will_run_offset;
+        let w0 = self.sim.will_run_window;
+        let off = self.sim.will_run_offset;
         let mut window = w0;
         let mut barrier: Option<u64> = None;
         let mut i = 0;
@@ -397,7 +397,7 @@ impl Sim<'_> {
     /// preempt counted free from now, as Slurm's will-run test plans it.
     /// Nothing changes when it may preempt nobody.
     pub(super) fn replan_over_candidates(&self, id: u32, held: &mut Vec<Held>, before: usize) {
-        if self.config.sim.backfill_candidates != BackfillCandidates::Free {
+        if self.sim.backfill_candidates != BackfillCandidates::Free {
             return;
         }
         let cands = self.preemptable_by(id);
@@ -412,16 +412,16 @@ impl Sim<'_> {
     /// The interval `[start, end)` a reservation holds for a job planned
     /// to start at `t` and run `planned` seconds ([`Sim::hold`]).
     fn reserved(&self, t: u64, planned: u64) -> (u64, u64) {
-        let (start, mut end) = match self.config.sim.backfill_resolution {
+        let (start, mut end) = match self.sim.backfill_resolution {
             0 => (t, t + planned),
             r => {
-                let off = self.config.sim.resolution_offset;
+                let off = self.sim.resolution_offset;
                 let down = |x: u64| ((x + off) / r * r).saturating_sub(off);
                 (down(t), down(t + planned))
             }
         };
-        if self.config.sim.backfill_hold == BackfillHold::Nodes {
-            end = end.max(start + self.config.sim.backfill_resolution.max(1));
+        if self.sim.backfill_hold == BackfillHold::Nodes {
+            end = end.max(start + self.sim.backfill_resolution.max(1));
         }
         (start, end)
     }
@@ -452,3 +452,6 @@ impl Sim<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

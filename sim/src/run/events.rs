@@ -72,16 +72,14 @@ impl Sim<'_> {
                     NodeEventKind::Drain => {
                         self.cluster.change(e.node, 1, 0);
                         if self.policy == Policy::Allot {
-                            match self.config.sim.drain_pass_ms {
+                            match self.sim.drain_pass_ms {
                                 None => self.drain_pass(e.node),
                                 Some(ms) => {
                                     // The sidecar's first pass after the
                                     // drain: this second's, if it is a
                                     // tick's and the pass is still to come.
-                                    let (iv, off) = (
-                                        self.config.sync_interval.max(1),
-                                        self.config.sim.sync_offset,
-                                    );
+                                    let (iv, off) =
+                                        (self.config.sync_interval.max(1), self.sim.sync_offset);
                                     let at_us = e.at_ms.map_or(0, |m| u64::from(m) * 1000);
                                     if now % iv == off % iv && at_us < ms * 1000 {
                                         self.timed_later.push((ms * 1000, DRAIN_PASS, e.node, 0));
@@ -189,7 +187,7 @@ impl Sim<'_> {
     /// True if job `id` arrives in the last `pass_miss_ms` of its second
     /// (its submit phase), after slurmctld's pass.
     pub(super) fn misses_pass(&self, id: u32) -> bool {
-        let miss = self.config.sim.pass_miss_ms;
+        let miss = self.sim.pass_miss_ms;
         miss > 0 && self.submit_phase_ms(id) >= 1000 - miss
     }
 
@@ -198,7 +196,7 @@ impl Sim<'_> {
     pub(super) fn submit_phase_ms(&self, id: u32) -> u64 {
         match self.w.jobs[id as usize].submit_ms {
             Some(ms) => u64::from(ms),
-            None => jobs::sub_second_ms(self.config.sim.seed, id, 1 << 31),
+            None => jobs::sub_second_ms(self.sim.seed, id, 1 << 31),
         }
     }
 
@@ -230,3 +228,6 @@ impl Sim<'_> {
             .change_team(sj.team as usize, self.now, 0, i64::from(sj.gpus()));
     }
 }
+
+#[cfg(test)]
+mod tests;

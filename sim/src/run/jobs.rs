@@ -30,11 +30,11 @@ impl Sim<'_> {
         // second. With `sched_interval` the offset is that of the pass
         // starting it (Sim::second_with_passes), else seeded; the end comes
         // at the same offset past the last whole second.
-        let overhead = attempt_overhead_us(&self.config.sim, id, j.attempt);
+        let overhead = attempt_overhead_us(self.sim, id, j.attempt);
         let phase = match self.pass_us {
             Some(us) => us,
             None if overhead == 0 => 0,
-            None => sub_second_ms(self.config.sim.seed, id, u64::from(j.attempt)) * 1000,
+            None => sub_second_ms(self.sim.seed, id, u64::from(j.attempt)) * 1000,
         };
         let extra = (phase + overhead) / 1_000_000;
         j.end_us = ((phase + overhead) % 1_000_000) as u32;
@@ -57,7 +57,7 @@ impl Sim<'_> {
                     rate,
                     now,
                 ));
-                if self.config.sim.ledger_lag > 0 {
+                if self.sim.ledger_lag > 0 {
                     self.ledger_recent.push_back(LedgerEvent {
                         at: now,
                         account: sj.account,
@@ -119,7 +119,7 @@ impl Sim<'_> {
                 .charged_end(j.start, now, sj.min_runtime)
                 .unwrap_or(now);
             self.tracker.close(open, end);
-            if self.config.sim.ledger_lag > 0 {
+            if self.sim.ledger_lag > 0 {
                 self.ledger_recent.push_back(LedgerEvent {
                     at: now,
                     account: sj.account,
@@ -140,7 +140,7 @@ impl Sim<'_> {
             self.m.finished += 1;
             return;
         }
-        let ckpt = self.config.sim.checkpoint_interval;
+        let ckpt = self.sim.checkpoint_interval;
         let saved = match (sj.resumable, ckpt) {
             (false, _) => 0,
             (true, 0) => run,
@@ -150,7 +150,7 @@ impl Sim<'_> {
         let lost = run - saved;
         j.remaining -= saved;
         j.attempt += 1;
-        let delay = self.config.sim.requeue_delay;
+        let delay = self.sim.requeue_delay;
         j.eligible = now + delay;
         j.order = now;
         j.alloc = Vec::new();
@@ -176,11 +176,7 @@ fn plan_end(sj: &crate::workload::SimJob, j: &JobState) -> u64 {
 /// Microseconds attempt `attempt` of job `id` holds its GPUs beyond its
 /// work: `attempt_overhead_ms`, moved by a seeded draw within
 /// ± `attempt_jitter_ms` (evenly, to the microsecond), never below 0.
-pub(super) fn attempt_overhead_us(
-    s: &fairshare::config::sim::SimSettings,
-    id: u32,
-    attempt: u32,
-) -> u64 {
+pub(super) fn attempt_overhead_us(s: &crate::SimSettings, id: u32, attempt: u32) -> u64 {
     let mean = s.attempt_overhead_ms * 1000;
     let j = s.attempt_jitter_ms * 1000;
     if j == 0 {
@@ -200,26 +196,4 @@ pub(super) fn sub_second_ms(seed: u64, id: u32, salt: u64) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::attempt_overhead_us;
-
-    #[test]
-    fn overheads_are_drawn_within_the_jitter_and_never_below_zero() {
-        let mut s = fairshare::config::sim::SimSettings {
-            attempt_overhead_ms: 30,
-            attempt_jitter_ms: 10,
-            ..Default::default()
-        };
-        let drawn: Vec<u64> = (0..400).map(|id| attempt_overhead_us(&s, id, 0)).collect();
-        assert!(drawn.iter().all(|us| (20_000..=40_000).contains(us)));
-        // Both halves of the range, and the same draw again.
-        assert!(drawn.iter().any(|&us| us < 25_000) && drawn.iter().any(|&us| us > 35_000));
-        assert_eq!(attempt_overhead_us(&s, 7, 0), drawn[7]);
-        // Another attempt of the same job draws again.
-        assert!((0..400).any(|id| attempt_overhead_us(&s, id, 1) != drawn[id as usize]));
-        s.attempt_jitter_ms = 50;
-        assert!((0..400).any(|id| attempt_overhead_us(&s, id, 0) == 0));
-        s.attempt_jitter_ms = 0;
-        assert_eq!(attempt_overhead_us(&s, 7, 0), 30_000);
-    }
-}
+mod tests;

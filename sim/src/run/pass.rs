@@ -139,7 +139,7 @@ impl Sim<'_> {
         let mut held: Option<Vec<Held>> = None;
         let mut blocked = false;
         let mut looked = 0u32;
-        let depth = self.config.sim.backfill_depth;
+        let depth = self.sim.backfill_depth;
         // `backfill_preempt = "all"`: every job a backfill pass looks at
         // after the first blocked one may preempt too. Why a pass still
         // ends: the heap hands out each pending job at most once, and a
@@ -148,7 +148,7 @@ impl Sim<'_> {
         // across passes the engine's rule cannot cycle (fairshare::preempt:
         // each preemption strictly increases a bounded quantity), checked by
         // the invariants property test with this setting.
-        let bf_preempt = backfill && self.config.sim.backfill_preempt == BackfillPreempt::All;
+        let bf_preempt = backfill && self.sim.backfill_preempt == BackfillPreempt::All;
         // Smallest GPUs-per-node that failed to place this pass, without and
         // with the reservation's nodes avoided: larger shapes fail too.
         let mut failed_any = u32::MAX;
@@ -315,7 +315,7 @@ impl Sim<'_> {
             }
             if self.policy == Policy::Allot
                 && self.is_short(id)
-                && self.config.sim.short_partition == ShortPartition::Apart
+                && self.sim.short_partition == ShortPartition::Apart
             {
                 // Short jobs run in their own partition on nodes of their
                 // own (docs/simulator.md): one that cannot start holds up
@@ -326,7 +326,7 @@ impl Sim<'_> {
             if !backfill {
                 break;
             }
-            if self.config.sim.backfill_reserve == BackfillReserve::All {
+            if self.sim.backfill_reserve == BackfillReserve::All {
                 let mut h = Vec::new();
                 // Nothing fits now (placement just failed): a reservation.
                 let _ = self.plan(nodes, g, planned, &mut h, &[]);
@@ -352,3 +352,6 @@ impl Sim<'_> {
         blocked || completing
     }
 }
+
+#[cfg(test)]
+mod tests;

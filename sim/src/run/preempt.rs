@@ -19,7 +19,7 @@ impl Sim<'_> {
         let round = if self.config.contract.requeue.period == 0 {
             0
         } else {
-            self.now / self.config.sim.backfill_interval.max(1)
+            self.now / self.sim.backfill_interval.max(1)
         };
         (id, self.epoch, round)
     }
@@ -50,7 +50,7 @@ impl Sim<'_> {
         // `repreempt_delay`: a job that preempted waits for those GPUs
         // (Slurm kills no more for it until KillWait + MessageTimeout).
         let last = self.jobs[id as usize].preempted_at;
-        let delay = self.config.sim.repreempt_delay;
+        let delay = self.sim.repreempt_delay;
         if last != u64::MAX && self.now < last + delay {
             self.wake(last + delay);
             return false;
@@ -215,7 +215,7 @@ impl Sim<'_> {
             }
         }
         self.jobs[id as usize].preempted_at = self.now;
-        let next_pass = self.config.sim.preemptor_start == PreemptorStart::NextPass;
+        let next_pass = self.sim.preemptor_start == PreemptorStart::NextPass;
         // GPUs the victims held, by node (`next_pass`: still busy until the
         // pass ends).
         let mut freed: Vec<NodeGpus> = Vec::new();
@@ -265,7 +265,7 @@ impl Sim<'_> {
             // there. `victim_complete_ms` holds the victims' GPUs a few
             // milliseconds longer, each hold with its release event queued
             // (Sim::hold_victims): it adds no preemption and no loop.
-            if self.config.sim.victim_complete_ms.is_some() {
+            if self.sim.victim_complete_ms.is_some() {
                 // Still COMPLETING when the pass ends (Sim::hold_victims).
                 self.victims_freed.push((id, freed.clone()));
             }
@@ -386,7 +386,7 @@ impl Sim<'_> {
         mut f: impl FnMut(u32, &'a [NodeGpus]) -> bool,
     ) {
         let leaf = |t: usize| self.w.teams[t].leaf;
-        let per_node = nodes == 1 && self.config.sim.victim_budget == VictimBudget::Node;
+        let per_node = nodes == 1 && self.sim.victim_budget == VictimBudget::Node;
         teams.clear();
         teams.extend(
             (0..self.w.teams.len())
@@ -503,7 +503,7 @@ impl Sim<'_> {
     /// "drops through and reserves these resources": its nodes leave the
     /// pass's map from now on, whatever GPUs it asked for.
     pub(super) fn hold_preemptor_nodes(&mut self, id: u32) {
-        if self.config.sim.backfill_hold != BackfillHold::Nodes {
+        if self.sim.backfill_hold != BackfillHold::Nodes {
             return;
         }
         let Some((pid, hold)) = self.completing.last() else {
@@ -535,7 +535,7 @@ impl Sim<'_> {
     /// testbed's main passes all fall on the `sched_interval` cadence).
     /// Nothing is held twice: the pass's own holds came back just before.
     pub(super) fn hold_victims(&mut self) {
-        let Some(ms) = self.config.sim.victim_complete_ms else {
+        let Some(ms) = self.sim.victim_complete_ms else {
             return;
         };
         let at = self.now * 1_000_000 + self.pass_us.unwrap_or(0);
@@ -574,3 +574,6 @@ impl Sim<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

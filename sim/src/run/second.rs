@@ -96,7 +96,7 @@ impl Sim<'_> {
     /// The backfill pass of second `t`, if one falls in it, as its offset
     /// (µs), and the second of the next one after `t`.
     pub(super) fn backfill_pass_at(&self, t: u64) -> (Option<u64>, u64) {
-        let s = &self.config.sim;
+        let s = self.sim;
         let first = ((1000 - s.pass_miss_ms.min(1000)) * 1000).min(LAST_US);
         let iv = s.backfill_interval.max(1);
         let seen = &s.backfill_passes_us;
@@ -121,7 +121,7 @@ impl Sim<'_> {
                 NODE_START => self.node_events[a as usize]
                     .at_ms
                     .map(|ms| u64::from(ms) * 1000),
-                DRAIN_PASS | DRAIN_REQUEUE => self.config.sim.drain_pass_ms.map(|ms| ms * 1000),
+                DRAIN_PASS | DRAIN_REQUEUE => self.sim.drain_pass_ms.map(|ms| ms * 1000),
                 VICTIM_DONE => Some(u64::from(b)),
                 _ => None,
             };
@@ -181,8 +181,8 @@ impl Sim<'_> {
                 // second the last pass ran (the agent looks every
                 // backfill_interval; after a change in second c its passes
                 // run up to c + backfill_interval), no pass.
-                _ if self.config.sim.backfill_idle == BackfillIdle::Skip
-                    && self.last_change + self.config.sim.backfill_interval.max(1) < t => {}
+                _ if self.sim.backfill_idle == BackfillIdle::Skip
+                    && self.last_change + self.sim.backfill_interval.max(1) < t => {}
                 _ => self.bf_blocked = self.pass(true),
             }
             self.pass_us = None;
@@ -236,25 +236,4 @@ impl Sim<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::Sim;
-
-    #[test]
-    fn passes_fall_evenly_between_the_seen_ones() {
-        // Seen at 0.5 s and 10.7 s: ten passes of 1.02 s between them.
-        let seen = [500_000, 10_700_000];
-        let at = |t| Sim::pass_from_seen(&seen, 0, 1, 0, t);
-        assert_eq!(at(0), (0, 500_000));
-        assert_eq!(at(1), (1, 520_000));
-        assert_eq!(at(5), (5, 600_000));
-        assert_eq!(at(10), (10, 700_000));
-        // After the last, on at the period; before the first, back from it.
-        assert_eq!(at(11), (11, 700_000));
-        assert_eq!(Sim::pass_from_seen(&[3_200_000], 0, 2, 0, 0), (1, 200_000));
-        // None seen: the fitted series.
-        assert_eq!(
-            Sim::pass_from_seen(&[], 250_000, 2, 1000, 7),
-            Sim::pass_from(250_000, 2, 1000, 7)
-        );
-    }
-}
+mod tests;

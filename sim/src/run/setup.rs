@@ -7,6 +7,7 @@ impl<'w> Sim<'w> {
     pub fn new(
         w: &'w Workload,
         config: Arc<Config>,
+        sim: &'w SimSettings,
         cluster: ClusterSpec,
         policy: Policy,
         events: &[NodeEvent],
@@ -56,15 +57,16 @@ impl<'w> Sim<'w> {
             heap.push(Reverse((e.at, NODE_START, i as u32, 0)));
         }
         let window = config.window;
-        let seed = config.sim.seed;
+        let seed = sim.seed;
         let ignored_events = events.len() - node_events.len();
         Sim {
             w,
+            sim,
             policy,
             cluster: {
                 let mut c = Cluster::new(cluster.nodes, cluster.gpus_per_node, seed);
-                c.cons_tres = config.sim.placement == Placement::ConsTres;
-                c.node_cpus = config.sim.node_cpus;
+                c.cons_tres = sim.placement == Placement::ConsTres;
+                c.node_cpus = sim.node_cpus;
                 c
             },
             jobs: w
@@ -122,7 +124,7 @@ impl<'w> Sim<'w> {
             tick_at: u64::MAX,
             bf_at: u64::MAX,
             main_at: u64::MAX,
-            main_loop: main_loop(&config.sim),
+            main_loop: main_loop(sim),
             last_change: 0,
             backfill_now: false,
             horizon: horizon(w, cluster),
@@ -162,7 +164,7 @@ impl<'w> Sim<'w> {
 }
 
 /// The main pass's loop (`super::main_loop`) from the `[sim]` settings.
-fn main_loop(s: &fairshare::config::sim::SimSettings) -> super::main_loop::MainLoop {
+fn main_loop(s: &crate::SimSettings) -> super::main_loop::MainLoop {
     let first = s.sched_offset * 1_000_000 + s.main_phase_ms * 1000;
     let drift = s.main_drift_us.unwrap_or(s.pass_drift_us);
     super::main_loop::MainLoop::new(

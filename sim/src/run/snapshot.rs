@@ -9,7 +9,7 @@ impl Sim<'_> {
     /// `sched_interval`): the offset (µs) into a tick's second at which the
     /// engine snapshot is taken.
     pub(super) fn snapshot_us(&self) -> Option<u64> {
-        let s = &self.config.sim;
+        let s = self.sim;
         if self.policy != Policy::Allot || s.sched_interval == 0 {
             return None;
         }
@@ -34,7 +34,7 @@ impl Sim<'_> {
     /// t mod `sync.interval` = `sync_offset`.
     pub(super) fn tick_after(&self, t: u64) -> u64 {
         let iv = self.config.sync_interval.max(1);
-        let off = self.config.sim.sync_offset % iv;
+        let off = self.sim.sync_offset % iv;
         off + (t + iv - off) / iv * iv
     }
 
@@ -49,7 +49,7 @@ impl Sim<'_> {
                 self.take_snapshot();
             }
             Policy::Classic | Policy::FairTree if now >= self.decay.next => {
-                let s = &self.config.sim;
+                let s = self.sim;
                 let raw = self.m.take_raw_usage(now);
                 let k = 0.5f64.powf((now - self.decay.last) as f64 / s.half_life as f64);
                 for (u, r) in self.decay.usage.iter_mut().zip(raw) {
@@ -95,7 +95,7 @@ impl Sim<'_> {
     /// far end are not shifted: a 7-day window moves by nothing that
     /// matters.)
     fn ledger_engine(&mut self) -> Engine {
-        let lag = self.config.sim.ledger_lag;
+        let lag = self.sim.ledger_lag;
         if lag == 0 {
             return Engine::from_tracker(self.config.clone(), &self.tracker);
         }
@@ -161,3 +161,6 @@ impl Sim<'_> {
         cache.value.clone()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,127 @@
+//! Node events: failures, drains, the sidecar's drain pass.
+
+use crate::testutil::*;
+use crate::*;
+
+#[test]
+fn node_failures_and_drains() {
+    let c = config(TWO_TEAMS);
+    let cluster = ClusterSpec {
+        nodes: 2,
+        gpus_per_node: 8,
+    };
+    let jobs = vec![job(1, "t1", 0, 4 * 3600, 8), job(2, "t2", 0, 4 * 3600, 8)];
+    let events = vec![
+        NodeEvent {
+            node: 0,
+            at: 1800,
+            duration: 3600,
+            kind: NodeEventKind::Fail,
+            at_ms: None,
+        },
+        NodeEvent {
+            node: 1,
+            at: 600,
+            duration: 7200,
+            kind: NodeEventKind::Drain,
+            at_ms: None,
+        },
+        NodeEvent {
+            node: 9,
+            at: 600,
+            duration: 60,
+            kind: NodeEventKind::Drain,
+            at_ms: None,
+        },
+    ];
+    let t = trace::from_jobs(jobs, events);
+    let w = Workload::prepare(&t, &c, &sim_of(&c), cluster);
+    let r = simulate(
+        &w,
+        c.clone(),
+        &sim_of(&c),
+        cluster,
+        Policy::Allot,
+        &t.events,
+        &mut |_| {},
+    );
+    assert_eq!(r.fail_requeues, 1);
+    // The drained node's job is requeued when its 1 h contract runs out.
+    assert_eq!(r.drain_requeues, 1);
+    assert_eq!(r.ignored_node_events, 1);
+    assert_eq!(r.finished, 2);
+    // Capacity drops by one node for the failure's hour.
+    assert_eq!(r.hourly.capacity[0], 16 * 1800 + 8 * 1800);
+    check_invariants(&r, &w);
+    // Baselines let the drained job finish.
+    let r = simulate(
+        &w,
+        c.clone(),
+        &sim_of(&c),
+        cluster,
+        Policy::Fifo,
+        &t.events,
+        &mut |_| {},
+    );
+    assert_eq!((r.fail_requeues, r.drain_requeues), (1, 0));
+}
+
+/// `drain_pass_ms`: the sidecar acts on a drain at its first pass after
+/// it (every `sync.interval` tick, this far into the tick's second), not at
+/// the drain's instant. One 8-GPU job (a 60 s contract, started at 0) on a
+/// node drained at 101.3 s for 5 s: requeued at 101 s at once, at 102 s by
+/// the pass of 102.25 s; drained at 102.1 s, by that same pass; drained at
+/// 102.3 s, by the pass of 104.25 s. Its second attempt runs its 1000 s in
+/// full, so the GPU-seconds delivered tell when the first one ended.
+#[test]
+fn the_sidecar_acts_on_a_drain_at_its_next_pass() {
+    let held_s = |sim: &str, at: u64, at_ms: u16| {
+        let c = config(&format!(
+            "{TWO_TEAMS}[sync]\ninterval = \"0:02\"\n[sim]\nsched_interval = \"0:02\"\nbackfill_interval = \"0:01\"\nresumable = false\n{sim}"
+        ));
+        let jobs = vec![TraceJob {
+            min_runtime: Some(60),
+            ..job(1, "t1", 0, 1000, 8)
+        }];
+        let events = vec![NodeEvent {
+            node: 0,
+            at,
+            duration: 5,
+            kind: NodeEventKind::Drain,
+            at_ms: Some(at_ms),
+        }];
+        let t = trace::from_jobs(jobs, events);
+        let w = Workload::prepare(&t, &c, &sim_of(&c), ONE_NODE);
+        let r = simulate(
+            &w,
+            c.clone(),
+            &sim_of(&c),
+            ONE_NODE,
+            Policy::Allot,
+            &t.events,
+            &mut |_| {},
+        );
+        assert_eq!((r.drain_requeues, r.finished), (1, 1));
+        check_invariants(&r, &w);
+        (r.gpu_hours * 3600.0 / 8.0).round() as u64 - 1000
+    };
+    assert_eq!(held_s("", 101, 300), 101);
+    assert_eq!(held_s("drain_pass_ms = 250\n", 101, 300), 102);
+    assert_eq!(held_s("drain_pass_ms = 250\n", 102, 100), 102);
+    assert_eq!(held_s("drain_pass_ms = 250\n", 102, 300), 104);
+    // On odd ticks (`sync_offset = 1`) the drain at 101.3 s waits for 103.25 s.
+    assert_eq!(
+        held_s("drain_pass_ms = 250\nsync_offset = 1\n", 101, 300),
+        103
+    );
+    let e = sim_error("drain_pass_ms = 250\n");
+    assert!(
+        e.contains("sim.drain_pass_ms") && e.contains("sched_interval"),
+        "{e}"
+    );
+    let e = sim_error("sched_interval = \"0:02\"\ndrain_pass_ms = 1000\n");
+    assert!(
+        e.contains("sim.drain_pass_ms") && e.contains("0-999"),
+        "{e}"
+    );
+}

@@ -1,0 +1,98 @@
+//! The validators of `[sim.accounts]` and `[[sim.rule]]`: trace names to
+//! Slurm accounts, and the contract rules (a fixed minimum runtime is
+//! checked against the engine's `contract.max_min_runtime`).
+
+use fairshare::config::{Config, ConfigError};
+use fairshare::duration::format_slurm_duration;
+
+use super::keys::{duration, RawSim};
+use super::*;
+
+/// `[sim.accounts]`: trace names (lower-cased) to Slurm accounts.
+pub(super) fn accounts(r: &RawSim, _: &Config, s: &mut SimSettings, e: &mut Vec<ConfigError>) {
+    for (name, account) in &r.accounts {
+        // Slurm stores account names lower-cased, and trace names are
+        // matched lower-cased: an upper-case account would match nothing.
+        if account.is_empty() || *account != account.to_ascii_lowercase() {
+            e.push(ConfigError::Invalid {
+                path: format!("sim.accounts.{name}"),
+                message: format!(
+                    "{account:?} is not a Slurm account name; write it in lower case, as slurmdbd stores it"
+                ),
+            });
+            continue;
+        }
+        s.accounts
+            .insert(name.to_ascii_lowercase(), account.clone());
+    }
+}
+
+/// `[[sim.rule]]`: each rule's conditions and what it sets.
+pub(super) fn rules(r: &RawSim, c: &Config, s: &mut SimSettings, errors: &mut Vec<ConfigError>) {
+    let max_min_runtime = c.contract.max_min_runtime;
+    for (i, r) in r.rule.iter().enumerate() {
+        let path = format!("sim.rule[{i}]");
+        let mut d = |key: &str, v: &Option<toml::Value>| {
+            v.as_ref()
+                .and_then(|v| duration(&format!("{path}.{key}"), v, errors))
+        };
+        let min_duration = d("min_duration", &r.min_duration);
+        let max_duration = d("max_duration", &r.max_duration);
+        let min_runtime = match &r.min_runtime {
+            None => None,
+            Some(toml::Value::String(t)) if t == "runtime" => Some(RuleMinRuntime::Runtime),
+            Some(v) => d("min_runtime", &Some(v.clone())).map(RuleMinRuntime::Fixed),
+        };
+        if let Some(RuleMinRuntime::Fixed(m)) = min_runtime {
+            if m > max_min_runtime {
+                errors.push(ConfigError::MinAboveMax {
+                    path: format!("{path}.min_runtime"),
+                    min: format_slurm_duration(m),
+                    max: format_slurm_duration(max_min_runtime),
+                });
+            }
+        }
+        // A rule whose bounds exclude every job is a typo, not a rule.
+        if let (Some(lo), Some(hi)) = (r.min_gpus, r.max_gpus) {
+            if lo > hi {
+                errors.push(ConfigError::Invalid {
+                    path: format!("{path}.min_gpus"),
+                    message: format!(
+                        "{lo} is above max_gpus = {hi}: the rule matches no job; swap or fix them"
+                    ),
+                });
+            }
+        }
+        if let (Some(lo), Some(hi)) = (min_duration, max_duration) {
+            if lo > hi {
+                errors.push(ConfigError::Invalid {
+                    path: format!("{path}.min_duration"),
+                    message: format!(
+                        "{} is above max_duration = {}: the rule matches no job; swap or fix them",
+                        format_slurm_duration(lo),
+                        format_slurm_duration(hi)
+                    ),
+                });
+            }
+        }
+        if min_runtime.is_none() && r.resumable.is_none() {
+            errors.push(ConfigError::Invalid {
+                path,
+                message: "sets nothing; give it min_runtime = \"...\" (or \"runtime\") and/or resumable = true|false"
+                    .into(),
+            });
+            continue;
+        }
+        s.rules.push(ContractRule {
+            name: r.name.clone().unwrap_or_else(|| format!("rule {}", i + 1)),
+            teams: r.teams.clone(),
+            partitions: r.partitions.clone(),
+            min_gpus: r.min_gpus,
+            max_gpus: r.max_gpus,
+            min_duration,
+            max_duration,
+            min_runtime,
+            resumable: r.resumable,
+        });
+    }
+}

@@ -1,0 +1,144 @@
+//! Tests of the `[sim]` settings: each key's value and its errors.
+
+use super::*;
+use crate::testutil::TWO_TEAMS;
+
+/// The `[sim]` settings of `text`, which must be valid.
+fn settings(text: &str) -> Result<SimSettings, ConfigErrors> {
+    from_toml_str(text).map(|(_, s)| s)
+}
+
+/// The errors of `text`, which must be refused.
+fn message(text: &str) -> String {
+    from_toml_str(text).unwrap_err().to_string()
+}
+#[test]
+fn sim_accounts_map_trace_names_lower_cased() {
+    let c = settings("[tree.prod]\nshare = 1\n[sim.accounts]\nLS = \"prod\"\n\"*\" = \"prod\"\n")
+        .unwrap();
+    let pairs: Vec<(&str, &str)> = c
+        .accounts
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(pairs, [("*", "prod"), ("ls", "prod")]);
+    let e = message("[tree.prod]\nshare = 1\n[sim.accounts]\nls = \"Prod\"\n");
+    assert!(e.contains("sim.accounts.ls"), "{e}");
+    assert!(e.contains("lower case"), "{e}");
+}
+
+#[test]
+fn sim_requeue_delay_is_a_duration() {
+    let c = settings("[tree.x]\nshare = 1\n[sim]\nrequeue_delay = \"0:11\"\n").unwrap();
+    assert_eq!(c.requeue_delay, 11);
+    let d = settings("[tree.x]\nshare = 1\n").unwrap();
+    assert_eq!(d.requeue_delay, 0, "eligible at once unless set");
+    let m = message("[tree.x]\nshare = 1\n[sim]\nrequeue_delay = 11\n");
+    assert!(
+        m.contains("sim.requeue_delay: expected a Slurm time string"),
+        "{m}"
+    );
+    let m = message("[tree.x]\nshare = 1\n[sim]\nrequeue_delay = \"11s\"\n");
+    assert!(
+        m.starts_with("sim.requeue_delay: invalid Slurm time"),
+        "{m}"
+    );
+}
+
+#[test]
+fn sim_backfill_reserve_and_preempt_are_first_or_all() {
+    let c = settings(
+        "[tree.x]\nshare = 1\n[sim]\nbackfill_reserve = \"all\"\nbackfill_preempt = \"all\"\n",
+    )
+    .unwrap();
+    assert_eq!(c.backfill_reserve, BackfillReserve::All);
+    assert_eq!(c.backfill_preempt, BackfillPreempt::All);
+    let d = settings("[tree.x]\nshare = 1\n").unwrap();
+    assert_eq!(d.backfill_reserve, BackfillReserve::First);
+    assert_eq!(d.backfill_preempt, BackfillPreempt::First);
+    for key in ["backfill_reserve", "backfill_preempt"] {
+        let m = message(&format!(
+            "[tree.x]\nshare = 1\n[sim]\n{key} = \"conservative\"\n"
+        ));
+        assert!(
+            m.contains(&format!("sim.{key}")) && m.contains("\"first\"") && m.contains("\"all\""),
+            "{m}"
+        );
+    }
+}
+
+#[test]
+fn sim_sched_and_resolution_offsets_need_their_interval_above_them() {
+    let c = settings("[tree.x]\nshare = 1\n[sim]\nsched_interval = \"0:02\"\nsched_offset = 1\n")
+        .unwrap();
+    assert_eq!((c.sched_interval, c.sched_offset), (2, 1));
+    for bad in [
+        "sched_offset = 1\n",
+        "sched_interval = \"0:02\"\nsched_offset = 2\n",
+    ] {
+        let m = message(&format!("[tree.x]\nshare = 1\n[sim]\n{bad}"));
+        assert!(
+            m.contains("sim.sched_offset") && m.contains("sched_interval"),
+            "{m}"
+        );
+    }
+    let m = message(
+        "[tree.x]\nshare = 1\n[sim]\nbackfill_resolution = \"1:00\"\nresolution_offset = 60\n",
+    );
+    assert!(
+        m.contains("sim.resolution_offset") && m.contains("backfill_resolution"),
+        "{m}"
+    );
+}
+
+#[test]
+fn sim_placement_is_best_fit_or_cons_tres() {
+    let c = settings("[tree.x]\nshare = 1\n[sim]\nplacement = \"cons_tres\"\n").unwrap();
+    assert_eq!(c.placement, Placement::ConsTres);
+    let d = settings("[tree.x]\nshare = 1\n").unwrap();
+    assert_eq!(d.placement, Placement::BestFit);
+    let m = message("[tree.x]\nshare = 1\n[sim]\nplacement = \"first_fit\"\n");
+    assert!(
+        m.contains("sim.placement") && m.contains("\"cons_tres\""),
+        "{m}"
+    );
+}
+
+#[test]
+fn sim_section_errors_name_the_key() {
+    let e = from_toml_str(&format!("{TWO_TEAMS}\n[sim]\nclustr = \"4x8\"\n")).unwrap_err();
+    assert!(
+        e.0[0]
+            .to_string()
+            .starts_with("sim: unknown field `clustr`"),
+        "{}",
+        e.0[0]
+    );
+    let e = from_toml_str(&format!("{TWO_TEAMS}\n[sim]\ncluster = \"4*8\"\n[[sim.rule]]\nmin_runtime = \"9:00:00\"\n[[sim.rule]]\nmax_gpus = 1\n"))
+        .unwrap_err();
+    let msgs: Vec<String> = e.0.iter().map(|e| e.to_string()).collect();
+    assert!(
+        msgs[0].starts_with("sim.cluster: cluster \"4*8\": write NODESxGPUS"),
+        "{msgs:?}"
+    );
+    assert!(
+        msgs[1].starts_with("sim.rule[0].min_runtime: 09:00:00 is longer than"),
+        "{msgs:?}"
+    );
+    assert!(msgs[2].starts_with("sim.rule[1]: sets nothing"), "{msgs:?}");
+    let e = from_toml_str(&format!("{TWO_TEAMS}\n[[sim.rule]]\nmin_gpus = 4\nmax_gpus = 1\nmin_duration = \"2:00:00\"\nmax_duration = \"1:00:00\"\nresumable = false\n"))
+        .unwrap_err();
+    let msgs: Vec<String> = e.0.iter().map(|e| e.to_string()).collect();
+    assert_eq!(
+        msgs,
+        [
+            "sim.rule[0].min_gpus: 4 is above max_gpus = 1: the rule matches no job; swap or fix them",
+            "sim.rule[0].min_duration: 02:00:00 is above max_duration = 01:00:00: the rule matches no job; swap or fix them",
+        ]
+    );
+    // Checked against the engine's config: the short band must be on.
+    let m = message(&format!(
+        "{TWO_TEAMS}\n[sim]\nshort_partition = \"shared\"\n"
+    ));
+    assert!(m.starts_with("sim.short_partition: \"shared\" says"), "{m}");
+}
