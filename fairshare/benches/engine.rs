@@ -42,6 +42,7 @@ fn bench_pass(c: &mut Criterion) {
             eligible_time: NOW - lcg(&mut seed) % 1_000_000,
             gpus: 1 + lcg(&mut seed) % 8,
             time_limit: Some(3600 * (1 + lcg(&mut seed) % 24)),
+            sweep: false,
         })
         .collect();
     let mut out = Vec::with_capacity(jobs.len());
@@ -94,6 +95,7 @@ fn bench_round(c: &mut Criterion) {
                 alloc: &[],
                 requeue: true,
                 short: false,
+                requeues: 0,
             };
             (job, format!("gpu{:03}", i % 128))
         })

@@ -91,6 +91,7 @@ fn main() {
             eligible_time: NOW - lcg(&mut seed) % (14 * 86_400),
             gpus: 1 + lcg(&mut seed) % 8,
             time_limit: Some(3600 * (1 + lcg(&mut seed) % 24)),
+            sweep: false,
         })
         .collect();
     let (set_med, set_max) = time(100_000, |i| engine.priority(&jobs[i]));
@@ -118,6 +119,7 @@ fn main() {
             alloc: &alloc,
             requeue: true,
             short: false,
+            requeues: 0,
         })
         .collect();
     let preemptors: Vec<Preemptor<'_>> = (0..1000)

@@ -140,6 +140,9 @@ impl Config {
                 period: dur("contract.requeue_period", &c.requeue_period, 0),
                 window: dur("contract.requeue_window", &c.requeue_window, 0),
             },
+            max_requeues: c
+                .max_requeues
+                .unwrap_or(crate::contract::DEFAULT_MAX_REQUEUES),
         };
         for (name, p) in &c.partition {
             let path = format!("contract.partition.{name}.default_min_runtime");
@@ -157,6 +160,8 @@ impl Config {
             short_max_time: dur("priority.short_max_time", &p.short_max_time, 3600),
             sweep_jobs: p.sweep_jobs.unwrap_or(0),
             sweep_window: dur("priority.sweep_window", &p.sweep_window, 900),
+            short_allowance: p.short_allowance,
+            short_yield: dur("priority.short_yield", &p.short_yield, 120),
         };
         let sync_interval = dur("sync.interval", &raw.sync.interval, DEFAULT_SYNC_INTERVAL);
         let preempt_grace_time = dur("preempt.grace_time", &raw.preempt.grace_time, 0);
@@ -496,6 +501,7 @@ struct RawContract {
     charge_min_runtime: Option<bool>,
     requeue_period: Option<toml::Value>,
     requeue_window: Option<toml::Value>,
+    max_requeues: Option<u32>,
     #[serde(default)]
     partition: BTreeMap<String, RawPartition>,
 }
@@ -516,6 +522,8 @@ struct RawPriority {
     short_max_time: Option<toml::Value>,
     sweep_jobs: Option<u32>,
     sweep_window: Option<toml::Value>,
+    short_allowance: Option<u32>,
+    short_yield: Option<toml::Value>,
 }
 
 #[derive(Deserialize, Default)]

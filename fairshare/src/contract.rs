@@ -64,6 +64,41 @@ pub struct ContractPolicy {
     /// When a job past its minimum runtime may be preempted
     /// (`requeue_period`, `requeue_window`; off by default).
     pub requeue: RequeuePoints,
+    /// Requeues after which an allocated job is not preempted again until
+    /// it ends ([`requeues_used`]; `[contract] max_requeues`, default
+    /// [`DEFAULT_MAX_REQUEUES`]).
+    pub max_requeues: u32,
+}
+
+/// `[contract] max_requeues` when unset: 3 (docs/fair-share.md, measured
+/// on full Philly: every team at >= 95% of owed GPU-hours with it).
+pub const DEFAULT_MAX_REQUEUES: u32 = 3;
+
+/// True when an allocated job (minimum runtime > 0) has been requeued
+/// `requeues` times, at least `max_requeues`: it is not preempted again
+/// until it ends. Free-tier jobs are never exempt (they are charged
+/// nothing, and an exempt free-tier job would hold GPUs for free). The
+/// count is every requeue of the job (Slurm's `Restarts`: preemptions,
+/// drains, node failures, an admin's `scontrol requeue`), since each sends
+/// the researcher back to the queue.
+///
+/// # Why a team cannot gain by collecting exempt jobs
+/// - an exempt job is charged as any other (`rate x max(runtime, minimum
+///   runtime)`), so its team's fair-share rank falls as it runs;
+/// - its GPUs count in its leaf's running GPUs, so while the leaf is above
+///   its entitlement its *other* jobs are preempted first and its pending
+///   jobs are not in the entitled band;
+/// - a job becomes exempt only by being started `max_requeues + 1` times,
+///   each start on GPUs no team below its entitlement could use then
+///   (queue order) or as its own leaf's entitlement (preemption), and each
+///   requeue throws away up to `requeue_window` of its work and sends it
+///   back to wait in the queue: collecting exempt jobs costs more GPU time
+///   and waiting than asking for a larger share.
+///
+/// A drain still takes an exempt job at its minimum runtime
+/// ([`crate::drain`]): health comes before the bound.
+pub fn requeues_used(min_runtime: u64, requeues: u32, max_requeues: u32) -> bool {
+    min_runtime > 0 && requeues >= max_requeues
 }
 
 /// The requeue points of the contract (module doc): `[contract]
@@ -119,6 +154,7 @@ impl Default for ContractPolicy {
             charge_min_runtime: true,
             partition_default: BTreeMap::new(),
             requeue: RequeuePoints::default(),
+            max_requeues: DEFAULT_MAX_REQUEUES,
         }
     }
 }

@@ -125,25 +125,45 @@ impl Engine {
         self.load.as_deref()
     }
 
-    /// The job's priority band (see [`crate::priority`]).
+    /// The job's priority band ([`crate::lane`]): from the snapshot's
+    /// load, whether its leaf is below its entitlement and whether its lane
+    /// is open (without a load every leaf counts as served, lane open).
     pub fn band(&self, job: &PendingJob<'_>) -> Band {
-        let below = match (&self.load, self.leaf_of(job.account)) {
-            (Some(load), Some(leaf)) => load.below(leaf),
-            _ => false,
+        let w = &self.config.priority;
+        let (below, lane) = match (&self.load, self.leaf_of(job.account)) {
+            (Some(load), Some(leaf)) => (load.below(leaf), load.lane_open(leaf, w.allowance())),
+            (None, _) => (false, true),
+            (Some(_), None) => (false, false),
         };
-        self.config
-            .priority
-            .band(Tier::of(job.min_runtime), job.gpus, job.time_limit, below)
+        w.band(
+            Tier::of(job.min_runtime),
+            job.gpus,
+            job.time_limit,
+            job.sweep,
+            below,
+            lane,
+        )
+    }
+
+    /// True for debug work ([`crate::priority::PriorityWeights::is_debug`]).
+    fn is_debug(&self, job: &PendingJob<'_>) -> bool {
+        self.config.priority.is_debug(
+            Tier::of(job.min_runtime),
+            job.gpus,
+            job.time_limit,
+            job.sweep,
+        )
     }
 
     /// The job's Slurm priority (see [`crate::priority`]). An account not in
     /// the tree ranks 0: below every known account of its band.
     pub fn priority(&self, job: &PendingJob<'_>) -> u32 {
         let rank = self.leaf_of(job.account).map_or(0, |l| self.fair.rank(l));
-        let score = self
-            .config
-            .priority
-            .score(job.nice, self.now.saturating_sub(job.eligible_time));
+        let score = self.config.priority.score(
+            job.nice,
+            self.now.saturating_sub(job.eligible_time),
+            self.is_debug(job),
+        );
         compose(self.band(job), rank, score)
     }
 
@@ -162,7 +182,7 @@ impl Engine {
         let tier = Tier::of(job.min_runtime);
         let band = self.band(job);
         let rank = leaf.map_or(0, |l| self.fair.rank(l));
-        let score = w.score(job.nice, age);
+        let score = w.score(job.nice, age, self.is_debug(job));
         PriorityFactors {
             tier,
             band,
@@ -215,6 +235,7 @@ mod tests {
             eligible_time: NOW - waited,
             gpus: 1,
             time_limit: None,
+            sweep: false,
         }
     }
 
@@ -280,7 +301,7 @@ mod tests {
             let names: Vec<String> = jobs.iter().map(|j| acct(j.0)).collect();
             let js: Vec<PendingJob<'_>> = jobs.iter().zip(&names).map(|(j, a)| PendingJob {
                 account: a, min_runtime: j.1 * 1800, nice: i64::from(j.2), eligible_time: NOW.saturating_sub(j.3),
-                gpus: 1, time_limit: None,
+                gpus: 1, time_limit: None, sweep: false,
             }).collect();
             let mut out = Vec::new();
             e.priorities(&js, &mut out);

@@ -105,6 +105,23 @@ pub struct Entitlements {
     running: Vec<u64>,
     demand: Vec<u64>,
     entitled: Vec<f64>,
+    /// Per tree node: GPUs its subtree's allocated jobs hold, and its
+    /// entitlement; with each node's parent (`u32::MAX` for the root) and
+    /// each leaf's node, for the groups above a leaf ([`crate::lane`]).
+    #[serde(skip)]
+    node_running: Vec<u64>,
+    #[serde(skip)]
+    node_entitled: Vec<f64>,
+    #[serde(skip)]
+    parent: Vec<u32>,
+    #[serde(skip)]
+    leaf_node: Vec<u32>,
+    /// Leaves whose owed work is held back by debug work, and how many
+    /// ([`crate::lane::mark_held_back`]).
+    #[serde(skip)]
+    held_back: Vec<bool>,
+    #[serde(skip)]
+    held_back_count: usize,
 }
 
 /// Buffers of [`Entitlements::recompute`], kept by a caller between calls:
@@ -129,6 +146,12 @@ impl Entitlements {
             running: Vec::new(),
             demand: Vec::new(),
             entitled: Vec::new(),
+            node_running: Vec::new(),
+            node_entitled: Vec::new(),
+            parent: Vec::new(),
+            leaf_node: Vec::new(),
+            held_back: Vec::new(),
+            held_back_count: 0,
         };
         e.recompute(tree, capacity, running, pending, &mut Scratch::default());
         e
@@ -196,6 +219,72 @@ impl Entitlements {
         self.entitled.clear();
         self.entitled
             .extend(tree.leaves().iter().map(|n| ent[n.0 as usize]));
+        self.node_entitled.clear();
+        self.node_entitled.extend_from_slice(ent);
+        self.parent.clear();
+        self.parent
+            .extend(nodes.iter().map(|n| n.parent.map_or(u32::MAX, |p| p.0)));
+        self.leaf_node.clear();
+        self.leaf_node.extend(tree.leaves().iter().map(|n| n.0));
+        self.node_running.clear();
+        self.node_running.resize(nodes.len(), 0);
+        for (l, &n) in self.leaf_node.iter().enumerate() {
+            self.node_running[n as usize] = self.running[l];
+        }
+        for i in (1..nodes.len()).rev() {
+            let p = self.parent[i] as usize;
+            self.node_running[p] += self.node_running[i];
+        }
+        self.held_back.clear();
+        self.held_back.resize(leaves, false);
+        self.held_back_count = 0;
+    }
+
+    /// Marks the leaf as held back by other leaves' debug work: every other
+    /// leaf's lane is shut ([`crate::lane`], rule 2).
+    pub fn hold_back(&mut self, leaf: LeafId) {
+        if let Some(h) = self.held_back.get_mut(leaf.0 as usize) {
+            if !*h {
+                *h = true;
+                self.held_back_count += 1;
+            }
+        }
+    }
+
+    /// Forgets every mark of [`Entitlements::hold_back`].
+    pub fn clear_held_back(&mut self) {
+        self.held_back.iter_mut().for_each(|h| *h = false);
+        self.held_back_count = 0;
+    }
+
+    /// True if the leaf was marked with [`Entitlements::hold_back`].
+    pub fn is_held_back(&self, leaf: LeafId) -> bool {
+        self.held_back
+            .get(leaf.0 as usize)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// True while the leaf and every group above it (the root aside) hold
+    /// fewer GPUs than their entitlement plus `allowance` GPUs, and no other
+    /// leaf is held back ([`Entitlements::hold_back`]): the lane rule of
+    /// [`crate::lane`].
+    pub fn lane_open(&self, leaf: LeafId, allowance: u64) -> bool {
+        let Some(&first) = self.leaf_node.get(leaf.0 as usize) else {
+            return false;
+        };
+        if self.held_back_count > usize::from(self.is_held_back(leaf)) {
+            return false;
+        }
+        let mut n = first;
+        while n != u32::MAX && self.parent[n as usize] != u32::MAX {
+            let held = self.node_running[n as usize] as f64;
+            if held + EPS >= self.node_entitled[n as usize] + allowance as f64 {
+                return false;
+            }
+            n = self.parent[n as usize];
+        }
+        true
     }
 
     /// GPUs usable now.
@@ -293,6 +382,16 @@ impl Entitlements {
     pub fn shift(&mut self, leaf: LeafId, gpus: i64) {
         if let Some(r) = self.running.get_mut(leaf.0 as usize) {
             *r = r.saturating_add_signed(gpus);
+        }
+        let mut n = self
+            .leaf_node
+            .get(leaf.0 as usize)
+            .copied()
+            .unwrap_or(u32::MAX);
+        while n != u32::MAX {
+            let r = &mut self.node_running[n as usize];
+            *r = r.saturating_add_signed(gpus);
+            n = self.parent[n as usize];
         }
     }
 }

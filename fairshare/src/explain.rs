@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::contract::{protected_until, Contract, Tier};
+use crate::contract::{protected_until, requeues_used, Contract, Tier};
 use crate::duration::SlurmDuration;
 use crate::engine::Engine;
 use crate::fair_tree::LevelFs;
@@ -66,6 +66,12 @@ pub struct Preemptible {
     /// allocated jobs may preempt it once it is unprotected, as long as its
     /// leaf stays at or above its entitlement ([`crate::preempt`]).
     pub by_leaves_below_entitlement: Vec<String>,
+    /// Times it has been requeued (Slurm's `Restarts`).
+    pub requeues: u32,
+    /// Requeues left before it runs to its end (`[contract] max_requeues`;
+    /// [`crate::contract::requeues_used`]); `None` for the free tier,
+    /// which has no bound.
+    pub requeues_left: Option<u32>,
 }
 
 /// Why a job has its priority and its preemption exposure.
@@ -159,7 +165,15 @@ impl Engine {
 
     /// Explains a running job's protection and what could preempt it at
     /// `now` (epoch seconds).
-    pub fn explain_running(&self, account: &str, contract: &Contract, now: u64) -> Explanation {
+    /// A running job of `account` with `contract`, requeued `requeues`
+    /// times so far, at `now` (epoch seconds).
+    pub fn explain_running(
+        &self,
+        account: &str,
+        contract: &Contract,
+        requeues: u32,
+        now: u64,
+    ) -> Explanation {
         let mut e = self.base(account, contract.min_runtime);
         let run_time = contract.clock.run_time(now);
         let left = contract.min_runtime.saturating_sub(run_time);
@@ -194,13 +208,22 @@ impl Engine {
         } else {
             points.preemptible_from(contract, now)
         };
+        let max = self.config().contract.max_requeues;
+        let requeues_left = (!by_any).then(|| max.saturating_sub(requeues));
+        let used = requeues_used(contract.min_runtime, requeues, max);
+        let from = if used { None } else { from };
         let when = match from {
+            _ if used => "never".to_string(),
             Some(t) if t <= now => "now".to_string(),
             Some(t) => format!("in {} (at {t})", SlurmDuration(t - now)),
             None => "not while suspended".to_string(),
         };
         e.summary = if by_any {
             format!("unallocated job: preemptible by any allocated job {when}")
+        } else if used {
+            format!(
+                "allocated job, requeued {requeues} time(s): it has used the {max} requeues of its contract and runs to its end (still charged; a drain still requeues it at its minimum runtime)"
+            )
         } else {
             let surplus = match surplus {
                 Some(s) => format!("{s} GPU(s)"),
@@ -216,9 +239,10 @@ impl Engine {
                 )
             };
             format!(
-                "allocated job, {} of protection left; preemptible {when}{points} by allocated jobs of {} leaf(s) below their entitlement: freely while its leaf holds {surplus} above its own, beyond that only by a job that covers at least twice the entitlement its leaf would lose",
+                "allocated job, {} of protection left; preemptible {when}{points} by allocated jobs of {} leaf(s) below their entitlement: freely while its leaf holds {surplus} above its own, beyond that only by a job that covers at least twice the entitlement its leaf would lose; {} of its {max} requeues left",
                 SlurmDuration(left),
-                below.len()
+                below.len(),
+                max.saturating_sub(requeues)
             )
         };
         e.preemptible = Some(Preemptible {
@@ -226,6 +250,8 @@ impl Engine {
             by_any_allocated_job: by_any,
             leaf_surplus: surplus,
             by_leaves_below_entitlement: below,
+            requeues,
+            requeues_left,
         });
         e
     }
@@ -250,6 +276,7 @@ mod tests {
             min_runtime: 3600,
             nice: 0,
             eligible_time: NOW,
+            sweep: false,
             gpus: 1,
             time_limit: None,
         });
@@ -275,7 +302,7 @@ mod tests {
             min_runtime: 3600,
             clock: RunClock::started(NOW - 600),
         };
-        let x = e.explain_running("a2", &c, NOW);
+        let x = e.explain_running("a2", &c, 0, NOW);
         let p = x.protection.unwrap();
         assert_eq!((p.run_time, p.left, p.until), (600, 3000, Some(NOW + 3000)));
         let pre = x.preemptible.unwrap();
@@ -295,7 +322,7 @@ mod tests {
         let loaded = e
             .clone()
             .with_load(crate::Entitlements::compute(tree, 8, &run, &pend));
-        let x = loaded.explain_running("a2", &c, NOW);
+        let x = loaded.explain_running("a2", &c, 0, NOW);
         let pre = x.preemptible.unwrap();
         assert_eq!(pre.by_leaves_below_entitlement, ["tree.b.b1", "tree.b.b2"]);
         // a2 is entitled to 4.8 (a's 60% of 8, a1 idle): 1 whole GPU above.
@@ -311,9 +338,29 @@ mod tests {
                 min_runtime: 0,
                 clock: RunClock::started(NOW),
             },
+            7,
             NOW,
         );
-        assert!(free.preemptible.unwrap().by_any_allocated_job);
+        let free = free.preemptible.unwrap();
+        assert!(free.by_any_allocated_job);
+        assert_eq!(free.requeues_left, None, "the free tier has no bound");
+        // Requeued twice: one of its three requeues left; three: none, and
+        // nothing preempts it any more.
+        let c = Contract {
+            min_runtime: 3600,
+            clock: RunClock::started(NOW - 2 * 3600),
+        };
+        let x = loaded.explain_running("a2", &c, 2, NOW);
+        assert_eq!(x.preemptible.as_ref().unwrap().requeues_left, Some(1));
+        assert!(
+            x.summary.contains("1 of its 3 requeues left"),
+            "{}",
+            x.summary
+        );
+        let x = loaded.explain_running("a2", &c, 3, NOW);
+        let pre = x.preemptible.unwrap();
+        assert_eq!((pre.requeues_left, pre.from), (Some(0), None));
+        assert!(x.summary.contains("runs to its end"), "{}", x.summary);
     }
 
     #[test]
@@ -333,7 +380,7 @@ mod tests {
                 min_runtime: 3600,
                 clock: RunClock::started(NOW - ran),
             };
-            e.explain_running("a2", &c, NOW)
+            e.explain_running("a2", &c, 0, NOW)
         };
         // Protected for 50 min more; 1 h is a requeue point.
         assert_eq!(at(600).preemptible.unwrap().from, Some(NOW + 3000));
@@ -357,6 +404,7 @@ mod tests {
             min_runtime: 0,
             nice: 0,
             eligible_time: NOW,
+            sweep: false,
             gpus: 1,
             time_limit: None,
         });
@@ -375,6 +423,7 @@ mod tests {
             min_runtime: 0,
             nice: 0,
             eligible_time: NOW,
+            sweep: false,
             gpus: 1,
             time_limit: None,
         });

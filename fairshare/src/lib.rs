@@ -32,7 +32,7 @@
 //!     Engine::from_account_usage(Arc::new(config), [("a", 360_000.0)], 1_700_000_000);
 //! assert_eq!(engine.fair_share("b"), Some(1.0));
 //! assert_eq!(engine.fair_share("a"), Some(0.5));
-//! let job = |account| PendingJob { account, min_runtime: 3600, nice: 0, eligible_time: 1_700_000_000, gpus: 1, time_limit: None };
+//! let job = |account| PendingJob { account, min_runtime: 3600, nice: 0, eligible_time: 1_700_000_000, gpus: 1, time_limit: None, sweep: false };
 //! assert!(engine.priority(&job("b")) > engine.priority(&job("a")));
 //! ```
 #![deny(missing_docs)]
@@ -48,6 +48,7 @@ pub mod error;
 pub mod explain;
 pub mod fair_tree;
 mod hash;
+pub mod lane;
 pub mod preempt;
 pub mod priority;
 pub mod record;

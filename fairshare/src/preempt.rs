@@ -48,9 +48,13 @@ pub struct RunningJob<'a> {
     pub alloc: &'a [NodeGpus],
     /// False for `--no-requeue` jobs (preempting them kills them).
     pub requeue: bool,
-    /// True for a job of the short band ([`crate::priority`]): never
+    /// True for a job of the short shape ([`crate::priority`]): never
     /// preempted, it ends within `short_max_time` anyway.
     pub short: bool,
+    /// Times it has been requeued (Slurm's `Restarts`); at `[contract]
+    /// max_requeues` an allocated job is not preempted again
+    /// ([`crate::contract::requeues_used`]).
+    pub requeues: u32,
 }
 
 /// A pending job that wants to start.
@@ -66,7 +70,9 @@ pub struct Preemptor<'a> {
     pub nodes: u32,
     /// Free GPUs it needs on each of them.
     pub gpus_per_node: u32,
-    /// True for a job of the short band ([`crate::priority`]).
+    /// True for a job of the short shape ([`crate::priority`]); its
+    /// privileges hold only while its leaf's lane is open ([`crate::lane`],
+    /// [`Engine::in_lane`]).
     pub short: bool,
     /// True for a job of a sweep ([`crate::sweep`]): it takes free-tier
     /// GPUs only.

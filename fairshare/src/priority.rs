@@ -6,11 +6,14 @@
 //!  bits 31..30   bits 29..16               bits 15..0
 //! [   band   ] [ account rank, 14 bits ] [ within-account score, 16 bits ]
 //! ```
-//! 1. **band** ([`Band`]), highest first:
-//!    - 3 *short*: an allocated job of at most `short_max_gpus` GPUs whose
-//!      time limit is at most `short_max_time` (debug work; off while
-//!      `short_max_gpus = 0`). Slurm kills it at its time limit, so it is
-//!      short for sure; it is charged like any allocated job;
+//! 1. **band** ([`Band`]), highest first (the rule and why no job shape
+//!    gets around it: [`crate::lane`]):
+//!    - 3 *short*: debug work (an allocated job of at most
+//!      `short_max_gpus` GPUs whose time limit is at most `short_max_time`,
+//!      not part of a sweep: [`crate::sweep`]) of a leaf whose *lane is
+//!      open*: it and every group above it hold fewer GPUs than their
+//!      entitlement plus `short_allowance`, and no other leaf's owed work
+//!      is held back by debug work;
 //!    - 2 *entitled*: an allocated job whose leaf held fewer GPUs than its
 //!      entitlement ([`crate::entitlement`]) when the engine snapshot was
 //!      taken: the jobs that may preempt ([`crate::preempt`]) come first;
@@ -20,8 +23,10 @@
 //!    sliding window (1..=L, L <= 16383, higher = more under-served; 0 for
 //!    an account not in the tree); tied leaves share a rank. Inside a band,
 //!    the window decides which team gets idle GPUs first;
-//! 3. **within-account score**: `32768 + age_points - nice x nice_weight`,
-//!    clamped to 0..=65535, where `age_points = age_weight x min(age,
+//! 3. **within-account score**: debug work first, then `s = 32768 +
+//!    age_points - nice x nice_weight` clamped to 0..=65535: `32768 + s /
+//!    2` for debug work, `s / 2` for every other job (inside one account a
+//!    debug job goes before batch work, whatever the band), where `age_points = age_weight x min(age,
 //!    max_age) / max_age` (integer, rounded down) and age counts from the
 //!    job's eligible time. Nice is Slurm's (NICE_OFFSET removed): users may
 //!    only raise it (lowering their own job); admins may set it negative.
@@ -67,6 +72,14 @@ pub struct PriorityWeights {
     pub sweep_jobs: u32,
     /// The span `sweep_jobs` counts over, seconds (default 15 min).
     pub sweep_window: u64,
+    /// GPUs a leaf (and each group above it) may hold above its
+    /// entitlement while its debug work keeps the short band
+    /// ([`crate::lane`]); `None` = `short_max_gpus` (default).
+    pub short_allowance: Option<u32>,
+    /// Seconds a job owed GPUs waits before debug work of other leaves
+    /// yields to it, where that debug work is what holds it back
+    /// ([`crate::lane`]; default 2 min).
+    pub short_yield: u64,
 }
 
 impl Default for PriorityWeights {
@@ -79,6 +92,8 @@ impl Default for PriorityWeights {
             short_max_time: 3600,
             sweep_jobs: 0,
             sweep_window: 900,
+            short_allowance: None,
+            short_yield: 120,
         }
     }
 }
@@ -96,11 +111,18 @@ impl PriorityWeights {
         }
     }
 
-    /// The within-account score (see the module doc).
-    pub fn score(&self, nice: i64, age: u64) -> u16 {
+    /// The within-account score (see the module doc) of a job with `nice`,
+    /// eligible for `age` seconds; `debug` for debug work
+    /// ([`PriorityWeights::is_debug`]), which goes first inside its account.
+    pub fn score(&self, nice: i64, age: u64, debug: bool) -> u16 {
         let age_points = i128::from(self.age_points(age).min(MAX_AGE_WEIGHT));
         let v = SCORE_MID + age_points - i128::from(nice) * i128::from(self.nice_weight);
-        v.clamp(0, i128::from(u16::MAX)) as u16
+        let half = (v.clamp(0, i128::from(u16::MAX)) / 2) as u16;
+        if debug {
+            half | 0x8000
+        } else {
+            half
+        }
     }
 }
 
@@ -119,6 +141,8 @@ pub struct PendingJob<'a> {
     pub gpus: u64,
     /// Its time limit, seconds (`None`: none or unknown).
     pub time_limit: Option<u64>,
+    /// True if job_submit marked it part of a sweep ([`crate::sweep`]).
+    pub sweep: bool,
 }
 
 /// The top two bits of a priority (module doc), lowest first.
@@ -127,17 +151,20 @@ pub struct PendingJob<'a> {
 pub enum Band {
     /// The unallocated free tier.
     Free,
-    /// An allocated job whose leaf holds its entitlement.
+    /// An allocated job whose leaf holds its entitlement (or debug work of
+    /// a leaf whose lane is closed).
     Allocated,
     /// An allocated job whose leaf is below its entitlement.
     Entitled,
-    /// A short allocated job (debug work).
+    /// Debug work of a leaf whose lane is open ([`crate::lane`]).
     Short,
 }
 
 impl PriorityWeights {
-    /// True if a job of `tier`, `gpus` GPUs and `time_limit` seconds is in
-    /// the short band.
+    /// True if a job of `tier`, `gpus` GPUs and `time_limit` seconds has
+    /// the short shape: allocated, at most `short_max_gpus` GPUs, a time
+    /// limit of at most `short_max_time` (it ends within that for sure).
+    /// Such a running job is never preempted ([`crate::preempt`]).
     pub fn is_short(&self, tier: Tier, gpus: u64, time_limit: Option<u64>) -> bool {
         tier == Tier::Allocated
             && self.short_max_gpus > 0
@@ -145,18 +172,16 @@ impl PriorityWeights {
             && time_limit.is_some_and(|t| t <= self.short_max_time)
     }
 
-    /// The band of a job of `tier`, `gpus` GPUs and `time_limit` seconds
-    /// whose leaf is (`below`) or is not below its entitlement.
-    pub fn band(&self, tier: Tier, gpus: u64, time_limit: Option<u64>, below: bool) -> Band {
-        if tier == Tier::Unallocated {
-            Band::Free
-        } else if self.is_short(tier, gpus, time_limit) {
-            Band::Short
-        } else if below {
-            Band::Entitled
-        } else {
-            Band::Allocated
-        }
+    /// True for debug work: the short shape ([`PriorityWeights::is_short`])
+    /// and not part of a sweep.
+    pub fn is_debug(&self, tier: Tier, gpus: u64, time_limit: Option<u64>, sweep: bool) -> bool {
+        !sweep && self.is_short(tier, gpus, time_limit)
+    }
+
+    /// GPUs above its entitlement a leaf (and each group above it) may hold
+    /// while its lane stays open: `short_allowance`, else `short_max_gpus`.
+    pub fn allowance(&self) -> u64 {
+        u64::from(self.short_allowance.unwrap_or(self.short_max_gpus))
     }
 }
 
@@ -209,44 +234,29 @@ mod tests {
     }
 
     #[test]
-    fn short_band_needs_both_limits_and_an_allocated_job() {
-        let w = PriorityWeights {
-            short_max_gpus: 2,
-            ..PriorityWeights::default()
-        };
-        let a = Tier::Allocated;
-        assert_eq!(w.band(a, 2, Some(3600), false), Band::Short);
-        assert_eq!(w.band(a, 3, Some(3600), true), Band::Entitled);
-        assert_eq!(w.band(a, 1, Some(3601), false), Band::Allocated);
-        assert_eq!(w.band(a, 1, None, false), Band::Allocated);
-        assert_eq!(w.band(Tier::Unallocated, 1, Some(60), true), Band::Free);
-        let off = PriorityWeights::default();
-        assert_eq!(off.band(a, 1, Some(60), false), Band::Allocated);
-    }
-
-    #[test]
-    fn score_orders_nice_then_age_and_clamps() {
+    fn score_orders_debug_then_nice_then_age_and_clamps() {
         let w = PriorityWeights::default();
-        assert_eq!(w.score(0, 0), 32_768);
-        assert_eq!(w.score(0, 7 * 86_400), 32_768 + 1000);
-        assert_eq!(
-            w.score(0, 70 * 86_400),
-            32_768 + 1000,
-            "age stops at max_age"
-        );
+        let s = |nice, age| w.score(nice, age, false);
+        assert_eq!(s(0, 0), 16_384);
+        assert_eq!(s(0, 7 * 86_400), 16_384 + 500);
+        assert_eq!(s(0, 70 * 86_400), 16_384 + 500, "age stops at max_age");
         assert_eq!(w.age_points(7 * 86_400 / 2), 500);
-        assert!(w.score(10, 0) < w.score(0, 0));
+        assert!(s(10, 0) < s(0, 0));
         assert_eq!(
-            w.score(i64::MIN, 0),
-            u16::MAX,
+            s(i64::MIN, 0),
+            u16::MAX / 2,
             "admin boost clamps inside the band"
         );
-        assert_eq!(w.score(i64::MAX, u64::MAX), 0);
+        assert_eq!(s(i64::MAX, u64::MAX), 0);
         let heavy = PriorityWeights {
             nice_weight: u32::MAX,
             ..w
         };
-        assert_eq!(heavy.score(i64::MAX, 0), 0);
+        assert_eq!(heavy.score(i64::MAX, 0, false), 0);
+        // Debug work goes first inside its account, whatever nice and age.
+        assert!(w.score(i64::MAX, 0, true) > w.score(i64::MIN, u64::MAX, false));
+        assert_eq!(w.score(i64::MIN, 0, true), u16::MAX);
+        assert!(w.score(10, 0, true) < w.score(0, 0, true));
     }
 
     #[test]

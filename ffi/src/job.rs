@@ -160,6 +160,11 @@ impl<'a> JobRecord<'a> {
     pub fn priority(&self) -> u32 {
         self.raw.priority
     }
+    /// Times the job has been requeued (`restart_cnt`, `scontrol show job`'s
+    /// `Restarts`): preemptions, drains, node failures, `scontrol requeue`.
+    pub fn restarts(&self) -> u32 {
+        u32::from(self.raw.restart_cnt)
+    }
     /// Non-zero when an operator set the priority directly (`scontrol update priority=`).
     pub fn direct_set_prio(&self) -> bool {
         self.raw.direct_set_prio != 0

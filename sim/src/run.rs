@@ -61,7 +61,7 @@ use crate::settings::{
 };
 use backfill::Held;
 use fairshare::config::Config;
-use fairshare::contract::{protected_until, Contract, RunClock};
+use fairshare::contract::{protected_until, Contract, RunClock, Tier};
 use fairshare::drain::{self, NodeJob};
 use fairshare::engine::Engine;
 use fairshare::entitlement::Entitlements;
@@ -182,15 +182,26 @@ pub(crate) struct Sim<'w> {
     team_rank: Vec<u32>,
     /// Per team: below its entitlement at the snapshot (the priority band).
     team_below: Vec<bool>,
+    /// Per team at the snapshot: its leaf's lane is open ([`fairshare::lane`]).
+    team_lane: Vec<bool>,
     rate: Vec<u64>,
-    /// Per team: running allocated jobs past their contract, by (start, id).
-    unprot: Vec<BTreeMap<(u64, u32), Holding>>,
+    /// Per team: running allocated jobs past their contract, by
+    /// ([`fewest`] of its requeues, start, id): walked backwards, the
+    /// engine's victim order (fewest requeues, then youngest).
+    unprot: Vec<BTreeMap<(u32, u64, u32), Holding>>,
     unprot_gpus: Vec<u64>,
-    /// Per team: running free-tier jobs, by (start, id).
-    free_tier: Vec<BTreeMap<(u64, u32), Holding>>,
+    /// Per team: running free-tier jobs, by (0, start, id).
+    free_tier: Vec<BTreeMap<(u32, u64, u32), Holding>>,
     free_tier_gpus: Vec<u64>,
     /// Per leaf: GPUs of allocated jobs running and pending (entitlement).
     leaf_running: Vec<u64>,
+    /// Per leaf: GPUs its running allocated jobs of the short shape hold.
+    leaf_short_running: Vec<u64>,
+    /// Leaves held back by debug work at the snapshot
+    /// ([`fairshare::lane::mark_held_back`]); the live load keeps them.
+    held_back: Vec<fairshare::tree::LeafId>,
+    /// Which job holds each leaf back, from one snapshot to the next.
+    held_back_by: fairshare::lane::HeldBack,
     leaf_pending: Vec<u64>,
     /// Bumped whenever a leaf's running or pending GPUs or the capacity
     /// change; the entitlements computed at one version are reused.
@@ -271,7 +282,8 @@ struct LedgerEvent {
 /// The entitlements at one `load_version`, recomputed in place (no
 /// allocation) when the load has changed and nobody holds the last ones.
 struct LoadCache {
-    version: Option<u64>,
+    /// The load version and snapshot it was computed at.
+    version: Option<(u64, u64)>,
     value: std::rc::Rc<Entitlements>,
     scratch: fairshare::entitlement::Scratch,
 }
@@ -301,7 +313,7 @@ struct PreemptScratch {
     spent_touched: Vec<u32>,
 }
 
-/// Queues per team: free tier, allocated, short band. Inside one queue
+/// Queues per team: free tier, allocated, debug work ([`fairshare::lane`]). Inside one queue
 /// every job has the same priority but for its age, so the queue's order
 /// (queued time, index) is its priority order, ties broken as slurmctld
 /// breaks them (submit time, then job id; a requeue resets the submit
@@ -338,6 +350,13 @@ impl Holding {
 /// An entry of a scheduling pass's heap: priority key, eligible time, job
 /// index, queue, and the job's shape and slot in its queue.
 type PassEntry = (u64, Reverse<u64>, Reverse<u32>, u32, Shape, usize);
+
+/// The first part of a candidate's key in `unprot`: higher for fewer
+/// requeues, so that the backwards walk meets the jobs requeued fewest
+/// times first, as [`fairshare::Engine::victim_key`] orders them.
+fn fewest(requeues: u32) -> u32 {
+    u32::MAX - requeues
+}
 
 fn queue_of(team: u32, min_runtime: u64, short: bool) -> usize {
     let kind = if min_runtime == 0 {

@@ -2,6 +2,7 @@
 //! preempt plugins).
 
 use allot_ffi::job::{JobRecord, JobState};
+use fairshare::lane::{HeldBack, Oldest};
 use fairshare::record::{recorded_min_runtime, recorded_sweep};
 use fairshare::{
     Contract, Engine, Entitlements, PendingJob, Preemptor, RunClock, RunningJob, Tier,
@@ -71,15 +72,21 @@ pub fn pending<'a>(engine: &Engine, job: &JobRecord<'a>) -> PendingJob<'a> {
         eligible_time: eligible,
         gpus: gpus_in_tres_req(job),
         time_limit: time_limit(job),
+        sweep: is_sweep(job),
     }
 }
 
 /// Counts the leaves' allocated GPUs running and pending, job by job, for
-/// their entitlements ([`fairshare::entitlement`]).
+/// their entitlements ([`fairshare::entitlement`]), and what the debug
+/// lane's yield reads ([`fairshare::lane::HeldBack`]): each leaf's running
+/// GPUs of the short shape and its longest-waiting pending allocated job
+/// that is not debug work.
 #[derive(Debug, Clone, Default)]
 pub struct LoadCounter {
     running: Vec<u64>,
     pending: Vec<u64>,
+    short_running: Vec<u64>,
+    oldest: Vec<Option<Oldest>>,
     held: u64,
 }
 
@@ -90,6 +97,8 @@ impl LoadCounter {
         if self.running.len() != leaves {
             self.running.resize(leaves, 0);
             self.pending.resize(leaves, 0);
+            self.short_running.resize(leaves, 0);
+            self.oldest.resize(leaves, None);
         }
         let state = job.state();
         let is_running = matches!(state, JobState::Running | JobState::Suspended);
@@ -99,30 +108,60 @@ impl LoadCounter {
         let Some(leaf) = job.account().and_then(|a| engine.leaf_of(a)) else {
             return;
         };
-        if min_runtime(engine, job) == 0 {
+        let min_runtime = min_runtime(engine, job);
+        if min_runtime == 0 {
             return;
         }
+        let l = leaf.0 as usize;
+        let requested = gpus_in_tres_req(job);
+        let short = short_band(engine, job, min_runtime, requested);
         if is_running {
-            self.running[leaf.0 as usize] += allocated_gpus(job);
+            let gpus = allocated_gpus(job);
+            self.running[l] += gpus;
+            if short {
+                self.short_running[l] += gpus;
+            }
         } else if state == JobState::Pending {
-            self.pending[leaf.0 as usize] += gpus_in_tres_req(job);
+            self.pending[l] += requested;
+            let debug = short && !is_sweep(job);
+            if !debug && job.priority() != 0 {
+                let o = Oldest {
+                    id: u64::from(job.job_id()),
+                    eligible: eligible_time(job),
+                    gpus: requested,
+                };
+                Oldest::keep(&mut self.oldest[l], o);
+            }
         }
     }
 
     /// The entitlements to `capacity_gpus` of the config, or to every GPU
     /// running jobs hold when it is not set (the cluster is full whenever
-    /// a preemption is asked for).
-    pub fn finish(self, engine: &Engine) -> Entitlements {
+    /// a preemption is asked for), with the leaves `held` finds held back
+    /// at `now` (epoch seconds) marked.
+    pub fn finish(self, engine: &Engine, held: &mut HeldBack, now: u64) -> Entitlements {
         let capacity = engine.config().capacity_gpus.unwrap_or(self.held);
-        Entitlements::compute(engine.tree(), capacity, &self.running, &self.pending)
+        let mut load = Entitlements::compute(engine.tree(), capacity, &self.running, &self.pending);
+        held.update(
+            &mut load,
+            &engine.config().priority,
+            capacity.saturating_sub(self.held),
+            &self.short_running,
+            &self.oldest,
+            |l| engine.fair_tree().rank(l),
+            now,
+        );
+        load
     }
 }
 
 /// The load now, from slurmctld's job list (taking the job read lock: only
-/// from the plugin's own thread). `None` outside slurmctld.
-pub fn load_now(engine: &Engine) -> Option<Entitlements> {
+/// from the plugin's own thread); `held` keeps which jobs hold their leaves
+/// back from one count to the next. `None` outside slurmctld.
+pub fn load_now(engine: &Engine, held: &mut HeldBack) -> Option<Entitlements> {
     let mut c = LoadCounter::default();
-    allot_ffi::ctld::for_each_job(|j| c.add(engine, j)).then(|| c.finish(engine))
+    let now = allot_ffi::ctld::time_now();
+    allot_ffi::ctld::for_each_job(|j| c.add(engine, j)).then(|| c.finish(engine, held, now))
 }
 
 /// The running-time clock of a job: `pre_sus_time` accumulated, plus the
@@ -215,6 +254,7 @@ pub fn running<'a>(engine: &Engine, job: &JobRecord<'a>) -> RunningJob<'a> {
         alloc: &[],
         requeue: job.requeue(),
         short: short_band(engine, job, min_runtime, gpus_in_tres_req(job)),
+        requeues: job.restarts(),
     }
 }
 

@@ -92,10 +92,11 @@ pub fn start_load_thread(
     std::thread::Builder::new()
         .name("allot-load".into())
         .spawn(move || {
+            let mut held = fairshare::lane::HeldBack::default();
             while !LIVE_STOP.load(Ordering::Relaxed) {
                 if let Some(state) = state() {
                     let engine = state.engine.get();
-                    if let Some(load) = jobs::load_now(&engine) {
+                    if let Some(load) = jobs::load_now(&engine, &mut held) {
                         if let Ok(mut l) = live().lock() {
                             l.rounds.set_load(load);
                         }

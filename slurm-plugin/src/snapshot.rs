@@ -98,6 +98,7 @@ impl EngineSnapshot {
                     )
                 };
                 let mut next = due(config.get().sync_interval);
+                let mut held = fairshare::lane::HeldBack::default();
                 while !s.stop.load(Ordering::Relaxed) {
                     let cfg = config.get();
                     let iv = cfg.sync_interval;
@@ -129,7 +130,7 @@ impl EngineSnapshot {
                     }
                     let mut engine = build(cfg, &usage, t);
                     // The priority band reads the leaves' entitlements now.
-                    if let Some(load) = crate::jobs::load_now(&engine) {
+                    if let Some(load) = crate::jobs::load_now(&engine, &mut held) {
                         engine = engine.with_load(load);
                     }
                     let engine = Arc::new(engine);

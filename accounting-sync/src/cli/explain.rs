@@ -206,6 +206,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 eligible_time: l.eligible.max(l.submit),
                 gpus: l.gpus,
                 time_limit: l.time_limit,
+                sweep: recorded_sweep(&l.admin_comment),
             });
             if recorded_sweep(&l.admin_comment) {
                 e.summary.push_str(
@@ -224,7 +225,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                     running_since,
                 },
             };
-            engine.explain_running(&account, &contract, t as u64)
+            engine.explain_running(
+                &account,
+                &contract,
+                u32::try_from(l.restarts).unwrap_or(u32::MAX),
+                t as u64,
+            )
         }
         // Finished (or in another state): only its account's standing now.
         _ => {
@@ -235,6 +241,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 eligible_time: t as u64,
                 gpus: 0,
                 time_limit: None,
+                sweep: false,
             });
             e.priority = None;
             e.summary = format!(

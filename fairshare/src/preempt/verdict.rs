@@ -6,7 +6,10 @@
 //! 1. `P` is allocated (minimum runtime > 0); free-tier jobs never preempt.
 //! 2. `P`'s account is in the tree.
 //! 3. `R` is not protected: its running time is at least its minimum runtime
-//!    ([`crate::contract::protected`]; equal = preemptible).
+//!    ([`crate::contract::protected`]; equal = preemptible), and, if it is
+//!    allocated, it has been requeued fewer than `[contract] max_requeues`
+//!    times ([`crate::contract::requeues_used`]: a job that has used its
+//!    requeues runs to its end, still charged).
 //! 4. Either `R` is unallocated (free tier: preemptible by any allocated
 //!    job, its own account's included), or all of:
 //!    - `R` is at a requeue point: with `[contract] requeue_period` set, its
@@ -17,6 +20,10 @@
 //!      debug work that ends within `short_max_time` anyway);
 //!    - `P` is not part of a sweep ([`crate::sweep`]: it waits for GPUs to
 //!      come free, which the short band gets first);
+//!    - `P` counts as a short job only while its leaf's lane is open
+//!      ([`crate::lane`]: the leaf and every group above it hold fewer GPUs
+//!      than their entitlement plus `short_allowance`); otherwise it is
+//!      judged as any other job;
 //!    - if `P` is a short job, it has been eligible for at least `[preempt]
 //!      short_wait` seconds (a GPU that comes free meanwhile costs nobody
 //!      work; debug work still starts within that wait);
@@ -63,8 +70,11 @@
 //!   `allocated` grows by `P`'s GPUs.
 //!
 //! Normal starts never decrease `covered` or `allocated` nor raise `short`.
-//! The requeue-point, sweep and `short_wait` conditions of rule 4 only
-//! remove preemptions, so they leave this argument as it is.
+//! The requeue-point, sweep, lane and `short_wait` conditions of rule 4
+//! and the requeue bound of rule 3 only remove preemptions, so they leave
+//! this argument as it is. The requeue bound also bounds each job on its
+//! own: an allocated job is requeued at most `max_requeues` times by
+//! preemption, whatever arrives (the property test checks it).
 //! All three are bounded (capacity, jobs pending) and take finitely many
 //! values (GPU counts are whole, entitlements fixed), so without an
 //! arrival, a completion or a capacity change only finitely many
@@ -85,7 +95,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{Preemptor, RunningJob};
-use crate::contract::{protected, protected_until, Tier};
+use crate::contract::{protected, protected_until, requeues_used, Tier};
 use crate::engine::Engine;
 use crate::entitlement::Entitlements;
 use crate::tree::LeafId;
@@ -131,6 +141,12 @@ pub enum Verdict {
     },
     /// The running job is in the short band: it is never preempted.
     Short,
+    /// The running job has been requeued `[contract] max_requeues` times:
+    /// it runs to its end.
+    RequeuesUsed {
+        /// Times it has been requeued.
+        requeues: u32,
+    },
     /// The preemptor is part of a sweep ([`crate::sweep`]): it waits for
     /// GPUs to come free (free-tier jobs excepted).
     Sweep,
@@ -197,6 +213,19 @@ impl Engine {
             u64::from(self.config().priority.short_max_gpus)
         } else {
             0
+        }
+    }
+
+    /// `p` as rule 4 judges it on `load`: a short job whose leaf's lane is
+    /// closed ([`crate::lane`]) is judged as any other job.
+    pub fn in_lane<'p>(&self, p: &Preemptor<'p>, load: &Entitlements) -> Preemptor<'p> {
+        let open = || {
+            self.leaf_of(p.account)
+                .is_some_and(|l| load.lane_open(l, self.config().priority.allowance()))
+        };
+        Preemptor {
+            short: p.short && open(),
+            ..*p
         }
     }
 
@@ -288,6 +317,14 @@ impl Engine {
         if Tier::of(r.contract.min_runtime) == Tier::Unallocated {
             return v(Verdict::Allowed);
         }
+        let max = self.config().contract.max_requeues;
+        if requeues_used(r.contract.min_runtime, r.requeues, max) {
+            return v(Verdict::RequeuesUsed {
+                requeues: r.requeues,
+            });
+        }
+        let lane = self.in_lane(p, load);
+        let p = &lane;
         let next = self
             .config()
             .contract

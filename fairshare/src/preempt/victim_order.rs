@@ -4,15 +4,17 @@
 //! ([`Engine::victim_key`]) most significant first:
 //!
 //! ```text
-//!  bit 31         bit 30        bits 29..0
-//! [ no-requeue ] [ allocated ] [ work lost, 30 bits ]
+//!  bit 31         bit 30        bits 29..28   bits 27..0
+//! [ no-requeue ] [ allocated ] [ requeues ] [ work lost, 28 bits ]
 //! ```
 //! 1. **no-requeue**: 1 for `--no-requeue` jobs (preempting them kills
 //!    them), so they come last;
 //! 2. **allocated**: 0 for the free tier (minimum runtime 0), so free-tier
 //!    jobs go before every allocated one;
-//! 3. **work lost**: GPUs x running seconds / 60 (GPU-minutes, rounded
-//!    down), saturating at 2^30 - 1 (about 17.9 million GPU-hours): least
+//! 3. **requeues**: times an allocated job has been requeued, saturating
+//!    at 3: the jobs requeued fewest times first (0 for the free tier);
+//! 4. **work lost**: GPUs x running seconds / 60 (GPU-minutes, rounded
+//!    down), saturating at 2^28 - 1 (about 4.5 million GPU-hours): least
 //!    work (the youngest jobs) first.
 //!
 //! Which jobs are candidates at all is the preempt rule's
@@ -27,16 +29,19 @@ use crate::engine::Engine;
 
 const NO_REQUEUE_SHIFT: u32 = 31;
 const ALLOCATED_SHIFT: u32 = 30;
-const WORK_MASK: u32 = (1 << 30) - 1;
+const REQUEUES_SHIFT: u32 = 28;
+const REQUEUES_MAX: u32 = 3;
+const WORK_MASK: u32 = (1 << 28) - 1;
 
 /// Packs the victim order (see the module documentation): `requeue` false
-/// for `--no-requeue`, the job's `tier` and the work it would lose in
-/// GPU-seconds.
-pub fn pack_victim_order(requeue: bool, tier: Tier, work_gpu_seconds: u128) -> u32 {
+/// for `--no-requeue`, the job's `tier`, the times it has been requeued and
+/// the work it would lose in GPU-seconds.
+pub fn pack_victim_order(requeue: bool, tier: Tier, requeues: u32, work_gpu_seconds: u128) -> u32 {
     let no_requeue = u32::from(!requeue) << NO_REQUEUE_SHIFT;
     let allocated = u32::from(tier == Tier::Allocated) << ALLOCATED_SHIFT;
+    let requeues = requeues.min(REQUEUES_MAX) << REQUEUES_SHIFT;
     let work = (work_gpu_seconds / 60).min(u128::from(WORK_MASK)) as u32;
-    no_requeue | allocated | work
+    no_requeue | allocated | requeues | work
 }
 
 impl Engine {
@@ -44,8 +49,8 @@ impl Engine {
     /// preempted first), for `PREEMPT_DATA_PRIO`. `job.alloc` gives its
     /// GPUs (any node numbering: only their sum counts).
     pub fn victim_order(&self, job: &RunningJob<'_>, now: u64) -> u32 {
-        let (no_requeue, tier, work, _) = self.victim_key(job, now);
-        pack_victim_order(!no_requeue, tier, work)
+        let (no_requeue, tier, requeues, work, _) = self.victim_key(job, now);
+        pack_victim_order(!no_requeue, tier, requeues, work)
     }
 }
 
@@ -62,26 +67,37 @@ mod tests {
 
     #[test]
     fn fields_and_their_boundaries() {
-        assert_eq!(pack_victim_order(true, U, 0), 0);
-        assert_eq!(pack_victim_order(true, A, 0), 1 << 30);
-        assert_eq!(pack_victim_order(false, U, 0), 1 << 31);
-        assert_eq!(pack_victim_order(true, U, 59), 0, "whole GPU-minutes");
-        assert_eq!(pack_victim_order(true, U, 60), 1);
+        assert_eq!(pack_victim_order(true, U, 0, 0), 0);
+        assert_eq!(pack_victim_order(true, A, 0, 0), 1 << 30);
+        assert_eq!(pack_victim_order(false, U, 0, 0), 1 << 31);
+        assert_eq!(pack_victim_order(true, U, 0, 59), 0, "whole GPU-minutes");
+        assert_eq!(pack_victim_order(true, U, 0, 60), 1);
         // Saturation stays inside the work field.
-        assert_eq!(pack_victim_order(true, A, u128::MAX), (1 << 30) | WORK_MASK);
-        assert_eq!(pack_victim_order(false, A, u128::MAX), u32::MAX);
+        assert_eq!(
+            pack_victim_order(true, A, 0, u128::MAX),
+            (1 << 30) | WORK_MASK
+        );
+        assert_eq!(pack_victim_order(true, A, 2, 0), (1 << 30) | (2 << 28));
+        assert_eq!(pack_victim_order(false, A, 9, u128::MAX), u32::MAX);
     }
 
     #[test]
     fn order_of_the_fields() {
-        let last_free = pack_victim_order(true, U, u128::MAX);
-        assert!(last_free < pack_victim_order(true, A, 0), "free tier first");
-        let last_requeueable = pack_victim_order(true, A, u128::MAX);
+        let last_free = pack_victim_order(true, U, 0, u128::MAX);
         assert!(
-            last_requeueable < pack_victim_order(false, U, 0),
+            last_free < pack_victim_order(true, A, 0, 0),
+            "free tier first"
+        );
+        let last_requeueable = pack_victim_order(true, A, 3, u128::MAX);
+        assert!(
+            last_requeueable < pack_victim_order(false, U, 0, 0),
             "no-requeue last"
         );
-        assert!(pack_victim_order(true, A, 600) < pack_victim_order(true, A, 660));
+        assert!(
+            pack_victim_order(true, A, 0, u128::MAX) < pack_victim_order(true, A, 1, 0),
+            "fewest requeues first"
+        );
+        assert!(pack_victim_order(true, A, 0, 600) < pack_victim_order(true, A, 0, 660));
     }
 
     #[test]
@@ -103,16 +119,16 @@ mod tests {
 
     proptest! {
         /// The packed order never contradicts the engine's candidate key
-        /// (no-requeue, tier, work): a smaller number is a smaller key;
+        /// (no-requeue, tier, requeues, work): a smaller number is a smaller key;
         /// only saturation turns a smaller key into a tie.
         #[test]
         fn packing_keeps_the_engines_order(
-            a in (any::<bool>(), any::<bool>(), 0u128..u128::from(u64::MAX)),
-            b in (any::<bool>(), any::<bool>(), 0u128..u128::from(u64::MAX)),
+            a in (any::<bool>(), any::<bool>(), 0u32..6, 0u128..u128::from(u64::MAX)),
+            b in (any::<bool>(), any::<bool>(), 0u32..6, 0u128..u128::from(u64::MAX)),
         ) {
             let tier = |allocated| if allocated { A } else { U };
-            let key = |(r, t, w): (bool, bool, u128)| (!r, tier(t), w / 60);
-            let pack = |(r, t, w): (bool, bool, u128)| pack_victim_order(r, tier(t), w);
+            let key = |(r, t, q, w): (bool, bool, u32, u128)| (!r, tier(t), q, w / 60);
+            let pack = |(r, t, q, w): (bool, bool, u32, u128)| pack_victim_order(r, tier(t), q, w);
             if pack(a) < pack(b) {
                 prop_assert!(key(a) < key(b));
             }

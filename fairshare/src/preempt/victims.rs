@@ -6,7 +6,8 @@
 //! The preemptor needs `nodes` nodes with `gpus_per_node` free GPUs each.
 //! Candidates are the running jobs it may preempt, in preference order:
 //! `--no-requeue` jobs last; before that, unallocated first; then, for a
-//! short preemptor, its own leaf's jobs; then least work lost (GPUs x
+//! short preemptor, its own leaf's jobs; then those requeued fewest times;
+//! then least work lost (GPUs x
 //! running time: the youngest jobs); then job id. The
 //! victims of one leaf together never exceed what the rule above lets it
 //! lose (for a short preemptor: what it holds above its entitlement plus
@@ -47,15 +48,18 @@ fn budget_group(engine: &Engine, r: &RunningJob<'_>, own: Option<LeafId>) -> usi
 
 impl Engine {
     /// The victim preference key of a running job (ascending = preempted
-    /// first): `--no-requeue` last, free tier first, then least work lost
-    /// (GPUs x running seconds), then id.
-    pub fn victim_key(&self, r: &RunningJob<'_>, now: u64) -> (bool, Tier, u128, u64) {
-        (
-            !r.requeue,
-            Tier::of(r.contract.min_runtime),
-            r.work(now),
-            r.id,
-        )
+    /// first): `--no-requeue` last, free tier first, then the allocated
+    /// jobs requeued fewest times (so that requeues spread over jobs instead
+    /// of sending the youngest, just restarted job back again and again),
+    /// then least work lost (GPUs x running seconds), then id.
+    pub fn victim_key(&self, r: &RunningJob<'_>, now: u64) -> (bool, Tier, u32, u128, u64) {
+        let tier = Tier::of(r.contract.min_runtime);
+        let requeues = if tier == Tier::Unallocated {
+            0
+        } else {
+            r.requeues
+        };
+        (!r.requeue, tier, requeues, r.work(now), r.id)
     }
 
     /// [`Engine::victim_key`] for one preemptor: a short job takes its own
@@ -65,14 +69,14 @@ impl Engine {
         p: &Preemptor<'_>,
         r: &RunningJob<'_>,
         now: u64,
-    ) -> (bool, Tier, bool, u128, u64) {
-        let (a, b, c, d) = self.victim_key(r, now);
+    ) -> (bool, Tier, bool, u32, u128, u64) {
+        let (a, b, q, c, d) = self.victim_key(r, now);
         let own = r.account == p.account
             || self
                 .leaf_of(r.account)
                 .is_some_and(|l| Some(l) == self.leaf_of(p.account));
         let foreign = !(p.short && own);
-        (a, b, foreign, c, d)
+        (a, b, foreign, q, c, d)
     }
 
     /// The running jobs to preempt so that `preemptor` fits, as job ids in
@@ -90,6 +94,8 @@ impl Engine {
         load: &Entitlements,
         now: u64,
     ) -> Option<Vec<u64>> {
+        let lane = self.in_lane(preemptor, load);
+        let preemptor = &lane;
         let need = preemptor.gpus_per_node;
         let want = preemptor.nodes as usize;
         let mut cands: Vec<&RunningJob<'_>> = running

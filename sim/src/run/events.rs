@@ -17,15 +17,25 @@ impl Sim<'_> {
             EXPIRY => {
                 let j = &self.jobs[a as usize];
                 // Short jobs are never preempted (fairshare::preempt).
+                // Nor is an allocated job that used its requeues
+                // (fairshare::contract::requeues_used).
+                let sj = &self.w.jobs[a as usize];
+                let used = fairshare::contract::requeues_used(
+                    sj.min_runtime,
+                    j.attempt,
+                    self.config.contract.max_requeues,
+                );
                 if j.state == State::Running
                     && j.attempt == b
                     && !j.unprotected
                     && !self.is_short(a)
+                    && !used
                 {
                     let team = self.w.jobs[a as usize].team as usize;
                     let (start, held) = (j.start, Holding::of(&j.alloc));
+                    let key = (fewest(j.attempt), start, a);
                     self.jobs[a as usize].unprotected = true;
-                    self.unprot[team].insert((start, a), held);
+                    self.unprot[team].insert(key, held);
                     self.unprot_gpus[team] += u64::from(self.w.jobs[a as usize].gpus());
                     self.epoch += 1;
                 }
@@ -160,7 +170,7 @@ impl Sim<'_> {
             return;
         }
         let sj = &self.w.jobs[id as usize];
-        let q = queue_of(sj.team, sj.min_runtime, self.is_short(id));
+        let q = queue_of(sj.team, sj.min_runtime, self.is_debug(id));
         let record = crate::PriorityRecord {
             time: self.now,
             job: sj.id,
@@ -204,7 +214,7 @@ impl Sim<'_> {
     /// shape the backfill plans it with.
     pub(super) fn join_queue(&mut self, id: u32) {
         let sj = &self.w.jobs[id as usize];
-        let q = queue_of(sj.team, sj.min_runtime, self.is_short(id));
+        let q = queue_of(sj.team, sj.min_runtime, self.is_debug(id));
         let shape = (sj.gpus_per_node, sj.nodes, self.planned(id));
         let (order, eligible) = (
             self.jobs[id as usize].order,

@@ -6,12 +6,13 @@ use super::*;
 impl Sim<'_> {
     pub(super) fn start(&mut self, id: u32, alloc: Vec<NodeGpus>) {
         let now = self.now;
+        let debug = self.is_debug(id);
         let short = self.is_short(id);
         let sj = &self.w.jobs[id as usize];
         let team = sj.team as usize;
         let gpus = sj.gpus();
         let j = &mut self.jobs[id as usize];
-        let q = queue_of(sj.team, sj.min_runtime, short);
+        let q = queue_of(sj.team, sj.min_runtime, debug);
         self.queues[q].remove(&self.queue_pos, j.order, id);
         self.pending -= 1;
         self.load_version += 1;
@@ -19,6 +20,9 @@ impl Sim<'_> {
             let l = self.w.teams[team].leaf.0 as usize;
             self.leaf_pending[l] -= u64::from(gpus);
             self.leaf_running[l] += u64::from(gpus);
+            if short {
+                self.leaf_short_running[l] += u64::from(gpus);
+            }
         }
         self.cluster.take(id, &alloc);
         self.last_change = now;
@@ -75,7 +79,7 @@ impl Sim<'_> {
                 }
             } else {
                 j.unprotected = true;
-                self.free_tier[team].insert((now, id), Holding::of(&j.alloc));
+                self.free_tier[team].insert((0, now, id), Holding::of(&j.alloc));
                 self.free_tier_gpus[team] += u64::from(gpus);
                 self.epoch += 1;
             }
@@ -93,7 +97,11 @@ impl Sim<'_> {
         let j = &mut self.jobs[id as usize];
         let run = now - j.start;
         if sj.min_runtime > 0 {
-            self.leaf_running[self.w.teams[team].leaf.0 as usize] -= u64::from(gpus);
+            let l = self.w.teams[team].leaf.0 as usize;
+            self.leaf_running[l] -= u64::from(gpus);
+            if sj.in_short_band(&self.config.priority) {
+                self.leaf_short_running[l] -= u64::from(gpus);
+            }
         }
         self.load_version += 1;
         self.last_change = now;
@@ -104,10 +112,10 @@ impl Sim<'_> {
         }
         if j.unprotected {
             if sj.min_runtime == 0 {
-                self.free_tier[team].remove(&(j.start, id));
+                self.free_tier[team].remove(&(0, j.start, id));
                 self.free_tier_gpus[team] -= u64::from(gpus);
             } else {
-                self.unprot[team].remove(&(j.start, id));
+                self.unprot[team].remove(&(fewest(j.attempt), j.start, id));
                 self.unprot_gpus[team] -= u64::from(gpus);
             }
             j.unprotected = false;

@@ -9,7 +9,7 @@ impl Sim<'_> {
     pub(super) fn key(&self, id: u32) -> u64 {
         let sj = &self.w.jobs[id as usize];
         let j = &self.jobs[id as usize];
-        let q = queue_of(sj.team, sj.min_runtime, self.is_short(id));
+        let q = queue_of(sj.team, sj.min_runtime, self.is_debug(id));
         let k = self.queue_key(q, j.eligible);
         debug_assert!(
             self.policy != Policy::Allot
@@ -35,10 +35,11 @@ impl Sim<'_> {
         match self.policy {
             Policy::Allot => {
                 let engine = self.engine.as_ref().expect("refreshed");
-                let score = self
-                    .config
-                    .priority
-                    .score(0, engine.now().saturating_sub(eligible));
+                let score = self.config.priority.score(
+                    0,
+                    engine.now().saturating_sub(eligible),
+                    q % QUEUES_PER_TEAM == 2,
+                );
                 u64::from(compose(self.queue_band(q), self.team_rank[team], score))
             }
             Policy::Fifo | Policy::Static => 0,
@@ -55,12 +56,14 @@ impl Sim<'_> {
 
     /// Under `allot`, the band of queue `q`'s jobs at this snapshot.
     pub(super) fn queue_band(&self, q: usize) -> Band {
-        match q % QUEUES_PER_TEAM {
-            0 => Band::Free,
-            2 => Band::Short,
-            _ if self.team_below[q / QUEUES_PER_TEAM] => Band::Entitled,
-            _ => Band::Allocated,
-        }
+        let team = q / QUEUES_PER_TEAM;
+        let kind = q % QUEUES_PER_TEAM;
+        let tier = if kind == 0 {
+            Tier::Unallocated
+        } else {
+            Tier::Allocated
+        };
+        fairshare::lane::band(tier, kind == 2, self.team_below[team], self.team_lane[team])
     }
 
     /// Under `allot`, a lower bound of every key of queue `q`
@@ -88,6 +91,7 @@ impl Sim<'_> {
             eligible_time: self.jobs[id as usize].eligible,
             gpus: u64::from(sj.gpus()),
             time_limit: Some(sj.limit()),
+            sweep: sj.sweep,
         }
     }
 

@@ -5,9 +5,22 @@
 use super::*;
 
 impl Sim<'_> {
-    /// True for a job of the short band ([`fairshare::priority`]).
+    /// True for a job of the short shape ([`fairshare::priority`]): never
+    /// preempted.
     pub(super) fn is_short(&self, id: u32) -> bool {
         self.w.jobs[id as usize].in_short_band(&self.config.priority)
+    }
+
+    /// True for debug work ([`fairshare::lane`]): the short shape, not a
+    /// sweep.
+    pub(super) fn is_debug(&self, id: u32) -> bool {
+        !self.w.jobs[id as usize].sweep && self.is_short(id)
+    }
+
+    /// True while team `team`'s leaf's lane is open on `load`
+    /// ([`fairshare::lane`]).
+    pub(super) fn lane_open(&self, team: usize, load: &Entitlements) -> bool {
+        load.lane_open(self.w.teams[team].leaf, self.config.priority.allowance())
     }
 
     /// What a failed preemption attempt of `id` depends on: the epoch (any
@@ -60,12 +73,15 @@ impl Sim<'_> {
         let team = sj.team as usize;
         let my_rank = self.team_rank[team];
         let (n, g) = (sj.nodes as usize, sj.gpus_per_node);
-        let short = self.is_short(id);
+        // A short job counts as one only while its lane is open
+        // (fairshare::lane, Engine::in_lane).
+        let load = self.entitlements();
+        let short = self.is_lane_short(id, &load);
         // A sweep, and a short job inside `[preempt] short_wait`, may take
         // free-tier GPUs only (fairshare::preempt, rule 4); the waiting one
         // is looked at again when its wait ends.
         let waited = self.now - self.jobs[id as usize].eligible;
-        let wait_left = self.short_wait_left(id);
+        let wait_left = self.short_wait_left(id, &load);
         if let Some(left) = wait_left {
             self.wake(self.now + left);
         }
@@ -85,7 +101,6 @@ impl Sim<'_> {
         if free + unprotected < need {
             return self.attempt_failed(id, remember);
         }
-        let load = self.entitlements();
         let mut guard = self.scratch.borrow_mut();
         let PreemptScratch {
             per_node: pre,
@@ -187,6 +202,7 @@ impl Sim<'_> {
                     alloc: &j.alloc,
                     requeue: true,
                     short: self.is_short(r),
+                    requeues: j.attempt,
                 }
             })
             .collect();
@@ -310,10 +326,16 @@ impl Sim<'_> {
     /// Seconds job `id`, a short job inside `[preempt] short_wait` since it
     /// became eligible, has still to wait before it may take more than
     /// free-tier GPUs (fairshare::preempt, rule 4); `None` for any other.
-    fn short_wait_left(&self, id: u32) -> Option<u64> {
+    fn short_wait_left(&self, id: u32, load: &Entitlements) -> Option<u64> {
         let waited = self.now - self.jobs[id as usize].eligible;
         let wait = self.config.preempt_short_wait;
-        (self.is_short(id) && waited < wait).then(|| wait - waited)
+        (self.is_lane_short(id, load) && waited < wait).then(|| wait - waited)
+    }
+
+    /// True for a short job whose team's lane is open on `load`: a short
+    /// preemptor as the engine judges it ([`fairshare::Engine::in_lane`]).
+    fn is_lane_short(&self, id: u32, load: &Entitlements) -> bool {
+        self.is_short(id) && self.lane_open(self.w.jobs[id as usize].team as usize, load)
     }
 
     /// Per team (`out`, indexed by team), the GPUs job `id` may take from
@@ -327,7 +349,7 @@ impl Sim<'_> {
         let sj = &self.w.jobs[id as usize];
         let team = sj.team as usize;
         let need = u64::from(sj.nodes) * u64::from(sj.gpus_per_node);
-        let short = self.is_short(id);
+        let short = self.is_lane_short(id, load);
         let leaf = |t: usize| self.w.teams[t].leaf;
         let below = short || load.below(leaf(team));
         let slack = if short {
@@ -412,7 +434,7 @@ impl Sim<'_> {
             }
             spent_touched.clear();
             let mut left = budget;
-            for (&(start, r), held) in set.iter().rev() {
+            for (&(_, start, r), held) in set.iter().rev() {
                 if left == 0 && !per_node {
                     break;
                 }
@@ -476,7 +498,7 @@ impl Sim<'_> {
         self.gives(
             id,
             &load,
-            sj.sweep || self.short_wait_left(id).is_some(),
+            sj.sweep || self.short_wait_left(id, &load).is_some(),
             gives,
         );
         let mut out = Vec::new();

@@ -73,12 +73,19 @@ impl Sim<'_> {
     /// priority band from the load.
     fn take_snapshot(&mut self) {
         let now = self.now;
-        let engine = self
-            .ledger_engine()
-            .with_load((*self.entitlements()).clone());
+        let mut load = (*self.entitlements()).clone();
+        let ranked = self.ledger_engine();
+        let rank: Vec<u32> = (0..self.config.tree.leaves().len() as u32)
+            .map(|l| ranked.fair_tree().rank(fairshare::tree::LeafId(l)))
+            .collect();
+        self.mark_held_back(&mut load, &rank);
+        let engine = ranked.with_load(load);
         for (t, team) in self.w.teams.iter().enumerate() {
             self.team_rank[t] = engine.fair_tree().rank(team.leaf);
             self.team_below[t] = engine.load().is_some_and(|l| l.below(team.leaf));
+            self.team_lane[t] = engine
+                .load()
+                .map_or(true, |l| l.lane_open(team.leaf, self.config.priority.allowance()));
         }
         self.engine = Some(engine);
         self.next_refresh = self.tick_after(now);
@@ -141,12 +148,45 @@ impl Sim<'_> {
         Engine::from_account_usage(self.config.clone(), accounts, now).0
     }
 
+    /// Marks on `load` (cleared first) the leaves held back by debug work
+    /// now ([`fairshare::lane::mark_held_back`]), from each team's
+    /// longest-waiting pending allocated job that is not debug work (the
+    /// head of its queue), and keeps them for the live load.
+    fn mark_held_back(&mut self, load: &mut Entitlements, rank: &[u32]) {
+        let mut oldest = vec![None; self.config.tree.leaves().len()];
+        for (t, team) in self.w.teams.iter().enumerate() {
+            if let Some((_, s)) = self.queues[t * QUEUES_PER_TEAM + 1].first() {
+                let job = fairshare::lane::Oldest {
+                    id: u64::from(s.id),
+                    eligible: s.eligible,
+                    gpus: u64::from(self.w.jobs[s.id as usize].gpus()),
+                };
+                fairshare::lane::Oldest::keep(&mut oldest[team.leaf.0 as usize], job);
+            }
+        }
+        self.held_back_by.update(
+            load,
+            &self.config.priority,
+            self.cluster.free_total,
+            &self.leaf_short_running,
+            &oldest,
+            |l| rank[l.0 as usize],
+            self.now,
+        );
+        self.held_back.clear();
+        self.held_back.extend(
+            (0..oldest.len() as u32)
+                .map(fairshare::tree::LeafId)
+                .filter(|&l| load.is_held_back(l)),
+        );
+    }
+
     /// The leaves' allocated GPUs running and pending now, and their
     /// entitlements to the capacity now.
     pub(super) fn entitlements(&self) -> std::rc::Rc<Entitlements> {
         let mut guard = self.load_cache.borrow_mut();
         let cache = &mut *guard;
-        if cache.version != Some(self.load_version) {
+        if cache.version != Some((self.load_version, u64::from(self.snapshot))) {
             let (tree, capacity) = (&self.config.tree, self.cluster.capacity);
             let (running, pending) = (&self.leaf_running, &self.leaf_pending);
             match std::rc::Rc::get_mut(&mut cache.value) {
@@ -156,7 +196,11 @@ impl Sim<'_> {
                         std::rc::Rc::new(Entitlements::compute(tree, capacity, running, pending))
                 }
             }
-            cache.version = Some(self.load_version);
+            let e = std::rc::Rc::make_mut(&mut cache.value);
+            for &l in &self.held_back {
+                e.hold_back(l);
+            }
+            cache.version = Some((self.load_version, u64::from(self.snapshot)));
         }
         cache.value.clone()
     }
