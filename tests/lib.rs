@@ -504,6 +504,20 @@ impl Testbed {
         ConfRestore { tb: self, good }
     }
 
+    /// Replaces `from` by `to` in the testbed's allot.toml and reconfigures
+    /// slurmctld, as [`Testbed::conf_with`] (for a key the file sets).
+    ///
+    /// # Panics
+    /// When the file does not contain `from`.
+    pub fn conf_replaced(&self, from: &str, to: &str) -> ConfRestore<'_> {
+        let conf = self.allot_conf();
+        let good = std::fs::read_to_string(&conf).unwrap();
+        assert!(good.contains(from), "allot.toml has no {from:?}");
+        std::fs::write(&conf, good.replacen(from, to, 1)).unwrap();
+        self.ok("scontrol", &["reconfigure"]);
+        ConfRestore { tb: self, good }
+    }
+
     /// The ledger the testbed's plugins read.
     pub fn ledger(&self) -> PathBuf {
         self.dir.join("ledger.sqlite")

@@ -161,7 +161,7 @@ impl Config {
             sweep_jobs: p.sweep_jobs.unwrap_or(0),
             sweep_window: dur("priority.sweep_window", &p.sweep_window, 900),
             short_allowance: p.short_allowance,
-            short_yield: dur("priority.short_yield", &p.short_yield, 120),
+            short_yield: dur("priority.short_yield", &p.short_yield, 180),
         };
         let sync_interval = dur("sync.interval", &raw.sync.interval, DEFAULT_SYNC_INTERVAL);
         let preempt_grace_time = dur("preempt.grace_time", &raw.preempt.grace_time, 0);

@@ -10,7 +10,7 @@
 //!    plus `[priority] short_allowance` GPUs (default `short_max_gpus`);
 //! 2. **yielding to owed work**: no *other* leaf is *held back*: below its
 //!    entitlement, with a pending allocated job (not debug work) that is
-//!    first in the queue after debug work, has waited at least `[priority] short_yield` (default 2 min), asks for
+//!    first in the queue after debug work, has waited at least `[priority] short_yield` (default 3 min), asks for
 //!    more GPUs than are free and for no more than are free plus those
 //!    other leaves' running short jobs hold ([`HeldBack`]; the leaf's
 //!    longest-waiting such job is the one tested, and it holds the lanes
@@ -20,8 +20,12 @@
 //!
 //! Bands, highest first: *short* (debug work of a leaf whose lane is
 //! open), *entitled* (every other allocated job of a leaf below its
-//! entitlement), *allocated* (every other allocated job), *free*. Inside
-//! one account debug work goes first, whatever the band.
+//! entitlement but sweeps), *allocated* (every other allocated job), *free*.
+//! Inside one account debug work goes first, whatever the band. A sweep's
+//! jobs never preempt ([`crate::sweep`]), so they are never in the entitled
+//! band (the band of the jobs that may preempt): there, one that cannot
+//! start would stop the scheduler's pass before its leaf's batch work got
+//! the chance to preempt.
 //!
 //! The same rule bounds what debug work may take by preemption: a short
 //! preemptor keeps its privileges ([`crate::preempt::verdict`], rule 4:
@@ -70,15 +74,15 @@ use crate::priority::{Band, PriorityWeights};
 use crate::tree::LeafId;
 
 /// The band of an allocated or free-tier job (module doc): `tier`; `debug`
-/// for debug work ([`PriorityWeights::is_debug`]); `below` if its leaf
-/// holds fewer GPUs than its entitlement; `lane_open` if its leaf's lane
-/// is open ([`Entitlements::lane_open`]).
-pub fn band(tier: Tier, debug: bool, below: bool, lane_open: bool) -> Band {
+/// for debug work ([`PriorityWeights::is_debug`]); `sweep` for a job of a
+/// sweep; `below` if its leaf holds fewer GPUs than its entitlement;
+/// `lane_open` if its leaf's lane is open ([`Entitlements::lane_open`]).
+pub fn band(tier: Tier, debug: bool, sweep: bool, below: bool, lane_open: bool) -> Band {
     if tier == Tier::Unallocated {
         Band::Free
     } else if debug && lane_open {
         Band::Short
-    } else if below {
+    } else if below && !sweep {
         Band::Entitled
     } else {
         Band::Allocated
@@ -101,6 +105,7 @@ impl PriorityWeights {
         band(
             tier,
             self.is_debug(tier, gpus, time_limit, sweep),
+            sweep && self.is_short(tier, gpus, time_limit),
             below,
             lane_open,
         )
@@ -251,6 +256,11 @@ mod tests {
             "a sweep"
         );
         assert_eq!(
+            w.band(a, 1, Some(1800), true, true, true),
+            Band::Allocated,
+            "a sweep of a leaf below its entitlement: it never preempts"
+        );
+        assert_eq!(
             w.band(a, 3, Some(1800), false, false, true),
             Band::Allocated
         );
@@ -300,9 +310,9 @@ mod tests {
         assert!(!load(0, 0, 16).lane_open(s, 2));
         // s at 9 (within 8 + 2), 7 GPUs free: h's job is held back by the
         // debug work once it has waited short_yield, not before.
-        let l = load(119, 7, 9);
+        let l = load(179, 7, 9);
         assert!(l.lane_open(s, 2) && !l.is_held_back(h));
-        let l = load(120, 7, 9);
+        let l = load(180, 7, 9);
         assert!(l.is_held_back(h) && !l.lane_open(s, 2));
         assert!(
             l.lane_open(h, 2),

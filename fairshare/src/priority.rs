@@ -78,7 +78,9 @@ pub struct PriorityWeights {
     pub short_allowance: Option<u32>,
     /// Seconds a job owed GPUs waits before debug work of other leaves
     /// yields to it, where that debug work is what holds it back
-    /// ([`crate::lane`]; default 2 min).
+    /// ([`crate::lane`]; default 3 min: with a one-minute `sync.interval`
+    /// and a scheduling pass such a job starts within `short_max_time` plus
+    /// 5 minutes).
     pub short_yield: u64,
 }
 
@@ -93,7 +95,7 @@ impl Default for PriorityWeights {
             sweep_jobs: 0,
             sweep_window: 900,
             short_allowance: None,
-            short_yield: 120,
+            short_yield: 180,
         }
     }
 }

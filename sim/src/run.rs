@@ -313,7 +313,8 @@ struct PreemptScratch {
     spent_touched: Vec<u32>,
 }
 
-/// Queues per team: free tier, allocated, debug work ([`fairshare::lane`]). Inside one queue
+/// Queues per team: free tier, allocated, debug work, sweeps
+/// ([`fairshare::lane`]). Inside one queue
 /// every job has the same priority but for its age, so the queue's order
 /// (queued time, index) is its priority order, ties broken as slurmctld
 /// breaks them (submit time, then job id; a requeue resets the submit
@@ -321,7 +322,7 @@ struct PreemptScratch {
 /// after its queued time for a requeued job only: with a delay its age
 /// points can lag, by one, those of a job queued up to that many seconds
 /// after it, and it is still taken first.
-const QUEUES_PER_TEAM: usize = 3;
+const QUEUES_PER_TEAM: usize = 4;
 
 /// A pending job's GPUs per node, nodes and remaining run time (seconds).
 type Shape = (u32, u32, u64);
@@ -358,11 +359,15 @@ fn fewest(requeues: u32) -> u32 {
     u32::MAX - requeues
 }
 
-fn queue_of(team: u32, min_runtime: u64, short: bool) -> usize {
+/// The queue of a job of `team` with `min_runtime`, debug work or part of
+/// a sweep of short jobs (`sweep`).
+fn queue_of(team: u32, min_runtime: u64, debug: bool, sweep: bool) -> usize {
     let kind = if min_runtime == 0 {
         0
-    } else if short {
+    } else if debug {
         2
+    } else if sweep {
+        3
     } else {
         1
     };

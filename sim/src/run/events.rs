@@ -170,7 +170,12 @@ impl Sim<'_> {
             return;
         }
         let sj = &self.w.jobs[id as usize];
-        let q = queue_of(sj.team, sj.min_runtime, self.is_debug(id));
+        let q = queue_of(
+            sj.team,
+            sj.min_runtime,
+            self.is_debug(id),
+            self.is_sweep(id),
+        );
         let record = crate::PriorityRecord {
             time: self.now,
             job: sj.id,
@@ -214,7 +219,12 @@ impl Sim<'_> {
     /// shape the backfill plans it with.
     pub(super) fn join_queue(&mut self, id: u32) {
         let sj = &self.w.jobs[id as usize];
-        let q = queue_of(sj.team, sj.min_runtime, self.is_debug(id));
+        let q = queue_of(
+            sj.team,
+            sj.min_runtime,
+            self.is_debug(id),
+            self.is_sweep(id),
+        );
         let shape = (sj.gpus_per_node, sj.nodes, self.planned(id));
         let (order, eligible) = (
             self.jobs[id as usize].order,

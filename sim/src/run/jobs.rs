@@ -7,12 +7,13 @@ impl Sim<'_> {
     pub(super) fn start(&mut self, id: u32, alloc: Vec<NodeGpus>) {
         let now = self.now;
         let debug = self.is_debug(id);
+        let sweep = self.is_sweep(id);
         let short = self.is_short(id);
         let sj = &self.w.jobs[id as usize];
         let team = sj.team as usize;
         let gpus = sj.gpus();
         let j = &mut self.jobs[id as usize];
-        let q = queue_of(sj.team, sj.min_runtime, debug);
+        let q = queue_of(sj.team, sj.min_runtime, debug, sweep);
         self.queues[q].remove(&self.queue_pos, j.order, id);
         self.pending -= 1;
         self.load_version += 1;

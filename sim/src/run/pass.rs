@@ -9,7 +9,12 @@ impl Sim<'_> {
     pub(super) fn key(&self, id: u32) -> u64 {
         let sj = &self.w.jobs[id as usize];
         let j = &self.jobs[id as usize];
-        let q = queue_of(sj.team, sj.min_runtime, self.is_debug(id));
+        let q = queue_of(
+            sj.team,
+            sj.min_runtime,
+            self.is_debug(id),
+            self.is_sweep(id),
+        );
         let k = self.queue_key(q, j.eligible);
         debug_assert!(
             self.policy != Policy::Allot
@@ -63,7 +68,13 @@ impl Sim<'_> {
         } else {
             Tier::Allocated
         };
-        fairshare::lane::band(tier, kind == 2, self.team_below[team], self.team_lane[team])
+        fairshare::lane::band(
+            tier,
+            kind == 2,
+            kind == 3,
+            self.team_below[team],
+            self.team_lane[team],
+        )
     }
 
     /// Under `allot`, a lower bound of every key of queue `q`

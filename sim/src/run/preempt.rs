@@ -17,6 +17,12 @@ impl Sim<'_> {
         !self.w.jobs[id as usize].sweep && self.is_short(id)
     }
 
+    /// True for a job of a sweep of the short shape (its own queue: never in
+    /// the entitled band, [`fairshare::lane::band`]).
+    pub(super) fn is_sweep(&self, id: u32) -> bool {
+        self.w.jobs[id as usize].sweep && self.is_short(id)
+    }
+
     /// True while team `team`'s leaf's lane is open on `load`
     /// ([`fairshare::lane`]).
     pub(super) fn lane_open(&self, team: usize, load: &Entitlements) -> bool {

@@ -236,6 +236,7 @@ pub fn config_toml(data: &[u8]) {
             eligible_time: now - 3600,
             gpus: 1,
             time_limit: None,
+            sweep: false,
         };
         let low_alloc = engine.priority(&job(1, 1_000_000));
         let high_free = engine.priority(&job(0, -1_000_000));

@@ -1,0 +1,184 @@
+//! Budgets that cannot be gamed, on the testbed: a stream of one team's
+//! short jobs never keeps another team's job owed GPUs waiting longer than
+//! `short_max_time` past `short_yield` (fairshare::lane), and a job
+//! requeued `[contract] max_requeues` times runs to its end, across a
+//! slurmctld restart (fairshare::contract::requeues_used).
+
+use std::time::{Duration, Instant};
+
+use allot_e2e::{epoch, exclusive, wait_until, Testbed, B1_OVER_SERVED};
+
+/// Asserts `job` stays in `state` for `d`.
+fn stays(tb: &Testbed, job: u32, state: &str, d: Duration) {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        assert_eq!(tb.squeue(job, "%T"), state, "job {job}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Waits until preempt/allot has reloaded allot.toml after byte `before`
+/// of slurmctld's log (it reloads on its own engine thread, seconds after
+/// `scontrol reconfigure`; longer right after a slurmctld start).
+fn preempt_reloaded(log: &std::path::Path, before: usize) {
+    wait_until(
+        Duration::from_secs(120),
+        "preempt/allot to reload allot.toml",
+        || {
+            let text = std::fs::read_to_string(log).unwrap();
+            if text[before.min(text.len())..].contains("preempt/allot: reloaded") {
+                Ok(())
+            } else {
+                Err("not yet".into())
+            }
+        },
+    );
+}
+
+/// An account's pending jobs (squeue).
+fn pending_of(tb: &Testbed, account: &str) -> usize {
+    tb.ok("squeue", &["-h", "-A", account, "-t", "PD", "-o", "%i"])
+        .split_whitespace()
+        .count()
+}
+
+#[test]
+fn a_stream_of_short_jobs_holds_a_whole_cluster_job_back_at_most_short_max_time() {
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
+    // Debug work: <= 2 GPUs and --time <= 1:00. An allowance larger than
+    // the cluster keeps b1's lane open whatever it holds: only the yield to
+    // held-back owed work (fairshare::lane, rule 2) protects a2's job.
+    let _short = tb.conf_replaced(
+        "short_max_time = \"1:00:00\"",
+        "short_max_time = \"1:00\"\nshort_yield = \"0:10\"\nshort_allowance = 1000",
+    );
+    let all = tb.total_gpus();
+    // b1 (over-served) streams 1-GPU, 45-s debug jobs: the cluster full of
+    // them and a backlog of 8 always pending.
+    let submit = |n: usize| {
+        for _ in 0..n {
+            tb.sbatch_gpus(
+                1,
+                &[
+                    "-A",
+                    "b1",
+                    "--time=1:00",
+                    "--min-runtime=0:30",
+                    "--wrap",
+                    "sleep 45",
+                ],
+            );
+        }
+    };
+    submit(all as usize + 8);
+    wait_until(
+        Duration::from_secs(60),
+        "b1's debug jobs to fill the cluster",
+        || {
+            let running = tb
+                .ok("squeue", &["-h", "-A", "b1", "-t", "R", "-o", "%i"])
+                .split_whitespace()
+                .count();
+            if running as u32 == all {
+                Ok(())
+            } else {
+                Err(format!("{running} running"))
+            }
+        },
+    );
+    // a2, holding none of its entitlement, asks for the whole cluster.
+    let t0 = epoch();
+    let big = tb.sbatch_gpus(
+        all,
+        &["-A", "a2", "--min-runtime=5:00", "--wrap", "sleep 300"],
+    );
+    let started = wait_until(
+        Duration::from_secs(240),
+        "a2's whole-cluster job to start",
+        || {
+            if tb.squeue(big, "%T") == "RUNNING" {
+                return Ok(epoch());
+            }
+            let missing = 8usize.saturating_sub(pending_of(&tb, "b1"));
+            submit(missing);
+            std::thread::sleep(Duration::from_secs(1));
+            Err(format!("b1 pending: {}", pending_of(&tb, "b1")))
+        },
+    );
+    let waited = started - t0;
+    println!("a2's {all}-GPU job waited {waited} s behind b1's stream (short_max_time 60 s, short_yield 10 s)");
+    assert!(
+        waited <= 60 + 10 + 30,
+        "waited {waited} s: more than short_max_time + short_yield + 30 s of passes"
+    );
+    tb.cancel_all();
+}
+
+#[test]
+fn a_job_requeued_max_requeues_times_runs_to_its_end() {
+    let (_one, tb) = exclusive(B1_OVER_SERVED);
+    let log = tb.dir.join("log/slurmctld.log");
+    let before = std::fs::read_to_string(&log).unwrap().len();
+    let _bound = tb.conf_with("contract", "max_requeues = 1\n");
+    preempt_reloaded(&log, before);
+    let conf = tb.allot_conf();
+    // vision holds three quarters (two protected for 10 minutes, `v` for 5
+    // s), above its entitlement; b1 the fourth, protected.
+    let held = tb.run_quarters("vision", &["10:00", "10:00"]);
+    let b1 = tb.run_quarters("b1", &["10:00"]);
+    let v = tb.run_quarters("vision", &["0:05"])[0];
+    std::thread::sleep(Duration::from_secs(6));
+    // a2, below its entitlement, takes v's GPUs: v's first requeue.
+    let first = tb.sbatch_quarter("a2", "5:00");
+    tb.wait_state(first, "RUNNING", Duration::from_secs(60));
+    wait_until(Duration::from_secs(30), "v requeued once", || {
+        match tb.restarts(v) {
+            1 => Ok(()),
+            n => Err(format!("{n} restarts")),
+        }
+    });
+    // a2 gives its GPUs back: v runs again, past its contract in 5 s.
+    tb.ok("scancel", &[&first.to_string()]);
+    tb.wait_state(v, "RUNNING", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_secs(6));
+    let why = tb.allot_ok(&[
+        "explain",
+        &v.to_string(),
+        "--config",
+        conf.to_str().unwrap(),
+    ]);
+    assert!(why.contains("used the 1 requeues of its contract"), "{why}");
+    // Across a slurmctld restart (Restarts is slurmctld's own state).
+    let pid = std::fs::read_to_string(tb.dir.join("run/slurmctld.pid")).unwrap();
+    tb.ok("kill", &[pid.trim()]);
+    wait_until(Duration::from_secs(10), "slurmctld to die", || {
+        if std::path::Path::new("/proc").join(pid.trim()).exists() {
+            Err("alive".into())
+        } else {
+            Ok(())
+        }
+    });
+    let st = std::process::Command::new(tb.root.join("scripts/testbed"))
+        .arg("up")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    // `up` writes allot.toml anew: the bound again, and a2 asks only once
+    // preempt/allot has read it (its engine thread reloads on its own).
+    let log = tb.dir.join("log/slurmctld.log");
+    let before = std::fs::read_to_string(&log).unwrap().len();
+    let _again = tb.conf_with("contract", "max_requeues = 1\n");
+    preempt_reloaded(&log, before);
+    tb.wait_state(v, "RUNNING", Duration::from_secs(30));
+    assert_eq!(tb.restarts(v), 1, "Restarts survived the restart");
+    // a2 asks again: v is the only job past its contract, and it has used
+    // its requeues: a2 waits, v runs on.
+    let second = tb.sbatch_quarter("a2", "5:00");
+    stays(&tb, second, "PENDING", Duration::from_secs(20));
+    assert_eq!(tb.squeue(v, "%T"), "RUNNING");
+    assert_eq!(tb.restarts(v), 1, "v was not requeued a second time");
+    for j in held.iter().chain(&b1) {
+        assert_eq!(tb.restarts(*j), 0, "protected job {j}");
+    }
+    tb.cancel_all();
+}
