@@ -20,12 +20,25 @@
 //!   proportion to their allocations). 0 = perfectly fair, 1 = all wrong.
 //! - **lost GPU-hours**: work thrown away by requeues (since the last
 //!   checkpoint for resumable jobs, everything for the others).
+//! - **entitled(h)**: the org tree's water-fill of capacity(h) against
+//!   every team's demand(h) ([`fairshare::entitlement`]: siblings first,
+//!   by share, none above its demand); *entitled GPU-hours* = sum over
+//!   hours. Unlike owed, a team whose siblings want less than their
+//!   allocation is entitled to what they leave.
+//! - **worst team at the floor**: the lowest owed delivered among teams
+//!   owed at least `[sim] worst_floor_gpu_hours`.
+//! - **requeues per job**: times a job went back to the queue
+//!   (preemption, drain, node failure); max and p99 over every job.
 //! - Waits: first start - submit, nearest-rank percentiles.
 
 use serde::Serialize;
 
 use super::workload::{JobClass, Workload};
-use super::{ClassWaits, Policy, PreemptionRecord, SimReport, TeamReport};
+use super::{
+    ClassWaits, Policy, PreemptionRecord, RequeuesPerJob, SimReport, TeamReport, WorstTeam,
+};
+use fairshare::entitlement::{Entitlements, Scratch};
+use fairshare::tree::Tree;
 
 /// Hourly series of one replay (GPU-seconds per hour).
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
@@ -265,6 +278,57 @@ pub(crate) struct ReportInput<'a> {
     pub team_waits: Vec<(usize, u64)>,
     pub team_jobs: Vec<u64>,
     pub unfinished: u64,
+    /// The org tree the teams are leaves of (for `entitled_gpu_hours`).
+    pub tree: &'a Tree,
+    /// Per job: times it was requeued.
+    pub requeues: Vec<u32>,
+}
+
+/// Per team (in `teams`' order, each on its leaf), GPU-seconds entitled
+/// over the replay: hour by hour, the tree's water-fill of the hour's
+/// capacity against each leaf's demand of the hour (GPU-seconds; the
+/// water-fill is linear in its unit), summed.
+pub(crate) fn entitled_gpu_s(tree: &Tree, teams: &[super::Team], hourly: &Hourly) -> Vec<f64> {
+    let leaves = tree.leaves().len();
+    let mut out = vec![0.0; teams.len()];
+    let mut pending = vec![0u64; leaves];
+    let mut e = Entitlements::compute(tree, 0, &[], &[]);
+    let mut scratch = Scratch::default();
+    for h in 0..hourly.hours() {
+        pending.iter_mut().for_each(|p| *p = 0);
+        for (t, team) in teams.iter().enumerate() {
+            pending[team.leaf.0 as usize] += hourly.demand[t][h];
+        }
+        e.recompute(tree, hourly.capacity[h], &[], &pending, &mut scratch);
+        for (t, team) in teams.iter().enumerate() {
+            out[t] += e.entitled(team.leaf);
+        }
+    }
+    out
+}
+
+/// The team with the lowest owed% among those owed at least `floor`
+/// GPU-hours (and more than 0).
+pub(crate) fn worst_team_above(teams: &[TeamReport], floor: f64) -> Option<WorstTeam> {
+    teams
+        .iter()
+        .filter(|t| t.owed_gpu_hours > 0.0 && t.owed_gpu_hours >= floor)
+        .min_by(|a, b| a.owed_delivered.total_cmp(&b.owed_delivered))
+        .map(|t| WorstTeam {
+            name: t.name.clone(),
+            owed_delivered: t.owed_delivered,
+            owed_gpu_hours: t.owed_gpu_hours,
+        })
+}
+
+/// Max and p99 (nearest rank) of the jobs' requeue counts.
+pub(crate) fn requeues_per_job(mut requeues: Vec<u32>) -> RequeuesPerJob {
+    requeues.sort_unstable();
+    let sorted: Vec<u64> = requeues.iter().map(|&r| u64::from(r)).collect();
+    RequeuesPerJob {
+        max: requeues.last().copied().unwrap_or(0),
+        p99: percentile(&sorted, 99.0) as u32,
+    }
 }
 
 pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
@@ -359,6 +423,7 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
             }
         })
         .collect();
+    let entitled = entitled_gpu_s(i.tree, &i.w.teams, &hourly);
     let team_reports: Vec<TeamReport> = (0..teams)
         .map(|t| TeamReport {
             name: i.w.teams[t].name.clone(),
@@ -374,6 +439,8 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
             lost_gpu_hours: i.m.team_lost_gpu_s[t] as f64 / 3600.0,
             wait_p50_s: percentile(&team_waits[t], 50.0),
             wait_p90_s: percentile(&team_waits[t], 90.0),
+            classic_wait_p90_s: None,
+            entitled_gpu_hours: entitled[t] / 3600.0,
         })
         .collect();
     let owed_sum: f64 = owed.iter().sum();
@@ -387,6 +454,7 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
         .filter(|t| t.owed_gpu_hours > 0.0)
         .min_by(|a, b| a.owed_delivered.total_cmp(&b.owed_delivered))
         .map(|t| (t.name.clone(), t.owed_delivered));
+    let worst_team_floor = worst_team_above(&team_reports, i.sim.worst_floor_gpu_hours as f64);
     let lost_gpu_hours = i.m.lost_gpu_s as f64 / 3600.0;
     SimReport {
         policy: i.policy,
@@ -403,6 +471,8 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
         owed_delivered_weekly: ratio(delivered_w, owed_w),
         teams_at_95,
         worst_team,
+        worst_team_floor,
+        requeues_per_job: requeues_per_job(i.requeues),
         occupancy: ratio(span_got as f64, span_cap as f64),
         occupancy_to_end: ratio(got_total as f64, cap_total as f64),
         unallocated_share: ratio(i.m.free_tier_gpu_s as f64, got_total as f64),
