@@ -168,6 +168,37 @@ pub struct TeamReport {
     /// the hour ([`fairshare::entitlement`]), summed. What "more than its
     /// entitlement" is judged against.
     pub entitled_gpu_hours: f64,
+    /// GPU-hours it held above its entitlement: hour by hour, what it got
+    /// beyond what it was entitled to that hour (0 in an hour it held no
+    /// more), summed.
+    pub excess_gpu_hours: f64,
+    /// The most of that in any one hour, as GPUs held on average over the
+    /// hour.
+    pub excess_peak_gpus: f64,
+}
+
+/// A group of the org tree (an interior node: not the root, not a leaf):
+/// its teams' GPU-hours against its entitlement, hour by hour
+/// ([`SimReport::groups`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupReport {
+    /// Its path below the root, dotted (e.g. `nlp` or `nlp.vision`).
+    pub name: String,
+    /// Its teams (leaves below it), by name.
+    pub teams: Vec<String>,
+    /// GPU-hours its teams held.
+    pub gpu_hours: f64,
+    /// GPU-hours it was entitled to: its teams' entitlements, summed (the
+    /// water-fill splits a group's entitlement among its children, all of
+    /// it as they want it).
+    pub entitled_gpu_hours: f64,
+    /// GPU-hours its teams together held above its entitlement, hour by
+    /// hour (in one hour a team below its own entitlement offsets a
+    /// sibling above: the allowance holds at the group; an hour below does
+    /// not offset another above).
+    pub excess_gpu_hours: f64,
+    /// The most of that in one hour, as GPUs held on average over it.
+    pub excess_peak_gpus: f64,
 }
 
 /// A team named as the worst served ([`SimReport::worst_team_floor`]).
@@ -318,6 +349,9 @@ pub struct SimReport {
     pub stopped_at_horizon: bool,
     /// Per team.
     pub teams: Vec<TeamReport>,
+    /// Per group of the tree (interior node), in the tree's order; empty
+    /// for a flat tree.
+    pub groups: Vec<GroupReport>,
     /// Hourly series (for plots and invariant checks).
     #[serde(skip)]
     pub hourly: Hourly,

@@ -24,7 +24,9 @@
 //!   every team's demand(h) ([`fairshare::entitlement`]: siblings first,
 //!   by share, none above its demand); *entitled GPU-hours* = sum over
 //!   hours. Unlike owed, a team whose siblings want less than their
-//!   allocation is entitled to what they leave.
+//!   allocation is entitled to what they leave. *Excess GPU-hours*: sum
+//!   over hours of max(0, got(h) - entitled(h)); its *peak*: the largest
+//!   hour's, as GPUs held on average over that hour.
 //! - **worst team at the floor**: the lowest owed delivered among teams
 //!   owed at least `[sim] worst_floor_gpu_hours`.
 //! - **requeues per job**: times a job went back to the queue
@@ -35,7 +37,8 @@ use serde::Serialize;
 
 use super::workload::{JobClass, Workload};
 use super::{
-    ClassWaits, Policy, PreemptionRecord, RequeuesPerJob, SimReport, TeamReport, WorstTeam,
+    ClassWaits, GroupReport, Policy, PreemptionRecord, RequeuesPerJob, SimReport, TeamReport,
+    WorstTeam,
 };
 use fairshare::entitlement::{Entitlements, Scratch};
 use fairshare::tree::Tree;
@@ -284,25 +287,79 @@ pub(crate) struct ReportInput<'a> {
     pub requeues: Vec<u32>,
 }
 
-/// Per team (in `teams`' order, each on its leaf), GPU-seconds entitled
-/// over the replay: hour by hour, the tree's water-fill of the hour's
-/// capacity against each leaf's demand of the hour (GPU-seconds; the
-/// water-fill is linear in its unit), summed.
-pub(crate) fn entitled_gpu_s(tree: &Tree, teams: &[super::Team], hourly: &Hourly) -> Vec<f64> {
+/// Per team (in `teams`' order, each on its leaf) and hour, GPU-seconds
+/// entitled: the tree's water-fill of the hour's capacity against each
+/// leaf's demand of the hour (GPU-seconds; the water-fill is linear in its
+/// unit).
+pub(crate) fn entitled_gpu_s(tree: &Tree, teams: &[super::Team], hourly: &Hourly) -> Vec<Vec<f64>> {
     let leaves = tree.leaves().len();
-    let mut out = vec![0.0; teams.len()];
+    let mut out = vec![Vec::with_capacity(hourly.hours()); teams.len()];
     let mut pending = vec![0u64; leaves];
     let mut e = Entitlements::compute(tree, 0, &[], &[]);
     let mut scratch = Scratch::default();
-    for h in 0..hourly.hours() {
+    for (h, &capacity) in hourly.capacity.iter().enumerate() {
         pending.iter_mut().for_each(|p| *p = 0);
         for (t, team) in teams.iter().enumerate() {
             pending[team.leaf.0 as usize] += hourly.demand[t][h];
         }
-        e.recompute(tree, hourly.capacity[h], &[], &pending, &mut scratch);
-        for (t, team) in teams.iter().enumerate() {
-            out[t] += e.entitled(team.leaf);
+        e.recompute(tree, capacity, &[], &pending, &mut scratch);
+        for (out, team) in out.iter_mut().zip(teams) {
+            out.push(e.entitled(team.leaf));
         }
+    }
+    out
+}
+
+/// Over hours, GPU-seconds `got` held above `entitled` (0 in an hour it
+/// held no more), and the most of any one hour.
+pub(crate) fn excess_gpu_s(got: &[u64], entitled: &[f64]) -> (f64, f64) {
+    got.iter()
+        .zip(entitled)
+        .map(|(&g, &e)| (g as f64 - e).max(0.0))
+        .fold((0.0, 0.0), |(sum, peak), x| (sum + x, f64::max(peak, x)))
+}
+
+/// Per group of the tree (interior node below the root), its teams' got and
+/// entitlement hour by hour, summed over its teams ([`GroupReport`]).
+pub(crate) fn groups(
+    tree: &Tree,
+    teams: &[super::Team],
+    hourly: &Hourly,
+    entitled: &[Vec<f64>],
+) -> Vec<GroupReport> {
+    let root = fairshare::tree::Tree::ROOT;
+    let lineage: Vec<Vec<fairshare::tree::NodeId>> = teams
+        .iter()
+        .map(|t| tree.lineage(tree.leaf_node(t.leaf)))
+        .collect();
+    let mut out = Vec::new();
+    for (i, node) in tree.nodes().iter().enumerate() {
+        let id = fairshare::tree::NodeId(i as u32);
+        if id == root || node.children.is_empty() {
+            continue;
+        }
+        let members: Vec<usize> = (0..teams.len())
+            .filter(|&t| lineage[t].contains(&id))
+            .collect();
+        let got: Vec<u64> = (0..hourly.hours())
+            .map(|h| members.iter().map(|&t| hourly.got[t][h]).sum())
+            .collect();
+        let ent: Vec<f64> = (0..hourly.hours())
+            .map(|h| members.iter().map(|&t| entitled[t][h]).sum())
+            .collect();
+        let (excess, peak) = excess_gpu_s(&got, &ent);
+        out.push(GroupReport {
+            name: node
+                .path
+                .strip_prefix("tree.")
+                .unwrap_or(&node.path)
+                .to_string(),
+            teams: members.iter().map(|&t| teams[t].name.clone()).collect(),
+            gpu_hours: got.iter().sum::<u64>() as f64 / 3600.0,
+            entitled_gpu_hours: ent.iter().sum::<f64>() / 3600.0,
+            excess_gpu_hours: excess / 3600.0,
+            excess_peak_gpus: peak / 3600.0,
+        });
     }
     out
 }
@@ -440,7 +497,9 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
             wait_p50_s: percentile(&team_waits[t], 50.0),
             wait_p90_s: percentile(&team_waits[t], 90.0),
             classic_wait_p90_s: None,
-            entitled_gpu_hours: entitled[t] / 3600.0,
+            entitled_gpu_hours: entitled[t].iter().sum::<f64>() / 3600.0,
+            excess_gpu_hours: excess_gpu_s(&hourly.got[t], &entitled[t]).0 / 3600.0,
+            excess_peak_gpus: excess_gpu_s(&hourly.got[t], &entitled[t]).1 / 3600.0,
         })
         .collect();
     let owed_sum: f64 = owed.iter().sum();
@@ -492,6 +551,7 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
         ignored_node_events: i.m.ignored_node_events as u64,
         stopped_at_horizon: i.m.stopped_at_horizon,
         teams: team_reports,
+        groups: groups(i.tree, &i.w.teams, &hourly, &entitled),
         hourly,
         wait_samples: class_waits,
         preemption_log: i.m.preemptions,

@@ -170,6 +170,33 @@ fn entitlement_splits_down_the_tree() {
     // Entitlement splits what the teams wanted: all of it here.
     let total: f64 = r.teams.iter().map(|t| t.entitled_gpu_hours).sum();
     assert_eq!(total, r.gpu_hours);
+    // Group g held 8 GPUs in hours 0 and 1, entitled to 4 each hour.
+    assert_eq!(r.groups.len(), 1);
+    let g = &r.groups[0];
+    assert_eq!(
+        (g.name.as_str(), g.teams.clone()),
+        ("g", vec!["a".to_string(), "b".into()])
+    );
+    assert_eq!(
+        (
+            g.gpu_hours,
+            g.entitled_gpu_hours,
+            g.excess_gpu_hours,
+            g.excess_peak_gpus
+        ),
+        (16.0, 8.0, 8.0, 4.0)
+    );
+}
+
+#[test]
+fn excess_counts_only_hours_above_the_entitlement() {
+    // Hour 0: 2 GPU-h above; hour 1: 1 below (does not offset); hour 2: 3 above.
+    let (sum, peak) = excess_gpu_s(
+        &[6 * 3600, 3 * 3600, 7 * 3600],
+        &[14400.0, 14400.0, 14400.0],
+    );
+    assert_eq!((sum / 3600.0, peak / 3600.0), (5.0, 3.0));
+    assert_eq!(excess_gpu_s(&[], &[]), (0.0, 0.0));
 }
 
 #[test]
@@ -223,6 +250,8 @@ fn the_worst_team_at_the_floor_skips_teams_owed_less() {
         wait_p90_s: 0,
         classic_wait_p90_s: None,
         entitled_gpu_hours: owed,
+        excess_gpu_hours: 0.0,
+        excess_peak_gpus: 0.0,
     };
     // A one-job tenant owed 0.4 GPU-h at 1.3% is the plain worst; the
     // floor names the worst of those that matter.
