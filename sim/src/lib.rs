@@ -159,6 +159,66 @@ pub struct TeamReport {
     pub wait_p50_s: u64,
     /// 90th percentile queue wait, seconds.
     pub wait_p90_s: u64,
+    /// The same team's `wait_p90_s` under `classic` on the same
+    /// configuration: `None` from the simulator, filled by a front end
+    /// (`allot sim`) that replayed classic beside this run.
+    pub classic_wait_p90_s: Option<u64>,
+    /// GPU-hours it was entitled to: hour by hour, the org tree's
+    /// water-fill of the hour's capacity against every team's demand of
+    /// the hour ([`fairshare::entitlement`]), summed. What "more than its
+    /// entitlement" is judged against.
+    pub entitled_gpu_hours: f64,
+    /// GPU-hours it held above its entitlement: hour by hour, what it got
+    /// beyond what it was entitled to that hour (0 in an hour it held no
+    /// more), summed.
+    pub excess_gpu_hours: f64,
+    /// The most of that in any one hour, as GPUs held on average over the
+    /// hour.
+    pub excess_peak_gpus: f64,
+}
+
+/// A group of the org tree (an interior node: not the root, not a leaf):
+/// its teams' GPU-hours against its entitlement, hour by hour
+/// ([`SimReport::groups`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupReport {
+    /// Its path below the root, dotted (e.g. `nlp` or `nlp.vision`).
+    pub name: String,
+    /// Its teams (leaves below it), by name.
+    pub teams: Vec<String>,
+    /// GPU-hours its teams held.
+    pub gpu_hours: f64,
+    /// GPU-hours it was entitled to: its teams' entitlements, summed (the
+    /// water-fill splits a group's entitlement among its children, all of
+    /// it as they want it).
+    pub entitled_gpu_hours: f64,
+    /// GPU-hours its teams together held above its entitlement, hour by
+    /// hour (in one hour a team below its own entitlement offsets a
+    /// sibling above: the allowance holds at the group; an hour below does
+    /// not offset another above).
+    pub excess_gpu_hours: f64,
+    /// The most of that in one hour, as GPUs held on average over it.
+    pub excess_peak_gpus: f64,
+}
+
+/// A team named as the worst served ([`SimReport::worst_team_floor`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorstTeam {
+    /// Leaf name.
+    pub name: String,
+    /// Its owed GPU-hours delivered, [0, 1].
+    pub owed_delivered: f64,
+    /// GPU-hours it was owed.
+    pub owed_gpu_hours: f64,
+}
+
+/// How often jobs went back to the queue ([`SimReport::requeues_per_job`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct RequeuesPerJob {
+    /// The most times one job was requeued.
+    pub max: u32,
+    /// The 99th percentile (nearest rank) over every job of the run.
+    pub p99: u32,
 }
 
 /// One preemption, for invariant checks and audits.
@@ -245,6 +305,12 @@ pub struct SimReport {
     pub teams_at_95: u64,
     /// The team with the lowest owed_delivered (owed > 0), and its value.
     pub worst_team: Option<(String, f64)>,
+    /// The team with the lowest owed_delivered among those owed at least
+    /// `[sim] worst_floor_gpu_hours`; `None` when no team is.
+    pub worst_team_floor: Option<WorstTeam>,
+    /// Requeues per job (preemptions, drains and node failures), over
+    /// every job of the run.
+    pub requeues_per_job: RequeuesPerJob,
     /// GPU-hours held / capacity from the first submission to the last one,
     /// [0, 1]: one span for every policy, so a long tail of one policy does
     /// not change its denominator.
@@ -283,6 +349,9 @@ pub struct SimReport {
     pub stopped_at_horizon: bool,
     /// Per team.
     pub teams: Vec<TeamReport>,
+    /// Per group of the tree (interior node), in the tree's order; empty
+    /// for a flat tree.
+    pub groups: Vec<GroupReport>,
     /// Hourly series (for plots and invariant checks).
     #[serde(skip)]
     pub hourly: Hourly,

@@ -20,12 +20,28 @@
 //!   proportion to their allocations). 0 = perfectly fair, 1 = all wrong.
 //! - **lost GPU-hours**: work thrown away by requeues (since the last
 //!   checkpoint for resumable jobs, everything for the others).
+//! - **entitled(h)**: the org tree's water-fill of capacity(h) against
+//!   every team's demand(h) ([`fairshare::entitlement`]: siblings first,
+//!   by share, none above its demand); *entitled GPU-hours* = sum over
+//!   hours. Unlike owed, a team whose siblings want less than their
+//!   allocation is entitled to what they leave. *Excess GPU-hours*: sum
+//!   over hours of max(0, got(h) - entitled(h)); its *peak*: the largest
+//!   hour's, as GPUs held on average over that hour.
+//! - **worst team at the floor**: the lowest owed delivered among teams
+//!   owed at least `[sim] worst_floor_gpu_hours`.
+//! - **requeues per job**: times a job went back to the queue
+//!   (preemption, drain, node failure); max and p99 over every job.
 //! - Waits: first start - submit, nearest-rank percentiles.
 
 use serde::Serialize;
 
 use super::workload::{JobClass, Workload};
-use super::{ClassWaits, Policy, PreemptionRecord, SimReport, TeamReport};
+use super::{
+    ClassWaits, GroupReport, Policy, PreemptionRecord, RequeuesPerJob, SimReport, TeamReport,
+    WorstTeam,
+};
+use fairshare::entitlement::{Entitlements, Scratch};
+use fairshare::tree::Tree;
 
 /// Hourly series of one replay (GPU-seconds per hour).
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
@@ -265,6 +281,111 @@ pub(crate) struct ReportInput<'a> {
     pub team_waits: Vec<(usize, u64)>,
     pub team_jobs: Vec<u64>,
     pub unfinished: u64,
+    /// The org tree the teams are leaves of (for `entitled_gpu_hours`).
+    pub tree: &'a Tree,
+    /// Per job: times it was requeued.
+    pub requeues: Vec<u32>,
+}
+
+/// Per team (in `teams`' order, each on its leaf) and hour, GPU-seconds
+/// entitled: the tree's water-fill of the hour's capacity against each
+/// leaf's demand of the hour (GPU-seconds; the water-fill is linear in its
+/// unit).
+pub(crate) fn entitled_gpu_s(tree: &Tree, teams: &[super::Team], hourly: &Hourly) -> Vec<Vec<f64>> {
+    let leaves = tree.leaves().len();
+    let mut out = vec![Vec::with_capacity(hourly.hours()); teams.len()];
+    let mut pending = vec![0u64; leaves];
+    let mut e = Entitlements::compute(tree, 0, &[], &[]);
+    let mut scratch = Scratch::default();
+    for (h, &capacity) in hourly.capacity.iter().enumerate() {
+        pending.iter_mut().for_each(|p| *p = 0);
+        for (t, team) in teams.iter().enumerate() {
+            pending[team.leaf.0 as usize] += hourly.demand[t][h];
+        }
+        e.recompute(tree, capacity, &[], &pending, &mut scratch);
+        for (out, team) in out.iter_mut().zip(teams) {
+            out.push(e.entitled(team.leaf));
+        }
+    }
+    out
+}
+
+/// Over hours, GPU-seconds `got` held above `entitled` (0 in an hour it
+/// held no more), and the most of any one hour.
+pub(crate) fn excess_gpu_s(got: &[u64], entitled: &[f64]) -> (f64, f64) {
+    got.iter()
+        .zip(entitled)
+        .map(|(&g, &e)| (g as f64 - e).max(0.0))
+        .fold((0.0, 0.0), |(sum, peak), x| (sum + x, f64::max(peak, x)))
+}
+
+/// Per group of the tree (interior node below the root), its teams' got and
+/// entitlement hour by hour, summed over its teams ([`GroupReport`]).
+pub(crate) fn groups(
+    tree: &Tree,
+    teams: &[super::Team],
+    hourly: &Hourly,
+    entitled: &[Vec<f64>],
+) -> Vec<GroupReport> {
+    let root = fairshare::tree::Tree::ROOT;
+    let lineage: Vec<Vec<fairshare::tree::NodeId>> = teams
+        .iter()
+        .map(|t| tree.lineage(tree.leaf_node(t.leaf)))
+        .collect();
+    let mut out = Vec::new();
+    for (i, node) in tree.nodes().iter().enumerate() {
+        let id = fairshare::tree::NodeId(i as u32);
+        if id == root || node.children.is_empty() {
+            continue;
+        }
+        let members: Vec<usize> = (0..teams.len())
+            .filter(|&t| lineage[t].contains(&id))
+            .collect();
+        let got: Vec<u64> = (0..hourly.hours())
+            .map(|h| members.iter().map(|&t| hourly.got[t][h]).sum())
+            .collect();
+        let ent: Vec<f64> = (0..hourly.hours())
+            .map(|h| members.iter().map(|&t| entitled[t][h]).sum())
+            .collect();
+        let (excess, peak) = excess_gpu_s(&got, &ent);
+        out.push(GroupReport {
+            name: node
+                .path
+                .strip_prefix("tree.")
+                .unwrap_or(&node.path)
+                .to_string(),
+            teams: members.iter().map(|&t| teams[t].name.clone()).collect(),
+            gpu_hours: got.iter().sum::<u64>() as f64 / 3600.0,
+            entitled_gpu_hours: ent.iter().sum::<f64>() / 3600.0,
+            excess_gpu_hours: excess / 3600.0,
+            excess_peak_gpus: peak / 3600.0,
+        });
+    }
+    out
+}
+
+/// The team with the lowest owed% among those owed at least `floor`
+/// GPU-hours (and more than 0).
+pub(crate) fn worst_team_above(teams: &[TeamReport], floor: f64) -> Option<WorstTeam> {
+    teams
+        .iter()
+        .filter(|t| t.owed_gpu_hours > 0.0 && t.owed_gpu_hours >= floor)
+        .min_by(|a, b| a.owed_delivered.total_cmp(&b.owed_delivered))
+        .map(|t| WorstTeam {
+            name: t.name.clone(),
+            owed_delivered: t.owed_delivered,
+            owed_gpu_hours: t.owed_gpu_hours,
+        })
+}
+
+/// Max and p99 (nearest rank) of the jobs' requeue counts.
+pub(crate) fn requeues_per_job(mut requeues: Vec<u32>) -> RequeuesPerJob {
+    requeues.sort_unstable();
+    let sorted: Vec<u64> = requeues.iter().map(|&r| u64::from(r)).collect();
+    RequeuesPerJob {
+        max: requeues.last().copied().unwrap_or(0),
+        p99: percentile(&sorted, 99.0) as u32,
+    }
 }
 
 pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
@@ -359,6 +480,7 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
             }
         })
         .collect();
+    let entitled = entitled_gpu_s(i.tree, &i.w.teams, &hourly);
     let team_reports: Vec<TeamReport> = (0..teams)
         .map(|t| TeamReport {
             name: i.w.teams[t].name.clone(),
@@ -374,6 +496,10 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
             lost_gpu_hours: i.m.team_lost_gpu_s[t] as f64 / 3600.0,
             wait_p50_s: percentile(&team_waits[t], 50.0),
             wait_p90_s: percentile(&team_waits[t], 90.0),
+            classic_wait_p90_s: None,
+            entitled_gpu_hours: entitled[t].iter().sum::<f64>() / 3600.0,
+            excess_gpu_hours: excess_gpu_s(&hourly.got[t], &entitled[t]).0 / 3600.0,
+            excess_peak_gpus: excess_gpu_s(&hourly.got[t], &entitled[t]).1 / 3600.0,
         })
         .collect();
     let owed_sum: f64 = owed.iter().sum();
@@ -387,6 +513,7 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
         .filter(|t| t.owed_gpu_hours > 0.0)
         .min_by(|a, b| a.owed_delivered.total_cmp(&b.owed_delivered))
         .map(|t| (t.name.clone(), t.owed_delivered));
+    let worst_team_floor = worst_team_above(&team_reports, i.sim.worst_floor_gpu_hours as f64);
     let lost_gpu_hours = i.m.lost_gpu_s as f64 / 3600.0;
     SimReport {
         policy: i.policy,
@@ -403,6 +530,8 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
         owed_delivered_weekly: ratio(delivered_w, owed_w),
         teams_at_95,
         worst_team,
+        worst_team_floor,
+        requeues_per_job: requeues_per_job(i.requeues),
         occupancy: ratio(span_got as f64, span_cap as f64),
         occupancy_to_end: ratio(got_total as f64, cap_total as f64),
         unallocated_share: ratio(i.m.free_tier_gpu_s as f64, got_total as f64),
@@ -422,6 +551,7 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
         ignored_node_events: i.m.ignored_node_events as u64,
         stopped_at_horizon: i.m.stopped_at_horizon,
         teams: team_reports,
+        groups: groups(i.tree, &i.w.teams, &hourly, &entitled),
         hourly,
         wait_samples: class_waits,
         preemption_log: i.m.preemptions,

@@ -511,6 +511,8 @@ impl<'w> Sim<'w> {
             team_waits,
             team_jobs,
             unfinished,
+            tree: &self.config.tree,
+            requeues: self.jobs.iter().map(|j| j.attempt).collect(),
         })
     }
 }

@@ -50,6 +50,7 @@
 //! resumable = true                # requeued jobs continue with their remaining work
 //! checkpoint_interval = "30:00"   # ... from their last checkpoint; "0" = lose nothing
 //! metric_window = "1-0"           # rolling window of the share-error metric
+//! worst_floor_gpu_hours = 100     # the worst team among those owed at least this many GPU-hours
 //!
 //! [[sim.rule]]                    # traces carry no contracts: first matching rule wins
 //! name = "debug"
@@ -306,6 +307,10 @@ pub struct SimSettings {
     pub checkpoint_interval: u64,
     /// Rolling window of the share-error metric (default 1 day).
     pub metric_window: u64,
+    /// GPU-hours a team must be owed to count for the report's
+    /// `worst_team_floor` (default 100): the plain worst team is often one
+    /// owed almost nothing, whose owed% is noise.
+    pub worst_floor_gpu_hours: u64,
     /// Contract rules, first match wins.
     pub rules: Vec<ContractRule>,
     /// `[sim.accounts]`: a trace's tenant (or class) name, lower-cased, to
@@ -357,6 +362,7 @@ impl Default for SimSettings {
             resumable: true,
             checkpoint_interval: 1800,
             metric_window: 86_400,
+            worst_floor_gpu_hours: 100,
             rules: Vec::new(),
             accounts: Default::default(),
         }
@@ -468,7 +474,7 @@ fn parse(value: &toml::Value, config: &Config, errors: &mut Vec<ConfigError>) ->
             errors.push(ConfigError::Invalid {
                 path: "sim".into(),
                 message: format!(
-                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_hold, backfill_candidates, backfill_idle, backfill_preempt, short_partition, snapshot_phase, preemptor_start, victim_budget, ledger_lag, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, attempt_jitter_ms, pass_miss_ms, main_phase_ms, pass_drift_us, main_drift_us, main_passes_us, backfill_passes_us, sched_interval, sched_offset, sync_offset, drain_pass_ms, victim_complete_ms, backfill_resolution, resolution_offset, will_run_window, will_run_offset, resumable, checkpoint_interval, metric_window and [[sim.rule]] tables"
+                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_hold, backfill_candidates, backfill_idle, backfill_preempt, short_partition, snapshot_phase, preemptor_start, victim_budget, ledger_lag, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, attempt_jitter_ms, pass_miss_ms, main_phase_ms, pass_drift_us, main_drift_us, main_passes_us, backfill_passes_us, sched_interval, sched_offset, sync_offset, drain_pass_ms, victim_complete_ms, backfill_resolution, resolution_offset, will_run_window, will_run_offset, resumable, checkpoint_interval, metric_window, worst_floor_gpu_hours and [[sim.rule]] tables"
                 ),
             });
             return SimSettings::default();

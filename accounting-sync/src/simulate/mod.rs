@@ -223,7 +223,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .num_threads(args.threads.unwrap_or(0))
         .build()
         .context("cannot start worker threads")?;
-    let outs: Vec<RunOut> = pool.install(|| {
+    let mut outs: Vec<RunOut> = pool.install(|| {
         runs.par_iter()
             .map(|&(v, policy)| {
                 let var = &variants[v];
@@ -259,6 +259,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             .collect()
     });
     bar.finish_and_clear();
+    fill_classic_waits(&mut outs);
     let w0 = &workloads[0];
     if args.json {
         let out = JsonOut {
@@ -310,6 +311,26 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Sets every run's per-team `classic_wait_p90_s` to the same team's
+/// `wait_p90_s` in the classic run of the same configuration (`None` where
+/// classic was not replayed).
+fn fill_classic_waits(outs: &mut [RunOut]) {
+    let classic: BTreeMap<String, Vec<u64>> = outs
+        .iter()
+        .filter(|o| o.report.policy == Policy::Classic)
+        .map(|o| {
+            let waits = o.report.teams.iter().map(|t| t.wait_p90_s).collect();
+            (o.config.clone(), waits)
+        })
+        .collect();
+    for o in outs {
+        let waits = classic.get(&o.config);
+        for (i, t) in o.report.teams.iter_mut().enumerate() {
+            t.classic_wait_p90_s = waits.and_then(|w| w.get(i).copied());
+        }
+    }
 }
 
 /// One line of `--preemptions`: the run's label, the record, its teams'

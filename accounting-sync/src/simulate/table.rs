@@ -115,17 +115,21 @@ pub(super) fn print_text(
             o.jobs_per_s,
         );
     }
+    let floor = format!("worst>={}GPUh owed%", variants[0].sim.worst_floor_gpu_hours);
+    let floor_w = floor.len().max(22);
     let header = format!(
-        "{:<cfg_w$} {:<8} {:>7} {:>9} {:>22} {:>7} {:>9} {:>9} {:>9}",
+        "{:<cfg_w$} {:<8} {:>7} {:>9} {:>22} {:>floor_w$} {:>7} {:>9} {:>9} {:>9} {:>15}",
         "config",
         "policy",
         "weekly%",
         "teams>=95",
         "worst team owed%",
+        floor,
         "lost%",
         "pre/kGPUh",
         "reversals",
-        "occ-end%"
+        "occ-end%",
+        "requeues max/99"
     );
     println!("\n{header}");
     println!("{}", "-".repeat(header.len()));
@@ -135,17 +139,22 @@ pub(super) fn print_text(
             .worst_team
             .as_ref()
             .map_or("-".to_string(), |(n, v)| format!("{n} {:.1}", 100.0 * v));
+        let worst_floor = r.worst_team_floor.as_ref().map_or("-".to_string(), |w| {
+            format!("{} {:.1}", w.name, 100.0 * w.owed_delivered)
+        });
         println!(
-            "{:<cfg_w$} {:<8} {:>7.1} {:>9} {:>22} {:>7.2} {:>9.1} {:>9} {:>9.1}",
+            "{:<cfg_w$} {:<8} {:>7.1} {:>9} {:>22} {:>floor_w$} {:>7.2} {:>9.1} {:>9} {:>9.1} {:>15}",
             o.config,
             r.policy.name(),
             100.0 * r.owed_delivered_weekly,
             format!("{}/{}", r.teams_at_95, r.teams.len()),
             worst,
+            worst_floor,
             100.0 * r.lost_of_delivered,
             r.preemptions_per_1000_gpu_hours,
             r.reversals,
             100.0 * r.occupancy_to_end,
+            format!("{}/{}", r.requeues_per_job.max, r.requeues_per_job.p99),
         );
     }
     if outs.len() <= 8 {
@@ -169,9 +178,41 @@ pub(super) fn print_text(
             }
             println!("{line}");
         }
+        println!();
+        for line in team_waits_table(w, outs) {
+            println!("{line}");
+        }
     }
     println!(
-        "\nowed% = owed GPU-hours delivered (weekly%: counted per week); occ% = occupancy from the first to the last submission (occ-end%: to the last event); lost% = GPU-h lost to requeues / delivered; pre/kGPUh = preemptions per 1,000 delivered GPU-h; unalc% = free-tier share of GPU time; err% = mean (and p90) hourly share error over a {} window; waits = first start - submit. See docs/simulator.md.",
+        "\nowed% = owed GPU-hours delivered (weekly%: counted per week); occ% = occupancy from the first to the last submission (occ-end%: to the last event); lost% = GPU-h lost to requeues / delivered; pre/kGPUh = preemptions per 1,000 delivered GPU-h; worst>=N GPUh = the worst team among those owed at least [sim] worst_floor_gpu_hours; requeues max/99 = times the most requeued job went back to the queue, and the p99 over jobs; unalc% = free-tier share of GPU time; err% = mean (and p90) hourly share error over a {} window; waits = first start - submit. See docs/simulator.md.",
         human_secs(variants[0].sim.metric_window)
     );
+}
+
+/// The per-team wait table: each team's p90 wait in each run, beside the
+/// same team's under classic on the same configuration (`-` where classic
+/// was not replayed).
+pub(super) fn team_waits_table(w: &Workload, outs: &[RunOut]) -> Vec<String> {
+    let labels: Vec<String> = outs.iter().map(run_label).collect();
+    let cw = labels.iter().map(String::len).max().unwrap_or(6).max(13);
+    let mut lines =
+        vec!["wait p90 per team, this run / classic on the same configuration".to_string()];
+    let mut h = format!("{:<14}", "team");
+    for l in &labels {
+        h += &format!(" {l:>cw$}");
+    }
+    lines.push(h);
+    for (t, team) in w.teams.iter().enumerate() {
+        let mut line = format!("{:<14}", team.name);
+        for o in outs {
+            let r = &o.report.teams[t];
+            let classic = r.classic_wait_p90_s.map_or("-".to_string(), human_secs);
+            line += &format!(
+                " {:>cw$}",
+                format!("{} / {classic}", human_secs(r.wait_p90_s))
+            );
+        }
+        lines.push(line);
+    }
+    lines
 }

@@ -292,3 +292,83 @@ fn alibaba_pods_map_onto_one_team_or_by_class() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Runs of `jobs` on one 8-GPU node under `policies`, labelled `config`.
+fn runs_of(config: &str, jobs: Vec<TraceJob>, policies: &[Policy]) -> (Workload, Vec<RunOut>) {
+    let (c, s) = sim::settings::from_toml_str(
+        "window = \"7-0\"\n[contract]\ndefault_min_runtime = \"1:00:00\"\n[tree.t1]\nshare = 1\n[tree.t2]\nshare = 1\n",
+    )
+    .unwrap();
+    let c = Arc::new(c);
+    let cl = ClusterSpec {
+        nodes: 1,
+        gpus_per_node: 8,
+    };
+    let t = trace::from_jobs(jobs, Vec::new());
+    let w = Workload::prepare(&t, &c, &s, cl);
+    let outs = policies
+        .iter()
+        .map(|&p| RunOut {
+            config: config.into(),
+            cluster: cl.to_string(),
+            report: sim::simulate(&w, c.clone(), &s, cl, p, &t.events, &mut |_| {}),
+            wall_s: 0.0,
+            jobs_per_s: 0.0,
+        })
+        .collect();
+    (w, outs)
+}
+
+/// t1 holds the node with two 4-GPU jobs for 2 h from 0; t2's 4-GPU job
+/// at 600 s waits for one of them under FIFO and classic (1:40 h), and
+/// preempts one under allot once its 1-h contract is served (50 min).
+#[test]
+fn each_team_wait_p90_sits_beside_its_classic_one() {
+    let jobs = || {
+        vec![
+            TraceJob::plain(1, "t1", 0, 7200, 4),
+            TraceJob::plain(2, "t1", 0, 7200, 4),
+            TraceJob::plain(3, "t2", 600, 3600, 4),
+        ]
+    };
+    let (w, mut outs) = runs_of("", jobs(), &[Policy::Allot, Policy::Fifo, Policy::Classic]);
+    let (_, other) = runs_of("window=1-0", jobs(), &[Policy::Allot]);
+    outs.extend(other);
+    fill_classic_waits(&mut outs);
+    let t2: Vec<(u64, Option<u64>)> = outs
+        .iter()
+        .map(|o| {
+            let t = &o.report.teams[1];
+            (t.wait_p90_s, t.classic_wait_p90_s)
+        })
+        .collect();
+    assert_eq!(
+        t2,
+        [
+            (3000, Some(6600)),
+            (6600, Some(6600)),
+            (6600, Some(6600)),
+            // Another configuration without a classic run: none.
+            (3000, None),
+        ]
+    );
+    let json = serde_json::to_value(&outs[3]).unwrap();
+    assert!(json["teams"][1]["classic_wait_p90_s"].is_null(), "{json}");
+    // Hour 0: t2 wants 4 GPUs for 50 min, all of it; hour 1: 4 GPUs.
+    let entitled = json["teams"][1]["entitled_gpu_hours"].as_f64().unwrap();
+    assert!(
+        (entitled - (4.0 * 50.0 / 60.0 + 4.0)).abs() < 1e-9,
+        "{entitled}"
+    );
+    assert_eq!(json["requeues_per_job"]["max"], 1);
+    assert!(json["worst_team_floor"].is_null());
+    let table = table::team_waits_table(&w, &outs);
+    assert!(
+        table[1].starts_with("team") && table[1].contains("allot window=1-0"),
+        "{table:?}"
+    );
+    assert_eq!(
+        table[3].split_whitespace().collect::<Vec<_>>(),
+        ["t2", "50.0m", "/", "1.8h", "1.8h", "/", "1.8h", "1.8h", "/", "1.8h", "50.0m", "/", "-"]
+    );
+}

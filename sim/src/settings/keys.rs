@@ -24,6 +24,7 @@ pub(super) const KEYS: &[Validator] = &[
     calc_period,
     checkpoint_interval,
     metric_window,
+    worst_floor_gpu_hours,
     backfill_interval,
     requeue_delay,
     ledger_lag,
@@ -108,6 +109,7 @@ pub(super) struct RawSim {
     pub(super) resumable: Option<bool>,
     pub(super) checkpoint_interval: Option<toml::Value>,
     pub(super) metric_window: Option<toml::Value>,
+    pub(super) worst_floor_gpu_hours: Option<toml::Value>,
     #[serde(default)]
     pub(super) rule: Vec<RawRule>,
     #[serde(default)]
@@ -287,6 +289,19 @@ fn checkpoint_interval(r: &RawSim, _: &Config, s: &mut SimSettings, e: &mut Vec<
 fn metric_window(r: &RawSim, _: &Config, s: &mut SimSettings, errors: &mut Vec<ConfigError>) {
     let slot = &mut s.metric_window;
     seconds("sim.metric_window", &r.metric_window, false, slot, errors);
+}
+
+fn worst_floor_gpu_hours(r: &RawSim, _: &Config, s: &mut SimSettings, e: &mut Vec<ConfigError>) {
+    match &r.worst_floor_gpu_hours {
+        None => {}
+        Some(toml::Value::Integer(n)) if *n >= 0 => s.worst_floor_gpu_hours = *n as u64,
+        Some(other) => e.push(ConfigError::Invalid {
+            path: "sim.worst_floor_gpu_hours".into(),
+            message: format!(
+                "{other} is not a whole number of GPU-hours, 0 or more; write e.g. 100 (0 counts every team owed anything)"
+            ),
+        }),
+    }
 }
 
 fn backfill_interval(r: &RawSim, _: &Config, s: &mut SimSettings, e: &mut Vec<ConfigError>) {

@@ -142,3 +142,27 @@ fn sim_section_errors_name_the_key() {
     ));
     assert!(m.starts_with("sim.short_partition: \"shared\" says"), "{m}");
 }
+
+#[test]
+fn sim_worst_floor_gpu_hours_is_a_whole_number_of_gpu_hours() {
+    let c = settings("[tree.x]\nshare = 1\n[sim]\nworst_floor_gpu_hours = 250\n").unwrap();
+    assert_eq!(c.worst_floor_gpu_hours, 250);
+    let d = settings("[tree.x]\nshare = 1\n").unwrap();
+    assert_eq!(d.worst_floor_gpu_hours, 100, "100 GPU-h unless set");
+    assert_eq!(
+        settings("[tree.x]\nshare = 1\n[sim]\nworst_floor_gpu_hours = 0\n")
+            .unwrap()
+            .worst_floor_gpu_hours,
+        0
+    );
+    for bad in ["-5", "12.5", "\"100\""] {
+        let m = message(&format!(
+            "[tree.x]\nshare = 1\n[sim]\nworst_floor_gpu_hours = {bad}\n"
+        ));
+        assert!(
+            m.starts_with("sim.worst_floor_gpu_hours: ")
+                && m.contains("not a whole number of GPU-hours"),
+            "{m}"
+        );
+    }
+}
