@@ -45,7 +45,7 @@ pub use crate::error::{ConfigError, ConfigErrors};
 use crate::charge::ChargeWeights;
 use crate::contract::ContractPolicy;
 use crate::duration::{parse_slurm_duration, SlurmDuration};
-use crate::priority::{PriorityWeights, MAX_AGE_WEIGHT};
+use crate::priority::{PriorityWeights, ShortAllowance, MAX_AGE_WEIGHT};
 use crate::tree::{NodeSpec, Tree, MAX_SHARE};
 
 /// Longest sliding window: 100 x 365 days, in seconds.
@@ -160,12 +160,19 @@ impl Config {
             short_max_time: dur("priority.short_max_time", &p.short_max_time, 3600),
             sweep_jobs: p.sweep_jobs.unwrap_or(0),
             sweep_window: dur("priority.sweep_window", &p.sweep_window, 900),
-            short_allowance: p.short_allowance,
+            short_allowance: None,
             short_yield: dur("priority.short_yield", &p.short_yield, 180),
         };
         let sync_interval = dur("sync.interval", &raw.sync.interval, DEFAULT_SYNC_INTERVAL);
         let preempt_grace_time = dur("preempt.grace_time", &raw.preempt.grace_time, 0);
         let preempt_short_wait = dur("preempt.short_wait", &raw.preempt.short_wait, 0);
+        let mut priority = priority;
+        if let Some(v) = &p.short_allowance {
+            match short_allowance(v) {
+                Ok(a) => priority.short_allowance = Some(a),
+                Err(e) => errors.push(e),
+            }
+        }
 
         if raw.window.is_some() && window == 0 {
             errors.push(ConfigError::WindowZero);
@@ -522,7 +529,7 @@ struct RawPriority {
     short_max_time: Option<toml::Value>,
     sweep_jobs: Option<u32>,
     sweep_window: Option<toml::Value>,
-    short_allowance: Option<u32>,
+    short_allowance: Option<toml::Value>,
     short_yield: Option<toml::Value>,
 }
 
@@ -543,6 +550,32 @@ struct RawSync {
 struct RawPreempt {
     grace_time: Option<toml::Value>,
     short_wait: Option<toml::Value>,
+}
+
+/// `[priority] short_allowance`: whole GPUs (`8`) or a percent of the
+/// entitlement (`"10%"`, 0 to 1000).
+fn short_allowance(v: &toml::Value) -> Result<ShortAllowance, ConfigError> {
+    let bad = || {
+        ConfigError::Invalid {
+        path: "priority.short_allowance".into(),
+        message: format!(
+            "{v} is neither a number of GPUs nor a percent of the entitlement; write e.g. short_allowance = 8 or short_allowance = \"10%\""
+        ),
+    }
+    };
+    match v {
+        toml::Value::Integer(n) => u32::try_from(*n)
+            .map(ShortAllowance::Gpus)
+            .map_err(|_| bad()),
+        toml::Value::String(s) => s
+            .trim()
+            .strip_suffix('%')
+            .and_then(|p| p.trim().parse::<u32>().ok())
+            .filter(|&p| p <= 1000)
+            .map(ShortAllowance::Percent)
+            .ok_or_else(bad),
+        _ => Err(bad()),
+    }
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@
 
 use serde::Serialize;
 
+use crate::priority::Allowance;
 use crate::tree::{LeafId, Tree};
 
 /// Tolerance for comparing a whole number of GPUs with an entitlement.
@@ -266,10 +267,10 @@ impl Entitlements {
     }
 
     /// True while the leaf and every group above it (the root aside) hold
-    /// fewer GPUs than their entitlement plus `allowance` GPUs, and no other
+    /// fewer GPUs than their entitlement plus `allowance`, and no other
     /// leaf is held back ([`Entitlements::hold_back`]): the lane rule of
     /// [`crate::lane`].
-    pub fn lane_open(&self, leaf: LeafId, allowance: u64) -> bool {
+    pub fn lane_open(&self, leaf: LeafId, allowance: Allowance) -> bool {
         let Some(&first) = self.leaf_node.get(leaf.0 as usize) else {
             return false;
         };
@@ -279,7 +280,8 @@ impl Entitlements {
         let mut n = first;
         while n != u32::MAX && self.parent[n as usize] != u32::MAX {
             let held = self.node_running[n as usize] as f64;
-            if held + EPS >= self.node_entitled[n as usize] + allowance as f64 {
+            let entitled = self.node_entitled[n as usize];
+            if held + EPS >= entitled + allowance.above(entitled) {
                 return false;
             }
             n = self.parent[n as usize];

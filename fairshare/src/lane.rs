@@ -230,6 +230,7 @@ impl HeldBack {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::priority::{Allowance, ShortAllowance};
     use crate::tree::{NodeSpec, Tree};
 
     #[test]
@@ -307,20 +308,20 @@ mod tests {
         };
         let load = |waited, free, short| step(&mut HeldBack::default(), waited, free, short);
         // s holds 16 of its 8: its lane is shut by the allowance anyway.
-        assert!(!load(0, 0, 16).lane_open(s, 2));
+        assert!(!load(0, 0, 16).lane_open(s, Allowance::gpus(2)));
         // s at 9 (within 8 + 2), 7 GPUs free: h's job is held back by the
         // debug work once it has waited short_yield, not before.
         let l = load(179, 7, 9);
-        assert!(l.lane_open(s, 2) && !l.is_held_back(h));
+        assert!(l.lane_open(s, Allowance::gpus(2)) && !l.is_held_back(h));
         let l = load(180, 7, 9);
-        assert!(l.is_held_back(h) && !l.lane_open(s, 2));
+        assert!(l.is_held_back(h) && !l.lane_open(s, Allowance::gpus(2)));
         assert!(
-            l.lane_open(h, 2),
+            l.lane_open(h, Allowance::gpus(2)),
             "the held-back leaf's own lane stays open"
         );
         // Batch work, not debug work, holds it back: nothing is shut.
         let l = load(3600, 7, 0);
-        assert!(!l.is_held_back(h) && l.lane_open(s, 2));
+        assert!(!l.is_held_back(h) && l.lane_open(s, Allowance::gpus(2)));
         // Everything free but never held back: nothing to yield (it starts).
         let l = load(3600, 16, 0);
         assert!(!l.is_held_back(h));
@@ -330,10 +331,10 @@ mod tests {
         let mut held = HeldBack::default();
         assert!(step(&mut held, 600, 7, 9).is_held_back(h));
         let l = step(&mut held, 700, 16, 0);
-        assert!(l.is_held_back(h) && !l.lane_open(s, 2));
+        assert!(l.is_held_back(h) && !l.lane_open(s, Allowance::gpus(2)));
         assert!(!step(&mut held, 800, 16, 0).is_held_back(h));
         let l = load(3600, 7, 0);
-        assert!(!l.is_held_back(h) && l.lane_open(s, 2));
+        assert!(!l.is_held_back(h) && l.lane_open(s, Allowance::gpus(2)));
     }
 
     #[test]
@@ -362,23 +363,46 @@ mod tests {
             Entitlements::compute(&tree, 16, &run, &vec![16; n])
         };
         // u at 9 of 8: open with an allowance of 2, closed at 10.
-        assert!(at(&[("u", 9)]).lane_open(leaf("u"), 2));
-        assert!(!at(&[("u", 10)]).lane_open(leaf("u"), 2));
+        assert!(at(&[("u", 9)]).lane_open(leaf("u"), Allowance::gpus(2)));
+        assert!(!at(&[("u", 10)]).lane_open(leaf("u"), Allowance::gpus(2)));
         // Each account of t at 3 of 2 (each under its own 2 + 2), but the
         // team at 12 of 8: the team's allowance is spent, every lane shut.
         let l = at(&[("t1", 3), ("t2", 3), ("t3", 3), ("t4", 3)]);
-        assert!(!l.lane_open(leaf("t1"), 2));
+        assert!(!l.lane_open(leaf("t1"), Allowance::gpus(2)));
         let l = at(&[("t1", 3), ("t2", 3), ("t3", 3)]);
         assert!(
-            l.lane_open(leaf("t4"), 2),
+            l.lane_open(leaf("t4"), Allowance::gpus(2)),
             "the team holds 9 of 8: under 10"
+        );
+        // A share of the entitlement, at least its floor: u is entitled to
+        // 8, so 50% is 4 GPUs above it.
+        let half = Allowance {
+            gpus: 2,
+            percent: 50,
+        };
+        assert!(at(&[("u", 11)]).lane_open(leaf("u"), half));
+        assert!(!at(&[("u", 12)]).lane_open(leaf("u"), half));
+        let w = PriorityWeights {
+            short_max_gpus: 2,
+            short_allowance: Some(ShortAllowance::Percent(10)),
+            ..PriorityWeights::default()
+        };
+        assert_eq!(
+            w.allowance(),
+            Allowance {
+                gpus: 2,
+                percent: 10
+            }
         );
         let mut l = at(&[("t1", 3), ("t2", 3), ("t3", 3), ("t4", 1)]);
         assert!(
-            !l.lane_open(leaf("t4"), 2),
+            !l.lane_open(leaf("t4"), Allowance::gpus(2)),
             "t4 holds 1 of 2, the team 10 of 8"
         );
         l.shift(leaf("t1"), -3);
-        assert!(l.lane_open(leaf("t4"), 2), "7 of 8 after t1's 3 stopped");
+        assert!(
+            l.lane_open(leaf("t4"), Allowance::gpus(2)),
+            "7 of 8 after t1's 3 stopped"
+        );
     }
 }

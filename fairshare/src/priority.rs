@@ -72,10 +72,10 @@ pub struct PriorityWeights {
     pub sweep_jobs: u32,
     /// The span `sweep_jobs` counts over, seconds (default 15 min).
     pub sweep_window: u64,
-    /// GPUs a leaf (and each group above it) may hold above its
+    /// What a leaf (and each group above it) may hold above its
     /// entitlement while its debug work keeps the short band
-    /// ([`crate::lane`]); `None` = `short_max_gpus` (default).
-    pub short_allowance: Option<u32>,
+    /// ([`crate::lane`]); `None` = `short_max_gpus` GPUs (default).
+    pub short_allowance: Option<ShortAllowance>,
     /// Seconds a job owed GPUs waits before debug work of other leaves
     /// yields to it, where that debug work is what holds it back
     /// ([`crate::lane`]; default 3 min: with a one-minute `sync.interval`
@@ -125,6 +125,39 @@ impl PriorityWeights {
         } else {
             half
         }
+    }
+}
+
+/// `[priority] short_allowance` as written: whole GPUs (`8`) or a share of
+/// the entitlement (`"10%"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShortAllowance {
+    /// GPUs.
+    Gpus(u32),
+    /// Percent of the entitlement (of the leaf, and of each group above
+    /// it), at least `short_max_gpus` GPUs.
+    Percent(u32),
+}
+
+/// How far above its entitlement `e` (GPUs) a tree node's lane stays open:
+/// `max(gpus, e x percent / 100)` GPUs ([`crate::lane`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Allowance {
+    /// GPUs, and the least when `percent` is set.
+    pub gpus: u64,
+    /// Percent of the entitlement (0: none).
+    pub percent: u32,
+}
+
+impl Allowance {
+    /// `gpus` GPUs whatever the entitlement.
+    pub fn gpus(gpus: u64) -> Allowance {
+        Allowance { gpus, percent: 0 }
+    }
+
+    /// GPUs above an entitlement of `entitled` GPUs.
+    pub fn above(&self, entitled: f64) -> f64 {
+        (self.gpus as f64).max(entitled * f64::from(self.percent) / 100.0)
     }
 }
 
@@ -180,10 +213,25 @@ impl PriorityWeights {
         !sweep && self.is_short(tier, gpus, time_limit)
     }
 
-    /// GPUs above its entitlement a leaf (and each group above it) may hold
-    /// while its lane stays open: `short_allowance`, else `short_max_gpus`.
-    pub fn allowance(&self) -> u64 {
-        u64::from(self.short_allowance.unwrap_or(self.short_max_gpus))
+    /// What a leaf (and each group above it) may hold above its entitlement
+    /// while its lane stays open: `short_allowance`, else `short_max_gpus`
+    /// GPUs; a share of the entitlement is at least `short_max_gpus` GPUs.
+    pub fn allowance(&self) -> Allowance {
+        let floor = u64::from(self.short_max_gpus);
+        match self.short_allowance {
+            None => Allowance {
+                gpus: floor,
+                percent: 0,
+            },
+            Some(ShortAllowance::Gpus(g)) => Allowance {
+                gpus: u64::from(g),
+                percent: 0,
+            },
+            Some(ShortAllowance::Percent(p)) => Allowance {
+                gpus: floor,
+                percent: p,
+            },
+        }
     }
 }
 

@@ -272,3 +272,39 @@ fn requeue_points_need_a_period_longer_than_the_window() {
         "{m}"
     );
 }
+
+#[test]
+fn the_lane_and_the_requeue_bound() {
+    use crate::priority::{Allowance, ShortAllowance};
+    let c = Config::from_toml_str(
+        "[priority]\nshort_max_gpus = 2\nshort_allowance = \"10%\"\nshort_yield = \"4:00\"\n[contract]\nmax_requeues = 5\n[tree.x]\nshare = 1",
+    )
+    .unwrap();
+    assert_eq!(
+        c.priority.short_allowance,
+        Some(ShortAllowance::Percent(10))
+    );
+    assert_eq!(
+        c.priority.allowance(),
+        Allowance {
+            gpus: 2,
+            percent: 10
+        }
+    );
+    assert_eq!((c.priority.short_yield, c.contract.max_requeues), (240, 5));
+    let c = Config::from_toml_str("[priority]\nshort_allowance = 8\n[tree.x]\nshare = 1").unwrap();
+    assert_eq!(c.priority.allowance(), Allowance::gpus(8));
+    let d = Config::from_toml_str("[tree.x]\nshare = 1").unwrap();
+    assert_eq!((d.priority.short_yield, d.contract.max_requeues), (180, 3));
+    for bad in ["\"ten\"", "\"10\"", "-1", "\"2000%\"", "1.5"] {
+        let m = message(&format!(
+            "[priority]\nshort_allowance = {bad}\n[tree.x]\nshare = 1"
+        ));
+        assert!(
+            m.contains("priority.short_allowance") && m.contains("short_allowance = \"10%\""),
+            "{bad}: {m}"
+        );
+    }
+    let m = message("[contract]\nmax_requeues = -1\n[tree.x]\nshare = 1");
+    assert!(m.contains("max_requeues"), "{m}");
+}

@@ -8,6 +8,7 @@ use crate::contract::Contract;
 use crate::contract::RunClock;
 use crate::engine::Engine;
 use crate::entitlement::Entitlements;
+use crate::priority::Allowance;
 use crate::tree::{NodeSpec, Tree};
 
 pub(super) const NOW: u64 = 1_700_000_000;
@@ -781,7 +782,7 @@ fn a_short_job_whose_lane_is_closed_is_judged_as_batch_work() {
         short: true,
         ..pending("a", H, 1)
     };
-    assert!(!l.lane_open(e.leaf_of("a").unwrap(), 2));
+    assert!(!l.lane_open(e.leaf_of("a").unwrap(), Allowance::gpus(2)));
     let b = running(1, "b", H, 2 * H, ONE);
     assert!(matches!(
         e.preempt_verdict(&p, &b, &l, NOW),
