@@ -17,22 +17,11 @@ fn stays(tb: &Testbed, job: u32, state: &str, d: Duration) {
     }
 }
 
-/// Waits until preempt/allot has reloaded allot.toml after byte `before`
-/// of slurmctld's log (it reloads on its own engine thread, seconds after
-/// `scontrol reconfigure`; longer right after a slurmctld start).
-fn preempt_reloaded(log: &std::path::Path, before: usize) {
-    wait_until(
-        Duration::from_secs(120),
-        "preempt/allot to reload allot.toml",
-        || {
-            let text = std::fs::read_to_string(log).unwrap();
-            if text[before.min(text.len())..].contains("preempt/allot: reloaded") {
-                Ok(())
-            } else {
-                Err("not yet".into())
-            }
-        },
-    );
+/// Gives preempt/allot time to read allot.toml after `scontrol
+/// reconfigure`: it reloads on its own engine thread, within a few seconds
+/// (and logs nothing when the text is what it already has).
+fn let_preempt_reload() {
+    std::thread::sleep(Duration::from_secs(10));
 }
 
 /// An account's pending jobs (squeue).
@@ -117,10 +106,8 @@ fn a_stream_of_short_jobs_holds_a_whole_cluster_job_back_at_most_short_max_time(
 #[test]
 fn a_job_requeued_max_requeues_times_runs_to_its_end() {
     let (_one, tb) = exclusive(B1_OVER_SERVED);
-    let log = tb.dir.join("log/slurmctld.log");
-    let before = std::fs::read_to_string(&log).unwrap().len();
     let _bound = tb.conf_with("contract", "max_requeues = 1\n");
-    preempt_reloaded(&log, before);
+    let_preempt_reload();
     let conf = tb.allot_conf();
     // vision holds three quarters (two protected for 10 minutes, `v` for 5
     // s), above its entitlement; b1 the fourth, protected.
@@ -165,10 +152,8 @@ fn a_job_requeued_max_requeues_times_runs_to_its_end() {
     assert!(st.success());
     // `up` writes allot.toml anew: the bound again, and a2 asks only once
     // preempt/allot has read it (its engine thread reloads on its own).
-    let log = tb.dir.join("log/slurmctld.log");
-    let before = std::fs::read_to_string(&log).unwrap().len();
     let _again = tb.conf_with("contract", "max_requeues = 1\n");
-    preempt_reloaded(&log, before);
+    let_preempt_reload();
     tb.wait_state(v, "RUNNING", Duration::from_secs(30));
     assert_eq!(tb.restarts(v), 1, "Restarts survived the restart");
     // a2 asks again: v is the only job past its contract, and it has used

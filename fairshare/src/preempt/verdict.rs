@@ -422,3 +422,6 @@ impl Engine {
 pub(super) fn within_allowance(lost: f64, allowance: f64) -> bool {
     lost <= 1e-9 || lost < allowance - GAIN_EPS
 }
+
+#[cfg(test)]
+mod tests;
