@@ -106,7 +106,7 @@ fn a_stream_of_short_jobs_holds_a_whole_cluster_job_back_at_most_short_max_time(
 #[test]
 fn a_job_requeued_max_requeues_times_runs_to_its_end() {
     let (_one, tb) = exclusive(B1_OVER_SERVED);
-    let _bound = tb.conf_with("contract", "max_requeues = 1\n");
+    let _bound = tb.conf_replaced("max_requeues = 3", "max_requeues = 1");
     let_preempt_reload();
     let conf = tb.allot_conf();
     // vision holds three quarters (two protected for 10 minutes, `v` for 5
@@ -152,7 +152,7 @@ fn a_job_requeued_max_requeues_times_runs_to_its_end() {
     assert!(st.success());
     // `up` writes allot.toml anew: the bound again, and a2 asks only once
     // preempt/allot has read it (its engine thread reloads on its own).
-    let _again = tb.conf_with("contract", "max_requeues = 1\n");
+    let _again = tb.conf_replaced("max_requeues = 3", "max_requeues = 1");
     let_preempt_reload();
     tb.wait_state(v, "RUNNING", Duration::from_secs(30));
     assert_eq!(tb.restarts(v), 1, "Restarts survived the restart");

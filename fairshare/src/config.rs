@@ -140,9 +140,7 @@ impl Config {
                 period: dur("contract.requeue_period", &c.requeue_period, 0),
                 window: dur("contract.requeue_window", &c.requeue_window, 0),
             },
-            max_requeues: c
-                .max_requeues
-                .unwrap_or(crate::contract::DEFAULT_MAX_REQUEUES),
+            max_requeues: crate::contract::DEFAULT_MAX_REQUEUES,
         };
         for (name, p) in &c.partition {
             let path = format!("contract.partition.{name}.default_min_runtime");
@@ -171,6 +169,28 @@ impl Config {
             match short_allowance(v) {
                 Ok(a) => priority.short_allowance = Some(a),
                 Err(e) => errors.push(e),
+            }
+        }
+        for (key, set) in [
+            ("short_allowance", p.short_allowance.is_some()),
+            ("short_yield", p.short_yield.is_some()),
+        ] {
+            if set && priority.short_max_gpus == 0 {
+                errors.push(ConfigError::Invalid {
+                    path: format!("priority.{key}"),
+                    message: "shapes the short band's lane, and the short band is off; set short_max_gpus (e.g. 2) or remove it".into(),
+                });
+            }
+        }
+        if let Some(v) = &c.max_requeues {
+            match v.as_integer().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) => contract.max_requeues = n,
+                None => errors.push(ConfigError::Invalid {
+                    path: "contract.max_requeues".into(),
+                    message: format!(
+                        "{v} is not a whole number of requeues, 0 or more; write e.g. max_requeues = 3"
+                    ),
+                }),
             }
         }
 
@@ -508,7 +528,7 @@ struct RawContract {
     charge_min_runtime: Option<bool>,
     requeue_period: Option<toml::Value>,
     requeue_window: Option<toml::Value>,
-    max_requeues: Option<u32>,
+    max_requeues: Option<toml::Value>,
     #[serde(default)]
     partition: BTreeMap<String, RawPartition>,
 }
@@ -555,26 +575,31 @@ struct RawPreempt {
 /// `[priority] short_allowance`: whole GPUs (`8`) or a percent of the
 /// entitlement (`"10%"`, 0 to 1000).
 fn short_allowance(v: &toml::Value) -> Result<ShortAllowance, ConfigError> {
-    let bad = || {
+    let bad = |why: &str| {
         ConfigError::Invalid {
         path: "priority.short_allowance".into(),
         message: format!(
-            "{v} is neither a number of GPUs nor a percent of the entitlement; write e.g. short_allowance = 8 or short_allowance = \"10%\""
+            "{v} {why}; write a number of GPUs (short_allowance = 8) or a whole percent of the entitlement from 0 to 1000 (short_allowance = \"10%\")"
         ),
     }
     };
     match v {
+        toml::Value::Integer(n) if *n < 0 => Err(bad("is below 0")),
         toml::Value::Integer(n) => u32::try_from(*n)
             .map(ShortAllowance::Gpus)
-            .map_err(|_| bad()),
-        toml::Value::String(s) => s
-            .trim()
-            .strip_suffix('%')
-            .and_then(|p| p.trim().parse::<u32>().ok())
-            .filter(|&p| p <= 1000)
-            .map(ShortAllowance::Percent)
-            .ok_or_else(bad),
-        _ => Err(bad()),
+            .map_err(|_| bad("is more GPUs than any cluster has")),
+        toml::Value::String(s) => match s.trim().strip_suffix('%') {
+            None if s.trim().parse::<u64>().is_ok() => Err(bad(
+                "is a number in quotes: write GPUs without quotes, or add % for a percent",
+            )),
+            None => Err(bad("is neither GPUs nor a percent")),
+            Some(p) => match p.trim().parse::<u32>() {
+                Ok(p) if p <= 1000 => Ok(ShortAllowance::Percent(p)),
+                Ok(_) => Err(bad("is more than 1000%")),
+                Err(_) => Err(bad("is not a whole percent")),
+            },
+        },
+        _ => Err(bad("is neither GPUs nor a percent")),
     }
 }
 

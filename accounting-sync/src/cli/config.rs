@@ -161,6 +161,22 @@ pub fn render_contract(config: &Config, raw: Option<&toml::Value>) -> String {
             in_words(c.requeue.period)
         );
     }
+    out += &format!(
+        "  max_requeues {}{} = {}\n",
+        c.max_requeues,
+        if written(&["contract", "max_requeues"]).is_some() {
+            ""
+        } else {
+            " (default)"
+        },
+        match c.max_requeues {
+            0 => "allocated jobs are never preempted (preemption takes the free tier only)"
+                .to_string(),
+            n => format!(
+                "an allocated job requeued {n} time(s) is not preempted again until it ends"
+            ),
+        }
+    );
     for (name, secs) in &c.partition_default {
         out += &line(
             &format!("partition {name}: default_min_runtime"),
@@ -181,9 +197,21 @@ pub fn render_contract(config: &Config, raw: Option<&toml::Value>) -> String {
             &["priority", "short_max_time"],
             p.short_max_time,
         );
+        let a = p.allowance();
+        out += &format!(
+            "  short_allowance {} = debug work keeps that place while its team (and each group above it) holds less than its entitlement plus {}\n",
+            written(&["priority", "short_allowance"]).unwrap_or_else(|| format!("{} (default)", p.short_max_gpus)),
+            if a.percent > 0 {
+                format!("{}% of it (at least {} GPUs)", a.percent, a.gpus)
+            } else {
+                format!("{} GPUs", a.gpus)
+            }
+        );
+        out += &line("short_yield", &["priority", "short_yield"], p.short_yield);
+        out += "  = other teams' debug work yields to a job owed GPUs that it holds back, after short_yield\n";
         if p.sweep_jobs > 0 {
             out += &format!(
-                "  sweep_jobs {} = an account's short jobs beyond {} within sweep_window are a sweep: they never preempt\n",
+                "  sweep_jobs {} = an account's short jobs beyond {} within sweep_window are a sweep: batch work that never preempts\n",
                 p.sweep_jobs, p.sweep_jobs
             );
             out += &line(
@@ -252,12 +280,16 @@ mod tests {
                 "  requeue_period 30:00 = 30 min",
                 "  requeue_window 5:00 = 5 min",
                 "  = past its minimum runtime an allocated job is preempted only in the first 5 min of every 30 min of running time",
+                "  max_requeues 3 (default) = an allocated job requeued 3 time(s) is not preempted again until it ends",
                 "  partition debug: default_min_runtime 0 = 0 (free tier)",
                 "  partition long: default_min_runtime 90 = 1 h 30 min",
                 "priority short band:",
                 "  short_max_gpus 2 = jobs of at most 2 GPUs and a time limit within short_max_time sort first",
                 "  short_max_time 30:00 = 30 min",
-                "  sweep_jobs 16 = an account's short jobs beyond 16 within sweep_window are a sweep: they never preempt",
+                "  short_allowance 2 (default) = debug work keeps that place while its team (and each group above it) holds less than its entitlement plus 2 GPUs",
+                "  short_yield 00:03:00 (default) = 3 min",
+                "  = other teams' debug work yields to a job owed GPUs that it holds back, after short_yield",
+                "  sweep_jobs 16 = an account's short jobs beyond 16 within sweep_window are a sweep: batch work that never preempts",
                 "  sweep_window 00:15:00 (default) = 15 min",
                 "  preempt short_wait 2:00 = 2 min",
                 "",

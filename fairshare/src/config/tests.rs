@@ -292,7 +292,10 @@ fn the_lane_and_the_requeue_bound() {
         }
     );
     assert_eq!((c.priority.short_yield, c.contract.max_requeues), (240, 5));
-    let c = Config::from_toml_str("[priority]\nshort_allowance = 8\n[tree.x]\nshare = 1").unwrap();
+    let c = Config::from_toml_str(
+        "[priority]\nshort_max_gpus = 2\nshort_allowance = 8\n[tree.x]\nshare = 1",
+    )
+    .unwrap();
     assert_eq!(c.priority.allowance(), Allowance::gpus(8));
     let d = Config::from_toml_str("[tree.x]\nshare = 1").unwrap();
     assert_eq!((d.priority.short_yield, d.contract.max_requeues), (180, 3));
@@ -305,6 +308,16 @@ fn the_lane_and_the_requeue_bound() {
             "{bad}: {m}"
         );
     }
-    let m = message("[contract]\nmax_requeues = -1\n[tree.x]\nshare = 1");
-    assert!(m.contains("max_requeues"), "{m}");
+    for bad in ["-1", "\"3\"", "1.5"] {
+        let m = message(&format!(
+            "[contract]\nmax_requeues = {bad}\n[tree.x]\nshare = 1"
+        ));
+        assert!(
+            m.contains("contract.max_requeues") && m.contains("max_requeues = 3"),
+            "{m}"
+        );
+    }
+    // Every problem at once, and the lane's keys need the short band.
+    let e = errors("window = \"0\"\n[contract]\nmax_requeues = -1\n[priority]\nshort_yield = \"4:00\"\n[tree.x]\nshare = 1");
+    assert_eq!(e.len(), 3, "{e:?}");
 }
