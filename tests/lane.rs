@@ -136,20 +136,7 @@ fn a_job_requeued_max_requeues_times_runs_to_its_end() {
     ]);
     assert!(why.contains("used the 1 requeues of its contract"), "{why}");
     // Across a slurmctld restart (Restarts is slurmctld's own state).
-    let pid = std::fs::read_to_string(tb.dir.join("run/slurmctld.pid")).unwrap();
-    tb.ok("kill", &[pid.trim()]);
-    wait_until(Duration::from_secs(10), "slurmctld to die", || {
-        if std::path::Path::new("/proc").join(pid.trim()).exists() {
-            Err("alive".into())
-        } else {
-            Ok(())
-        }
-    });
-    let st = std::process::Command::new(tb.root.join("scripts/testbed"))
-        .arg("up")
-        .status()
-        .unwrap();
-    assert!(st.success());
+    tb.restart_slurmctld();
     // `up` writes allot.toml anew: the bound again, and a2 asks only once
     // preempt/allot has read it (its engine thread reloads on its own).
     let _again = tb.conf_replaced("max_requeues = 3", "max_requeues = 1");

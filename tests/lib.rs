@@ -518,6 +518,29 @@ impl Testbed {
         ConfRestore { tb: self, good }
     }
 
+    /// Stops slurmctld (SIGTERM: it saves its state, as `systemctl restart`
+    /// does) and starts it again (`scripts/testbed up` starts what is
+    /// missing, and writes allot.toml anew).
+    ///
+    /// # Panics
+    /// When slurmctld does not stop within 10 s or `up` fails.
+    pub fn restart_slurmctld(&self) {
+        let pid = std::fs::read_to_string(self.dir.join("run/slurmctld.pid")).unwrap();
+        self.ok("kill", &[pid.trim()]);
+        wait_until(Duration::from_secs(10), "slurmctld to die", || {
+            if std::path::Path::new("/proc").join(pid.trim()).exists() {
+                Err("alive".into())
+            } else {
+                Ok(())
+            }
+        });
+        let st = std::process::Command::new(self.root.join("scripts/testbed"))
+            .arg("up")
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
     /// The ledger the testbed's plugins read.
     pub fn ledger(&self) -> PathBuf {
         self.dir.join("ledger.sqlite")

@@ -311,20 +311,7 @@ fn contracts_hold_across_a_slurmctld_restart() {
     // Stop slurmctld (SIGTERM: it saves its state, as `systemctl restart`
     // does) and start it again (testbed up starts what is missing). The
     // SIGKILL case belongs to the hardening tests.
-    let pid = std::fs::read_to_string(tb.dir.join("run/slurmctld.pid")).unwrap();
-    tb.ok("kill", &[pid.trim()]);
-    wait_until(Duration::from_secs(10), "slurmctld to die", || {
-        if std::path::Path::new("/proc").join(pid.trim()).exists() {
-            Err("alive".into())
-        } else {
-            Ok(())
-        }
-    });
-    let st = std::process::Command::new(tb.root.join("scripts/testbed"))
-        .arg("up")
-        .status()
-        .unwrap();
-    assert!(st.success());
+    tb.restart_slurmctld();
     for j in &jobs {
         tb.wait_state(*j, "RUNNING", Duration::from_secs(30));
         let c = tb.ok("scontrol", &["show", "job", "-o", &j.to_string()]);
