@@ -51,7 +51,7 @@ use table::print_text;
 pub struct Args {
     #[command(flatten)]
     pub config: ConfigArg,
-    /// The workload: allot CSV, Philly, Helios/Acme, Alibaba pod list, a
+    /// The workload: allot CSV, Philly, Helios, Acme, Alibaba pod list, a
     /// sacct --parsable2 dump or an allot ledger (.sqlite)
     #[arg(long, value_name = "FILE")]
     pub trace: PathBuf,

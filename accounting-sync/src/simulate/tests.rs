@@ -362,6 +362,18 @@ fn each_team_wait_p90_sits_beside_its_classic_one() {
     );
     assert_eq!(json["requeues_per_job"]["max"], 1);
     assert!(json["worst_team_floor"].is_null());
+    // No debug job (all are 4 GPUs): its waits are null, as the table's `-`.
+    let debug = &json["waits"][JobClass::Debug as usize];
+    assert_eq!(debug["jobs"], 0, "{debug}");
+    for p in ["p50_s", "p90_s", "p99_s"] {
+        assert!(debug[p].is_null(), "{debug}");
+    }
+    let batch = &json["waits"][JobClass::Batch as usize];
+    assert_eq!(
+        (batch["jobs"].as_u64(), batch["p50_s"].as_u64()),
+        (Some(3), Some(0)),
+        "{batch}"
+    );
     let table = table::team_waits_table(&w, &outs);
     assert!(
         table[1].starts_with("team") && table[1].contains("allot window=1-0"),
@@ -371,4 +383,34 @@ fn each_team_wait_p90_sits_beside_its_classic_one() {
         table[3].split_whitespace().collect::<Vec<_>>(),
         ["t2", "50.0m", "/", "1.8h", "1.8h", "/", "1.8h", "1.8h", "/", "1.8h", "50.0m", "/", "-"]
     );
+}
+
+#[test]
+fn the_trace_line_names_the_format_after_a_bom_or_comments() {
+    let dir = std::env::temp_dir().join(format!("allot-sim-fmt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        (
+            "# exported by hand\nsubmit,duration,gpus,team\n0,60,1,a\n",
+            None,
+            "allot",
+        ),
+        (
+            "\u{feff}job_id,user,vc,gpu_num,submit_time,duration\n1,u,a,1,0,60\n",
+            None,
+            "helios",
+        ),
+        (
+            "timestamp,duration,num_gpus,gpu_time,cluster\n0,60,1,60,a\n",
+            Some("philly"),
+            "philly",
+        ),
+    ];
+    for (i, (text, format, want)) in cases.into_iter().enumerate() {
+        let path = dir.join(format!("t{i}.csv"));
+        std::fs::write(&path, text).unwrap();
+        let (t, name) = load_trace(&path, format).unwrap();
+        assert_eq!((name.as_str(), t.jobs.len()), (want, 1), "{text:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
