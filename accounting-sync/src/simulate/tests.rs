@@ -287,7 +287,9 @@ fn alibaba_pods_map_onto_one_team_or_by_class() {
     std::fs::write(&args.trace, pods2).unwrap();
     let e = run(&args).unwrap_err().to_string();
     assert!(
-        e.ends_with("no job of the trace can be replayed (3 jobs larger than the cluster (1x1))"),
+        e.contains(
+            "3 jobs larger than the cluster (1x1) hold 100% of the trace's GPU-hours (6 of 6)"
+        ) && e.ends_with("e.g. --cluster 2x1 or [sim] cluster = \"2x1\""),
         "{e}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
@@ -412,5 +414,63 @@ fn the_trace_line_names_the_format_after_a_bom_or_comments() {
         let (t, name) = load_trace(&path, format).unwrap();
         assert_eq!((name.as_str(), t.jobs.len()), (want, 1), "{text:?}");
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Jobs larger than the cluster that hold most of the trace's GPU-hours
+/// (alone, or with the unknown accounts' jobs) refuse the replay, naming
+/// the jobs, their share and a cluster that holds them; at half or less it
+/// runs and lists them.
+#[test]
+fn a_replay_that_leaves_most_of_the_work_out_fails() {
+    let dir = std::env::temp_dir().join(format!("allot-sim-big-{}", std::process::id()));
+    let tree = "capacity_gpus = 8\n[tree.a]\nshare = 1\n[tree.b]\nshare = 1\n";
+    // 16 GPUs x 3 h = 48 of 64 GPU-h on one 8-GPU node: 75%.
+    let trace = "submit,duration,gpus,team\n0,10800,16,a\n60,7200,4,b\n120,28800,1,a\n";
+    let args = sim_args(&dir, tree, trace);
+    let e = run(&args).unwrap_err().to_string();
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains(
+            "trace.csv: 1 job larger than the cluster (1x8) holds 75% of the trace's GPU-hours (48 of 64); \
+             a replay of the rest would compare policies on a sliver of the workload: replay a cluster \
+             that holds the largest job (16 GPUs), e.g. --cluster 2x8 or [sim] cluster = \"2x8\""
+        ),
+        "{e}"
+    );
+    // The cluster it names replays it.
+    let mut big = sim_args(&dir, tree, trace);
+    big.cluster = Some("2x8".into());
+    assert_eq!(run(&big).unwrap(), ExitCode::SUCCESS);
+    // 16 of 32 GPU-h: half is not most; replayed, the job listed as left out.
+    let half = "submit,duration,gpus,team\n0,3600,16,a\n60,7200,4,b\n120,28800,1,a\n";
+    let args = sim_args(&dir, tree, half);
+    assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
+    let (t, _) = load_trace(&args.trace, None).unwrap();
+    let cfg = config_path::load_all(&args.config.path()).unwrap();
+    let w = Workload::prepare(
+        &t,
+        &cfg.config,
+        &cfg.sim,
+        ClusterSpec::parse("1x8").unwrap(),
+    );
+    assert_eq!(w.oversized(), None);
+    assert_eq!(
+        w.left_out
+            .iter()
+            .map(|l| (l.reason.as_str(), l.jobs, l.gpu_hours))
+            .collect::<Vec<_>>(),
+        [("larger than the cluster (1x8)", 1, 16.0)]
+    );
+    // With b unknown to the tree: 16 + 8 of 32 GPU-h left out, refused.
+    let args = sim_args(&dir, "capacity_gpus = 8\n[tree.a]\nshare = 1\n", half);
+    let e = run(&args).unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "1 job larger than the cluster (1x8) holds 50% of the trace's GPU-hours (16 of 32), \
+                    and jobs of accounts the tree does not know 25% more;"
+        ),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
