@@ -695,9 +695,10 @@ def report(a):
                        for t in sorted({t for h in hours for t in h})],
                 preemptions=median([r["preemptions"] for r in preds]),
                 preemptions_seeds=sorted(r["preemptions"] for r in preds),
+                # A class no job of which started has null waits: left out.
                 waits=[{"class": c,
-                        "p50_s": median([w[c]["p50_s"] for w in waits if c in w]),
-                        "p90_s": median([w[c]["p90_s"] for w in waits if c in w])}
+                        "p50_s": median([w[c]["p50_s"] for w in waits if c in w and w[c]["jobs"]]),
+                        "p90_s": median([w[c]["p90_s"] for w in waits if c in w and w[c]["jobs"]])}
                        for c in sorted({c for w in waits for c in w})])
             # One by one: slurmctld's preemptions (preemptor and victim,
             # from the log) that the first seeded replay makes too, within

@@ -5,7 +5,7 @@
 //! charged by the contract rule, the engine's `u32` priorities, and
 //! [`Engine::choose_victims`](fairshare::Engine::choose_victims) for preemption).
 //!
-//! - [`trace`]: parsing traces (allot CSV, Philly, Helios/Acme, Alibaba);
+//! - [`trace`]: parsing traces (allot CSV, Philly, Helios, Acme, Alibaba);
 //! - [`settings`]: the `[sim]` section of `allot.toml` ([`SimSettings`]:
 //!   cluster, half-life, contract rules, checkpoints, the timing model),
 //!   which the engine's config keeps as written; parsed and validated here
@@ -116,7 +116,11 @@ impl std::fmt::Display for Policy {
 }
 
 /// Queue waits of one job class, seconds (first start - submit).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// A class no job of which started has no waits: its percentiles read 0
+/// here but are `null` in JSON, as the table prints `-` (a wait of 0 s
+/// would read as "started at once").
+#[derive(Debug, Clone, PartialEq)]
 pub struct ClassWaits {
     /// The class.
     pub class: JobClass,
@@ -128,6 +132,20 @@ pub struct ClassWaits {
     pub p90_s: u64,
     /// 99th percentile, seconds.
     pub p99_s: u64,
+}
+
+impl Serialize for ClassWaits {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let some = |v: u64| (self.jobs > 0).then_some(v);
+        let mut st = s.serialize_struct("ClassWaits", 5)?;
+        st.serialize_field("class", &self.class)?;
+        st.serialize_field("jobs", &self.jobs)?;
+        st.serialize_field("p50_s", &some(self.p50_s))?;
+        st.serialize_field("p90_s", &some(self.p90_s))?;
+        st.serialize_field("p99_s", &some(self.p99_s))?;
+        st.end()
+    }
 }
 
 /// One team's results. GPU-hours are GPU-seconds / 3600.

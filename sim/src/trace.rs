@@ -10,8 +10,13 @@
 //! - **Philly** (`timestamp,duration,num_gpus,gpu_time,cluster`): the
 //!   Pollux flattening of the Microsoft Philly trace; `cluster` (the virtual
 //!   cluster) is the team.
-//! - **Helios/Acme** (`job_id,user,vc,gpu_num,...,submit_time,...,duration`):
+//! - **Helios** (`job_id,user,vc,gpu_num,...,submit_time,...,duration`):
 //!   `vc` is the team.
+//! - **Acme** (InternLM's AcmeTrace: `job_id,user,node_num,gpu_num,cpu_num,
+//!   type,state,submit_time,start_time,end_time,duration,...`): there is no
+//!   `vc`; `user` is the team. Every state is replayed (a failed or
+//!   cancelled job held its GPUs for its `duration`); one that never ran
+//!   has a zero runtime and is skipped.
 //! - **Alibaba 2023 pod list** (`name,...,num_gpu,gpu_milli,...,qos,...,
 //!   creation_time,deletion_time,scheduled_time`): there is no tenant
 //!   column, so the QoS class (`ls`, `be`, ...) stands in the team's place
@@ -25,9 +30,12 @@
 //!
 //! Times: a time field is either a number of seconds (epoch seconds, or
 //! seconds from an arbitrary origin) or a date-time `YYYY-MM-DD HH:MM:SS`
-//! (also with `T`), read as a civil time without zone. Every submit time of
-//! one trace must use the same clock: mixing date-times with numbers, or
-//! epoch seconds (after 2000-01-01) with small relative ones, is rejected.
+//! (also with `T`), read as a civil time without zone, unless a UTC offset
+//! follows it (`2023-03-01 08:00:00+08:00`, `+0800`, `-05:00`, `Z`: the
+//! Acme traces' form), which is honoured: the time is read as UTC. Every
+//! submit time of one trace must use the same clock: mixing date-times with
+//! numbers, date-times with an offset with ones without, or epoch seconds
+//! (after 2000-01-01) with small relative ones, is rejected.
 //! Times are normalised so that the first submission is 0.
 //!
 //! Rows that cannot be read are reported with their line number (1-based,
@@ -52,8 +60,10 @@ pub enum TraceFormat {
     Allot,
     /// Microsoft Philly (Pollux CSV).
     Philly,
-    /// Helios / Acme CSV.
+    /// Helios CSV (the tenant is `vc`).
     Helios,
+    /// InternLM's AcmeTrace CSV (no `vc`: the tenant is `user`).
+    Acme,
     /// Alibaba cluster-trace-gpu-v2023 pod list.
     Alibaba,
 }
@@ -64,9 +74,21 @@ impl TraceFormat {
         match name {
             "allot" => Some(TraceFormat::Allot),
             "philly" => Some(TraceFormat::Philly),
-            "helios" | "acme" => Some(TraceFormat::Helios),
+            "helios" => Some(TraceFormat::Helios),
+            "acme" => Some(TraceFormat::Acme),
             "alibaba" => Some(TraceFormat::Alibaba),
             _ => None,
+        }
+    }
+
+    /// Its name, as `--format` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Allot => "allot",
+            TraceFormat::Philly => "philly",
+            TraceFormat::Helios => "helios",
+            TraceFormat::Acme => "acme",
+            TraceFormat::Alibaba => "alibaba",
         }
     }
 
@@ -77,6 +99,8 @@ impl TraceFormat {
             Some(TraceFormat::Philly)
         } else if has("vc") && has("gpu_num") && has("submit_time") {
             Some(TraceFormat::Helios)
+        } else if has("user") && has("gpu_num") && has("submit_time") && has("duration") {
+            Some(TraceFormat::Acme)
         } else if has("creation_time") && has("num_gpu") && has("deletion_time") {
             Some(TraceFormat::Alibaba)
         } else if has("submit") && has("duration") && has("gpus") && has("team") {
@@ -201,7 +225,7 @@ pub enum TraceError {
     #[error("the trace is empty; it needs a header line and at least one job")]
     Empty,
     /// Unrecognised header.
-    #[error("unrecognised header {header:?}; an allot CSV needs the columns submit,duration,gpus,team (see docs/simulator.md), or name the format (philly, helios, alibaba, sacct)")]
+    #[error("unrecognised header {header:?}; an allot CSV needs the columns submit,duration,gpus,team (see docs/simulator.md), or name the format (philly, helios, acme, alibaba, sacct)")]
     UnknownFormat {
         /// The header line.
         header: String,
@@ -257,6 +281,9 @@ pub struct Trace {
     /// True when the trace has no tenant column and its jobs' `team` is a
     /// class of service instead (the Alibaba pod list's `qos`).
     pub classes_only: bool,
+    /// The CSV format it was read as (named or detected); `None` for a
+    /// trace built from jobs ([`from_jobs`]: sacct, the ledger, tests).
+    pub format: Option<TraceFormat>,
 }
 
 /// Parses a trace. `format` = `None` detects it from the header.
@@ -289,6 +316,7 @@ pub fn parse(text: &str, format: Option<TraceFormat>) -> Result<Trace, TraceErro
     let reader = RowReader::new(format, &cols)?;
     let mut trace = Trace {
         classes_only: format == TraceFormat::Alibaba,
+        format: Some(format),
         ..Trace::default()
     };
     let mut raws = Vec::new();
@@ -386,6 +414,7 @@ pub fn from_jobs(mut jobs: Vec<TraceJob>, events: Vec<NodeEvent>) -> Trace {
         errors: Vec::new(),
         skipped: Vec::new(),
         classes_only: false,
+        format: None,
     }
 }
 
@@ -577,6 +606,96 @@ mod tests {
             ("vca", 4, 1)
         );
         assert!(!t.classes_only);
+    }
+
+    /// InternLM's AcmeTrace schema: no `vc`, the tenant is `user`, times
+    /// with a UTC offset. Every state that ran is replayed as it held its
+    /// GPUs; a job cancelled before it started (duration 0) and a CPU job
+    /// are skipped.
+    #[test]
+    fn acme_traces_read_user_as_the_team_and_honour_offsets() {
+        let text = "job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,end_time,duration,queue\n\
+            dlc101x,uA1,1,8,64,Pretrain,COMPLETED,2023-03-01 08:00:00+08:00,2023-03-01 08:00:10+08:00,2023-03-01 09:00:10+08:00,3600,10\n\
+            dlc102x,uB2,2,16,128,SFT,FAILED,2023-03-01 08:10:00+08:00,2023-03-01 08:10:05+08:00,2023-03-01 08:40:05+08:00,1800,5\n\
+            dlc103x,uA1,1,1,8,Debug,CANCELLED,2023-03-01 08:20:00+08:00,2023-03-01 08:20:30+08:00,2023-03-01 08:22:30+08:00,120,30\n\
+            dlc104x,uB2,1,4,32,Evaluation,CANCELLED,2023-03-01 08:25:00+08:00,,2023-03-01 08:30:00+08:00,0,\n\
+            dlc105x,uC3,1,0,4,Other,COMPLETED,2023-03-01 08:26:00+08:00,2023-03-01 08:26:00+08:00,2023-03-01 08:36:00+08:00,600,0\n\
+            dlc106x,uC3,1,2,16,SFT,COMPLETED,2023-03-01 00:30:00+00:00,2023-03-01 00:30:00+00:00,2023-03-01 00:45:00+00:00,900,0\n\
+            dlc107x,uA1,1,8,64,Pretrain,TIMEOUT,2023-02-28 19:45:00-05:00,2023-02-28 19:45:00-05:00,2023-02-28 21:45:00-05:00,7200,0\n";
+        for format in [None, Some(TraceFormat::Acme)] {
+            let t = parse(text, format).unwrap();
+            assert_eq!(t.format, Some(TraceFormat::Acme));
+            assert!(t.errors.is_empty(), "{:?}", t.errors);
+            let jobs: Vec<(u64, &str, u64, u64, u32)> = t
+                .jobs
+                .iter()
+                .map(|j| (j.id, j.team.as_str(), j.submit, j.duration, j.gpus))
+                .collect();
+            // 00:30 at +00:00 is 08:30 at +08:00; 19:45 (the day before)
+            // at -05:00 is 00:45 UTC, 08:45 at +08:00.
+            assert_eq!(
+                jobs,
+                [
+                    (101, "ua1", 0, 3600, 8),
+                    (102, "ub2", 600, 1800, 16),
+                    (103, "ua1", 1200, 120, 1),
+                    (106, "uc3", 1800, 900, 2),
+                    (107, "ua1", 2700, 7200, 8),
+                ]
+            );
+            // 2023-03-01 08:00:00+08:00 is 2023-03-01 00:00:00 UTC.
+            assert_eq!(t.origin, 1_677_628_800);
+            assert_eq!(
+                t.skipped,
+                [("no GPUs".to_string(), 1), ("zero runtime".to_string(), 1)]
+            );
+        }
+        // Named `helios`, the Acme header lacks `vc`.
+        let e = parse(text, Some(TraceFormat::Helios)).unwrap_err();
+        assert_eq!(e.to_string(), "the Helios header lacks column `vc`");
+    }
+
+    #[test]
+    fn utc_offsets_are_honoured_and_never_mixed_with_civil_times() {
+        let noon = parse_datetime("2023-03-01 12:00:00").unwrap();
+        for (text, want) in [
+            ("2023-03-01 12:00:00+08:00", noon - 8 * 3600),
+            ("2023-03-01T12:00:00+0800", noon - 8 * 3600),
+            ("2023-03-01 12:00:00+08", noon - 8 * 3600),
+            ("2023-03-01 12:00:00-05:30", noon + 5 * 3600 + 1800),
+            ("2023-03-01T12:00:00Z", noon),
+            ("2023-03-01 12:00:30", noon + 30),
+        ] {
+            assert_eq!(parse_datetime(text), Some(want), "{text}");
+        }
+        for bad in [
+            "2023-03-01 12:00:00+8:0",
+            "2023-03-01 12:00:00+24:00",
+            "2023-03-01 12:00:00+ab:cd",
+            "2023-03-01 12:00:0x",
+        ] {
+            assert_eq!(parse_datetime(bad), None, "{bad}");
+        }
+        let t = parse(
+            "submit,duration,gpus,team\n2023-03-01 12:00:00+08:00,60,1,a\nbad+08:00,60,1,a\n",
+            None,
+        )
+        .unwrap();
+        assert!(
+            t.errors[0].to_string().contains("UTC offset (+08:00)"),
+            "{}",
+            t.errors[0]
+        );
+        let e = parse(
+            "submit,duration,gpus,team\n2023-03-01 12:00:00+08:00,60,1,a\n2023-03-01 12:00:00,60,1,a\n",
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("line 3 gives a date-time but line 2 gave a date-time with a UTC offset"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //!   **reported** (jobs, GPU-hours) and left out, as Slurm with
 //!   `AccountingStorageEnforce=associations` would refuse their jobs;
 //!   [`Workload::unmatched`] says when they are most of the trace.
-//! - Jobs larger than the cluster can never run: reported and left out.
+//! - Jobs larger than the cluster can never run: reported and left out;
+//!   [`Workload::oversized`] says when what is left out (they and the
+//!   unknown accounts' jobs) is most of the trace.
 //! - Contract: the trace's recorded minimum runtime if any (capped at
 //!   `max_min_runtime`), else the first matching `[[sim.rule]]`, else the
 //!   job's default (its partition's, else `contract.default_min_runtime`);
@@ -209,6 +211,10 @@ pub struct Workload {
     /// How trace names were mapped onto the tree's accounts, when they
     /// were (by name).
     pub mapped: Vec<Mapped>,
+    /// The cluster it was prepared for.
+    pub cluster: ClusterSpec,
+    /// GPUs of the largest job left out as larger than the cluster (0: none).
+    pub largest_too_large: u32,
 }
 
 /// A trace name mapped onto an account of the tree.
@@ -259,6 +265,57 @@ impl std::fmt::Display for Unmatched {
     }
 }
 
+/// Jobs larger than the cluster (with the unknown accounts' jobs, if any)
+/// hold more than half of a trace's GPU-hours.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Oversized {
+    /// Jobs larger than the cluster.
+    pub jobs: u64,
+    /// Their GPU-hours.
+    pub gpu_hours: f64,
+    /// GPU-hours of the jobs of accounts the tree does not know.
+    pub unknown_gpu_hours: f64,
+    /// Every job's GPU-hours.
+    pub trace_gpu_hours: f64,
+    /// GPUs of the largest of them.
+    pub largest_gpus: u32,
+    /// The cluster replayed.
+    pub cluster: ClusterSpec,
+}
+
+impl std::fmt::Display for Oversized {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pct = |h: f64| 100.0 * h / self.trace_gpu_hours.max(f64::MIN_POSITIVE);
+        let per = self.cluster.gpus_per_node.max(1);
+        let nodes = self.largest_gpus.div_ceil(per).max(self.cluster.nodes);
+        write!(
+            f,
+            "{} job{} larger than the cluster ({}) hold{} {:.0}% of the trace's GPU-hours ({:.0} of {:.0})",
+            self.jobs,
+            if self.jobs == 1 { "" } else { "s" },
+            self.cluster,
+            if self.jobs == 1 { "s" } else { "" },
+            pct(self.gpu_hours),
+            self.gpu_hours,
+            self.trace_gpu_hours,
+        )?;
+        if self.unknown_gpu_hours > 0.0 {
+            write!(
+                f,
+                ", and jobs of accounts the tree does not know {:.0}% more",
+                pct(self.unknown_gpu_hours)
+            )?;
+        }
+        write!(
+            f,
+            "; a replay of the rest would compare policies on a sliver of the workload: replay a \
+             cluster that holds the largest job ({} GPUs), e.g. --cluster {nodes}x{per} or [sim] \
+             cluster = \"{nodes}x{per}\"",
+            self.largest_gpus,
+        )
+    }
+}
+
 /// `name` as a TOML key: bare when it can be.
 fn toml_key(name: &str) -> String {
     if !name.is_empty()
@@ -295,6 +352,43 @@ impl Workload {
         })
     }
 }
+
+impl Workload {
+    /// The jobs larger than the cluster, when they and the unknown
+    /// accounts' jobs together hold more than half of the trace's
+    /// GPU-hours (the threshold of [`Workload::unmatched`], for the same
+    /// reason: policies compared on the rest would be compared on a sliver
+    /// of the workload), so `allot sim` refuses the replay. `None` when no
+    /// job is larger than the cluster.
+    pub fn oversized(&self) -> Option<Oversized> {
+        let too_large = |l: &&LeftOut| l.account.is_none() && l.reason.starts_with(TOO_LARGE);
+        let (jobs, gpu_hours) = self
+            .left_out
+            .iter()
+            .filter(too_large)
+            .fold((0, 0.0), |(j, h), l| (j + l.jobs, h + l.gpu_hours));
+        let unknown_gpu_hours: f64 = self
+            .left_out
+            .iter()
+            .filter(|l| l.account.is_some())
+            .map(|l| l.gpu_hours)
+            .sum();
+        if jobs == 0 || (gpu_hours + unknown_gpu_hours) * 2.0 <= self.trace_gpu_hours {
+            return None;
+        }
+        Some(Oversized {
+            jobs,
+            gpu_hours,
+            unknown_gpu_hours,
+            trace_gpu_hours: self.trace_gpu_hours,
+            largest_gpus: self.largest_too_large,
+            cluster: self.cluster,
+        })
+    }
+}
+
+/// How a job larger than the cluster is left out ([`LeftOut::reason`]).
+const TOO_LARGE: &str = "larger than the cluster";
 
 fn hours(gpus: u32, secs: u64) -> f64 {
     f64::from(gpus) * secs as f64 / 3600.0
@@ -340,6 +434,7 @@ impl Workload {
         let mut uses: Vec<(u64, f64)> = vec![(0, 0.0); sim.rules.len() + 2];
         let mut jobs = Vec::with_capacity(trace.jobs.len());
         let mut trace_gpu_hours = 0.0;
+        let mut largest_too_large = 0u32;
         let mut mapped: std::collections::BTreeMap<(String, String, &'static str), u64> =
             Default::default();
         // A trace without tenants on a one-team tree: every job is that team's.
@@ -372,8 +467,9 @@ impl Workload {
             };
             let (nodes, per) = shape(j.gpus, cluster);
             if nodes > cluster.nodes {
+                largest_too_large = largest_too_large.max(j.gpus);
                 let e = left
-                    .entry((format!("larger than the cluster ({cluster})"), None))
+                    .entry((format!("{TOO_LARGE} ({cluster})"), None))
                     .or_default();
                 e.0 += 1;
                 e.1 += hours(j.gpus, j.duration);
@@ -513,6 +609,8 @@ impl Workload {
                     by,
                 })
                 .collect(),
+            cluster,
+            largest_too_large,
         }
     }
 }

@@ -8,7 +8,7 @@ pub(super) fn load_trace(path: &Path, format: Option<&str>) -> anyhow::Result<(T
     if !path.exists() {
         anyhow::bail!(
             "--trace {}: no such file; give the path of an existing trace: a workload file \
-             (allot CSV, Philly, Helios/Acme, Alibaba), a sacct --parsable2 dump, or a ledger \
+             (allot CSV, Philly, Helios, Acme, Alibaba), a sacct --parsable2 dump, or a ledger \
              written by `allot sync` (its path is [ledger] path in allot.toml)",
             path.display()
         );
@@ -28,16 +28,9 @@ pub(super) fn load_trace(path: &Path, format: Option<&str>) -> anyhow::Result<(T
     }
     let fmt = format.map(|f| trace::TraceFormat::from_name(f).expect("clap checked the name"));
     let t = trace::parse(&text, fmt).with_context(|| format!("{}", path.display()))?;
-    let name = fmt
-        .or_else(|| {
-            let cols: Vec<String> = trace::split_fields(first, ',')
-                .iter()
-                .map(|c| c.trim().to_ascii_lowercase())
-                .collect();
-            trace::TraceFormat::detect(&cols.iter().map(String::as_str).collect::<Vec<_>>())
-        })
-        .map(|f| format!("{f:?}").to_lowercase())
-        .unwrap_or_default();
+    // The format the reader used: named, or found in the header (after a
+    // byte-order mark or comment lines, as the reader finds it).
+    let name = t.format.map_or("csv", trace::TraceFormat::name).to_string();
     Ok((t, name))
 }
 

@@ -51,7 +51,7 @@ use table::print_text;
 pub struct Args {
     #[command(flatten)]
     pub config: ConfigArg,
-    /// The workload: allot CSV, Philly, Helios/Acme, Alibaba pod list, a
+    /// The workload: allot CSV, Philly, Helios, Acme, Alibaba pod list, a
     /// sacct --parsable2 dump or an allot ledger (.sqlite)
     #[arg(long, value_name = "FILE")]
     pub trace: PathBuf,
@@ -199,8 +199,12 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     {
         bail!("{}: {u}", args.trace.display());
     }
-    // Nothing left to replay (every job larger than the cluster, say): a
-    // table of zeros is no result either.
+    // Jobs larger than the cluster holding most of the work (with the
+    // unknown accounts' jobs): refused for the same reason.
+    if let Some(o) = workloads.iter().find_map(Workload::oversized) {
+        bail!("{}: {o}", args.trace.display());
+    }
+    // Nothing left to replay: a table of zeros is no result either.
     if let Some(w) = workloads.iter().find(|w| w.jobs.is_empty()) {
         let why: Vec<String> = w
             .left_out

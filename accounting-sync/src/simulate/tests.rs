@@ -287,7 +287,9 @@ fn alibaba_pods_map_onto_one_team_or_by_class() {
     std::fs::write(&args.trace, pods2).unwrap();
     let e = run(&args).unwrap_err().to_string();
     assert!(
-        e.ends_with("no job of the trace can be replayed (3 jobs larger than the cluster (1x1))"),
+        e.contains(
+            "3 jobs larger than the cluster (1x1) hold 100% of the trace's GPU-hours (6 of 6)"
+        ) && e.ends_with("e.g. --cluster 2x1 or [sim] cluster = \"2x1\""),
         "{e}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
@@ -362,6 +364,18 @@ fn each_team_wait_p90_sits_beside_its_classic_one() {
     );
     assert_eq!(json["requeues_per_job"]["max"], 1);
     assert!(json["worst_team_floor"].is_null());
+    // No debug job (all are 4 GPUs): its waits are null, as the table's `-`.
+    let debug = &json["waits"][JobClass::Debug as usize];
+    assert_eq!(debug["jobs"], 0, "{debug}");
+    for p in ["p50_s", "p90_s", "p99_s"] {
+        assert!(debug[p].is_null(), "{debug}");
+    }
+    let batch = &json["waits"][JobClass::Batch as usize];
+    assert_eq!(
+        (batch["jobs"].as_u64(), batch["p50_s"].as_u64()),
+        (Some(3), Some(0)),
+        "{batch}"
+    );
     let table = table::team_waits_table(&w, &outs);
     assert!(
         table[1].starts_with("team") && table[1].contains("allot window=1-0"),
@@ -371,4 +385,92 @@ fn each_team_wait_p90_sits_beside_its_classic_one() {
         table[3].split_whitespace().collect::<Vec<_>>(),
         ["t2", "50.0m", "/", "1.8h", "1.8h", "/", "1.8h", "1.8h", "/", "1.8h", "50.0m", "/", "-"]
     );
+}
+
+#[test]
+fn the_trace_line_names_the_format_after_a_bom_or_comments() {
+    let dir = std::env::temp_dir().join(format!("allot-sim-fmt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        (
+            "# exported by hand\nsubmit,duration,gpus,team\n0,60,1,a\n",
+            None,
+            "allot",
+        ),
+        (
+            "\u{feff}job_id,user,vc,gpu_num,submit_time,duration\n1,u,a,1,0,60\n",
+            None,
+            "helios",
+        ),
+        (
+            "timestamp,duration,num_gpus,gpu_time,cluster\n0,60,1,60,a\n",
+            Some("philly"),
+            "philly",
+        ),
+    ];
+    for (i, (text, format, want)) in cases.into_iter().enumerate() {
+        let path = dir.join(format!("t{i}.csv"));
+        std::fs::write(&path, text).unwrap();
+        let (t, name) = load_trace(&path, format).unwrap();
+        assert_eq!((name.as_str(), t.jobs.len()), (want, 1), "{text:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Jobs larger than the cluster that hold most of the trace's GPU-hours
+/// (alone, or with the unknown accounts' jobs) refuse the replay, naming
+/// the jobs, their share and a cluster that holds them; at half or less it
+/// runs and lists them.
+#[test]
+fn a_replay_that_leaves_most_of_the_work_out_fails() {
+    let dir = std::env::temp_dir().join(format!("allot-sim-big-{}", std::process::id()));
+    let tree = "capacity_gpus = 8\n[tree.a]\nshare = 1\n[tree.b]\nshare = 1\n";
+    // 16 GPUs x 3 h = 48 of 64 GPU-h on one 8-GPU node: 75%.
+    let trace = "submit,duration,gpus,team\n0,10800,16,a\n60,7200,4,b\n120,28800,1,a\n";
+    let args = sim_args(&dir, tree, trace);
+    let e = run(&args).unwrap_err().to_string();
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains(
+            "trace.csv: 1 job larger than the cluster (1x8) holds 75% of the trace's GPU-hours (48 of 64); \
+             a replay of the rest would compare policies on a sliver of the workload: replay a cluster \
+             that holds the largest job (16 GPUs), e.g. --cluster 2x8 or [sim] cluster = \"2x8\""
+        ),
+        "{e}"
+    );
+    // The cluster it names replays it.
+    let mut big = sim_args(&dir, tree, trace);
+    big.cluster = Some("2x8".into());
+    assert_eq!(run(&big).unwrap(), ExitCode::SUCCESS);
+    // 16 of 32 GPU-h: half is not most; replayed, the job listed as left out.
+    let half = "submit,duration,gpus,team\n0,3600,16,a\n60,7200,4,b\n120,28800,1,a\n";
+    let args = sim_args(&dir, tree, half);
+    assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
+    let (t, _) = load_trace(&args.trace, None).unwrap();
+    let cfg = config_path::load_all(&args.config.path()).unwrap();
+    let w = Workload::prepare(
+        &t,
+        &cfg.config,
+        &cfg.sim,
+        ClusterSpec::parse("1x8").unwrap(),
+    );
+    assert_eq!(w.oversized(), None);
+    assert_eq!(
+        w.left_out
+            .iter()
+            .map(|l| (l.reason.as_str(), l.jobs, l.gpu_hours))
+            .collect::<Vec<_>>(),
+        [("larger than the cluster (1x8)", 1, 16.0)]
+    );
+    // With b unknown to the tree: 16 + 8 of 32 GPU-h left out, refused.
+    let args = sim_args(&dir, "capacity_gpus = 8\n[tree.a]\nshare = 1\n", half);
+    let e = run(&args).unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "1 job larger than the cluster (1x8) holds 50% of the trace's GPU-hours (16 of 32), \
+                    and jobs of accounts the tree does not know 25% more;"
+        ),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -83,6 +83,7 @@ impl RowReader {
             Allot => ("team", "submit", "gpus"),
             Philly => ("cluster", "timestamp", "num_gpus"),
             Helios => ("vc", "submit_time", "gpu_num"),
+            Acme => ("user", "submit_time", "gpu_num"),
             Alibaba => ("qos", "creation_time", "num_gpu"),
         };
         let duration = match format {
@@ -104,7 +105,7 @@ impl RowReader {
             duration,
             id: c.find(match format {
                 Allot => "id",
-                Helios => "job_id",
+                Helios | Acme => "job_id",
                 Alibaba => "name",
                 Philly => "\0",
             }),
@@ -203,7 +204,7 @@ impl Row<'_, '_> {
             self.err(
                 col,
                 format!(
-                    "{:?} is not a time; write seconds (e.g. 1506638472) or YYYY-MM-DD HH:MM:SS",
+                    "{:?} is not a time; write seconds (e.g. 1506638472) or YYYY-MM-DD HH:MM:SS, optionally with a UTC offset (+08:00)",
                     self.get(col)
                 ),
             )
