@@ -7,16 +7,18 @@
 //! ([`crate::sweep`]). A leaf's *lane is open* while both hold:
 //! 1. **within its share**: it and every group above it (the root aside)
 //!    hold fewer GPUs than their entitlement now ([`crate::entitlement`])
-//!    plus `[priority] short_allowance` GPUs (default `short_max_gpus`);
+//!    plus `[priority] short_allowance` (GPUs, or a share of the
+//!    entitlement; at least `short_max_gpus` GPUs, the default);
 //! 2. **yielding to owed work**: no *other* leaf is *held back*: below its
 //!    entitlement, with a pending allocated job (not debug work) that is
-//!    first in the queue after debug work, has waited at least `[priority] short_yield` (default 3 min), asks for
-//!    more GPUs than are free and for no more than are free plus those
-//!    other leaves' running short jobs hold ([`HeldBack`]; the leaf's
-//!    longest-waiting such job is the one tested, and it holds the lanes
-//!    shut at most `short_max_time`, once). Then debug work is what stands
-//!    between that job and its start, and every other leaf's debug work
-//!    waits behind it until the short jobs it waits for have ended.
+//!    first in the queue after debug work, has waited at least
+//!    `[priority] short_yield` (default 3 min), asks for more GPUs than
+//!    are free and for no more than are free plus those other leaves'
+//!    running short jobs hold ([`HeldBack`]; the leaf's longest-waiting
+//!    such job is the one tested, and it holds the lanes shut at most
+//!    `short_max_time`, once). Then debug work is what stands between that
+//!    job and its start, and every other leaf's debug work waits behind it
+//!    until the short jobs it waits for have ended.
 //!
 //! Bands, highest first: *short* (debug work of a leaf whose lane is
 //! open), *entitled* (every other allocated job of a leaf below its
@@ -46,7 +48,7 @@
 //!   band sorted above every band, and a stream of 1-GPU jobs kept a 16-GPU
 //!   job of a team owed 8 GPUs waiting as long as the stream lasted.
 //! - **The lane ends at the allowance.** A leaf holding its entitlement
-//!   plus `short_allowance` GPUs or more has no lane: its debug work sorts
+//!   plus `short_allowance` or more has no lane: its debug work sorts
 //!   with its batch work, by the window's fair share. Debug work started
 //!   through the lane can take a leaf at most `short_allowance +
 //!   short_max_gpus - 1` GPUs above its entitlement, plus the jobs that

@@ -198,7 +198,7 @@ pub(crate) struct Sim<'w> {
     /// Per leaf: GPUs its running allocated jobs of the short shape hold.
     leaf_short_running: Vec<u64>,
     /// Leaves held back by debug work at the snapshot
-    /// ([`fairshare::lane::mark_held_back`]); the live load keeps them.
+    /// ([`fairshare::lane::HeldBack`]); the live load keeps them.
     held_back: Vec<fairshare::tree::LeafId>,
     /// Which job holds each leaf back, from one snapshot to the next.
     held_back_by: fairshare::lane::HeldBack,

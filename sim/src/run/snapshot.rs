@@ -149,7 +149,7 @@ impl Sim<'_> {
     }
 
     /// Marks on `load` (cleared first) the leaves held back by debug work
-    /// now ([`fairshare::lane::mark_held_back`]), from each team's
+    /// now ([`fairshare::lane::HeldBack`]), from each team's
     /// longest-waiting pending allocated job that is not debug work (the
     /// head of its queue), and keeps them for the live load.
     fn mark_held_back(&mut self, load: &mut Entitlements, rank: &[u32]) {
