@@ -36,6 +36,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::xid::{self, XidEvent};
 use super::{
     probe_from, GpuError, GpuReading, GpuSource, Probe, QueryError, RecoveryAction, RowRemap,
     SourceError,
@@ -126,6 +127,18 @@ fn probe<T>(
                 format!("expected {what}, \"unsupported\" or {{\"error\": \"CODE\"}} (found {v})"),
             )
         }),
+    }
+}
+
+/// One Xid of a fixture's `xids`: a number (no severity word), or a
+/// kernel log line (`NVRM: Xid (PCI:0000:3b:00): 145, ... Fatal ...`) or
+/// its text after the colon (`145, RLW_REMAP Fatal XC0 i0 Link 23`), read
+/// as the live check reads `/dev/kmsg`.
+fn fixture_xid(v: &Value) -> Option<XidEvent> {
+    match v {
+        Value::String(s) if s.contains("NVRM: Xid (") => xid::parse_xid_line(s).map(|(_, x)| x),
+        Value::String(s) => xid::parse_xid_text(s),
+        v => v.as_u64().map(XidEvent::code),
     }
 }
 
@@ -272,8 +285,8 @@ impl FixtureSource {
             let xids = probe(
                 g.get("xids"),
                 &f("xids"),
-                "a list of Xid numbers such as [79]",
-                |v| v.as_array()?.iter().map(Value::as_u64).collect(),
+                "a list of Xids such as [79] or [\"145, RLW_REMAP Fatal XC0 i0 Link 23\"] (a number, or the kernel line or its text after `NVRM: Xid (PCI:...): `)",
+                |v| v.as_array()?.iter().map(fixture_xid).collect(),
             )?;
             let ecc = probe(
                 g.get("ecc_uncorrected"),

@@ -151,9 +151,10 @@ pub struct GpuReading {
     pub uuid: Option<String>,
     /// PCI bus id (`00000000:3B:00.0`), when readable.
     pub pci_bus_id: Option<String>,
-    /// Xid codes the driver reported for this GPU since boot (any Xid;
-    /// the check fails on the critical ones).
-    pub xids: Probe<Vec<u64>>,
+    /// Xids the driver reported for this GPU since boot, with their
+    /// lines' severity words (any Xid; the check fails on the critical
+    /// ones, [`xid::classify`]).
+    pub xids: Probe<Vec<xid::XidEvent>>,
     /// Uncorrectable (double-bit) ECC errors since the driver loaded
     /// (NVML's volatile counter), count.
     pub ecc_uncorrected: Probe<u64>,
@@ -334,8 +335,45 @@ pub struct GpuReport {
     pub pci_bus_id: Option<String>,
     /// `(name, result)` for each of [`GPU_CHECKS`], in that order.
     pub checks: Vec<(String, Check)>,
+    /// Every distinct Xid read for this GPU (number and severity word),
+    /// in the order first seen: the critical ones (also in the `xid`
+    /// check's fault) and the others, listed, never failed.
+    pub xids: Vec<XidSeen>,
     /// Worst of the checks.
     pub verdict: Verdict,
+}
+
+/// One distinct Xid of a GPU's reading.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct XidSeen {
+    /// The Xid number.
+    pub xid: u64,
+    /// The line's severity word (`Fatal`, `NonFatal`, ...), when it had one.
+    pub severity: Option<String>,
+    /// True when it fails the `xid` check.
+    pub critical: bool,
+    /// How many times it was logged.
+    pub count: u64,
+}
+
+/// The distinct Xids of `events`, first seen first, counted.
+fn xids_seen(events: &[xid::XidEvent]) -> Vec<XidSeen> {
+    let mut out: Vec<XidSeen> = Vec::new();
+    for e in events {
+        match out
+            .iter_mut()
+            .find(|s| s.xid == e.xid && s.severity == e.severity)
+        {
+            Some(s) => s.count += 1,
+            None => out.push(XidSeen {
+                xid: e.xid,
+                severity: e.severity.clone(),
+                critical: xid::classify(e) == xid::XidClass::Critical,
+                count: 1,
+            }),
+        }
+    }
+    out
 }
 
 /// The whole node's report.
@@ -360,21 +398,27 @@ pub struct NodeReport {
 
 fn judge(r: &GpuReading) -> Vec<(String, Check)> {
     let xid = match &r.xids {
-        Probe::Value(codes) => {
-            let critical: Vec<u64> = codes
-                .iter()
-                .copied()
-                .filter(|c| xid::is_critical(*c))
-                .collect();
-            match critical.first() {
-                None => Check::Ok,
-                Some(_) => {
-                    let mut seen = critical.clone();
-                    seen.sort_unstable();
-                    seen.dedup();
-                    let list: Vec<String> = seen.iter().map(u64::to_string).collect();
-                    Check::Failed(format!("Xid {}", list.join(",")))
-                }
+        Probe::Value(events) => {
+            let of = |class: xid::XidClass| {
+                let mut seen: Vec<&xid::XidEvent> = events
+                    .iter()
+                    .filter(|e| xid::classify(e) == class)
+                    .collect();
+                seen.sort_by(|a, b| (a.xid, &a.severity).cmp(&(b.xid, &b.severity)));
+                seen.dedup();
+                seen.iter().map(|e| e.words()).collect::<Vec<String>>()
+            };
+            let critical = of(xid::XidClass::Critical);
+            let unknown = of(xid::XidClass::SeverityUnknown);
+            if !critical.is_empty() {
+                Check::Failed(format!("Xid {}", critical.join(",")))
+            } else if !unknown.is_empty() {
+                Check::Error(format!(
+                    "Xid {} without a severity word (Fatal or NonFatal): cannot tell whether it needs a reset",
+                    unknown.join(",")
+                ))
+            } else {
+                Check::Ok
             }
         }
         p => unread(p).expect("not a value"),
@@ -416,8 +460,14 @@ fn judge(r: &GpuReading) -> Vec<(String, Check)> {
 }
 
 fn gpu_report(index: u32, read: Result<GpuReading, GpuError>) -> GpuReport {
-    let (checks, serial, uuid, bus) = match read {
-        Ok(r) => (judge(&r), r.serial, r.uuid, r.pci_bus_id),
+    let (checks, serial, uuid, bus, xids) = match read {
+        Ok(r) => {
+            let xids = match &r.xids {
+                Probe::Value(events) => xids_seen(events),
+                _ => Vec::new(),
+            };
+            (judge(&r), r.serial, r.uuid, r.pci_bus_id, xids)
+        }
         Err(e) => {
             let present = match &e {
                 GpuError::Lost(_) => Check::Failed("lost".into()),
@@ -431,7 +481,7 @@ fn gpu_report(index: u32, read: Result<GpuReading, GpuError>) -> GpuReport {
                     Check::Unsupported(format!("not read: {e}")),
                 ));
             }
-            (checks, None, None, None)
+            (checks, None, None, None, Vec::new())
         }
     };
     GpuReport {
@@ -439,6 +489,7 @@ fn gpu_report(index: u32, read: Result<GpuReading, GpuError>) -> GpuReport {
         serial,
         uuid,
         pci_bus_id: bus,
+        xids,
         verdict: gpu_verdict(&checks),
         checks,
     }
@@ -614,6 +665,26 @@ pub fn render_text(r: &NodeReport) -> String {
             if let Check::Failed(d) | Check::ResetRequired(d) | Check::Error(d) = c {
                 out.push_str(&format!("({d})"));
             }
+        }
+        // The Xids that do not fail the check are listed, never hidden.
+        let others: Vec<String> = g
+            .xids
+            .iter()
+            .filter(|x| !x.critical)
+            .map(|x| {
+                let mut notes: Vec<String> = x.severity.iter().cloned().collect();
+                if x.count > 1 {
+                    notes.push(format!("x{}", x.count));
+                }
+                if notes.is_empty() {
+                    x.xid.to_string()
+                } else {
+                    format!("{}({})", x.xid, notes.join(" "))
+                }
+            })
+            .collect();
+        if !others.is_empty() {
+            out.push_str(&format!(" non_critical_xids={}", others.join(",")));
         }
         out.push('\n');
     }

@@ -23,7 +23,7 @@ use super::{
 pub struct NvmlSource {
     nvml: Nvml,
     /// Xids of the kernel log since boot, or why it could not be read.
-    xids: Result<Vec<(xid::PciKey, u64)>, String>,
+    xids: Result<Vec<(xid::PciKey, xid::XidEvent)>, String>,
 }
 
 impl std::fmt::Debug for NvmlSource {
@@ -180,7 +180,7 @@ impl GpuSource for NvmlSource {
             (Ok(all), Some(key)) => Probe::Value(
                 all.iter()
                     .filter(|(k, _)| *k == key)
-                    .map(|(_, x)| *x)
+                    .map(|(_, x)| x.clone())
                     .collect(),
             ),
         };
