@@ -208,7 +208,24 @@ pub enum SourceError {
         attempts: u32,
         /// The last error.
         reason: String,
+        /// The last error as NVML names it (`LIB_RM_VERSION_MISMATCH` for
+        /// NVML_ERROR_LIB_RM_VERSION_MISMATCH), when known.
+        code: Option<String>,
     },
+}
+
+/// The NVML initialisation errors that leave a GPU node unusable until an
+/// admin acts (every GPU job sent to it fails), as written in a drain
+/// reason; `None` for the others (a driver still loading, ...: unknown,
+/// never drained). NVML_ERROR_LIB_RM_VERSION_MISMATCH: the driver package
+/// was upgraded but the old kernel module is still loaded ("Driver/library
+/// version mismatch"); it lasts until the module is reloaded or the node
+/// rebooted.
+pub fn init_error_drains(code: &str) -> Option<&'static str> {
+    match code {
+        "LIB_RM_VERSION_MISMATCH" => Some("driver/library version mismatch"),
+        _ => None,
+    }
 }
 
 /// Where GPU state comes from: NVML on a GPU node, or a fixture.
@@ -545,6 +562,35 @@ pub fn check_node(node: &str, source: &mut dyn GpuSource, expected: Option<u32>)
     }
 }
 
+/// The report of a node whose NVML did not initialise (`e`, a
+/// [`SourceError::InitFailed`]): **failed** when the cause is one of
+/// [`init_error_drains`] and Slurm gives the node GPUs (`expected` above
+/// 0): the count check fails with the cause, so `--drain` drains the node;
+/// else unknown (never drained), as [`unknown_node`].
+pub fn init_failed_node(node: &str, expected: Option<u32>, e: &SourceError) -> NodeReport {
+    let why = e.to_string();
+    let fatal = match e {
+        SourceError::InitFailed {
+            code: Some(code), ..
+        } => init_error_drains(code),
+        _ => None,
+    };
+    match (fatal, expected) {
+        (Some(cause), Some(want)) if want > 0 => NodeReport {
+            node: node.to_string(),
+            gpus: Vec::new(),
+            found: 0,
+            expected,
+            count: Check::Failed(format!(
+                "NVML init failed: {cause} (0 of {want} GPUs usable)"
+            )),
+            verdict: Verdict::Failed,
+            note: Some(why),
+        },
+        _ => unknown_node(node, expected, &why),
+    }
+}
+
 /// The report of a node whose NVML did not initialise: unknown (never
 /// drained), with the reason.
 pub fn unknown_node(node: &str, expected: Option<u32>, why: &str) -> NodeReport {
@@ -610,7 +656,7 @@ pub fn drain_reason(r: &NodeReport) -> Option<String> {
 
 /// The check named by a drain reason of [`drain_reason`] (the `reason` of
 /// a ledger `health` event): one of [`GPU_CHECKS`], `count` for the node's
-/// GPU count, `other` for a text this allot does not write. Only the first
+/// GPU count, `nvml` for NVML failing to initialise ([`init_failed_node`]), `other` for a text this allot does not write. Only the first
 /// failure is named in a reason; the `(+N more)` are not.
 pub fn check_of_reason(reason: &str) -> &'static str {
     let r = reason.strip_prefix("allot: ").unwrap_or(reason);
@@ -618,6 +664,7 @@ pub fn check_of_reason(reason: &str) -> &'static str {
         Some(rest) if rest.starts_with(|c: char| c.is_ascii_digit()) => rest
             .trim_start_matches(|c: char| c.is_ascii_digit())
             .trim_start(),
+        _ if r.starts_with("NVML init failed") => return "nvml",
         _ => {
             // The count check: `7 of 8 GPUs visible`.
             let mut w = r.split_whitespace();
@@ -725,6 +772,9 @@ pub fn render_text(r: &NodeReport) -> String {
         out.push_str(&format!("; {reason}"));
     }
     out.push('\n');
+    if let (Check::Failed(_), Some(note)) = (&r.count, &r.note) {
+        out.push_str(&format!("  error: {note}\n"));
+    }
     // Why each unsupported check is unsupported, once per distinct reason.
     let mut whys: Vec<String> = Vec::new();
     let all = r

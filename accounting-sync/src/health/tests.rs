@@ -579,3 +579,45 @@ fn fixture_xid_text_that_is_not_an_xid_is_refused() {
     let e = FixtureSource::parse(r#"{"gpus": [{"xids": ["RLW_REMAP Fatal"]}]}"#).unwrap_err();
     assert_eq!(e.field, "gpus[0].xids");
 }
+
+#[test]
+fn driver_library_mismatch_on_a_gpu_node_fails_with_the_cause() {
+    // After a driver package upgrade, nvmlInit answers
+    // NVML_ERROR_LIB_RM_VERSION_MISMATCH: every GPU job on the node fails.
+    let f = fixture("driver-mismatch.json");
+    let e = f.nvml_status().unwrap_err();
+    assert!(
+        matches!(&e, SourceError::InitFailed { code: Some(c), .. } if c == "LIB_RM_VERSION_MISMATCH")
+    );
+    let r = init_failed_node("gpu-a01", f.expected_gpus, &e);
+    assert_eq!(r.verdict, Verdict::Failed);
+    assert!(r.verdict.drains());
+    let reason = drain_reason(&r).unwrap();
+    assert_eq!(
+        reason,
+        "allot: NVML init failed: driver/library version mismatch (0 of 8 GPUs usable)"
+    );
+    assert_eq!(check_of_reason(&reason), "nvml");
+    let text = render_text(&r);
+    assert!(
+        text.contains("node gpu-a01: FAILED: 0 GPUs (8 expected), 0 failed, 0 unknown; count FAILED; allot: NVML init failed: driver/library version mismatch (0 of 8 GPUs usable)\n  error: NVML failed to initialise after 1 attempts: RM detects a driver/library version mismatch (fixture)\n"),
+        "{text}"
+    );
+    // A node Slurm gives no GPUs (or does not say): unknown, never drained.
+    for expected in [None, Some(0)] {
+        let r = init_failed_node("cpu-01", expected, &e);
+        assert_eq!(r.verdict, Verdict::Unknown, "{expected:?}");
+        assert_eq!(drain_reason(&r), None);
+    }
+    // A driver not loaded (yet): unknown, never drained, as before.
+    for nvml in [r#""init_failed""#, r#"{"error": "DRIVER_NOT_LOADED"}"#] {
+        let f =
+            FixtureSource::parse(&format!(r#"{{"nvml": {nvml}, "expected_gpus": 8}}"#)).unwrap();
+        let r = init_failed_node("gpu-a01", Some(8), &f.nvml_status().unwrap_err());
+        assert_eq!(r.verdict, Verdict::Unknown, "{nvml}");
+    }
+    // A misspelled code is refused, not read as a passing unknown.
+    let e = FixtureSource::parse(r#"{"nvml": {"error": "LIB_RM_MISMATCH"}}"#).unwrap_err();
+    assert_eq!(e.field, "nvml");
+    assert!(e.to_string().contains("LIB_RM_VERSION_MISMATCH"), "{e}");
+}

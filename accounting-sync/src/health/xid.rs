@@ -155,7 +155,7 @@ pub fn parse_xid_text(text: &str) -> Option<XidEvent> {
     let severity = rest
         .split_whitespace()
         .filter(|w| !w.contains('='))
-        .flat_map(|w| w.split(|c: char| matches!(c, ',' | '(' | ')' | ':' | ';' | '.')))
+        .flat_map(|w| w.split([',', '(', ')', ':', ';', '.']))
         .find(|w| severity_is_fatal(w).is_some())
         .map(str::to_string);
     Some(XidEvent { xid, severity })
