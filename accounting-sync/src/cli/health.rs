@@ -88,17 +88,24 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             _ => None,
         });
 
-    let mut source: Box<dyn GpuSource> = match fixture {
-        Some(f) => match f.nvml_status() {
-            Ok(()) => Box::new(f),
-            Err(e) => return source_error(&node_name, expected, e, args.json),
-        },
-        None => match NvmlSource::open(args.init_attempts, Duration::from_millis(500)) {
-            Ok(s) => Box::new(s),
-            Err(e) => return source_error(&node_name, expected, e, args.json),
-        },
+    let opened: Result<Box<dyn GpuSource>, SourceError> = match fixture {
+        Some(f) => f.nvml_status().map(|()| Box::new(f) as Box<dyn GpuSource>),
+        None => NvmlSource::open(args.init_attempts, Duration::from_millis(500))
+            .map(|s| Box::new(s) as Box<dyn GpuSource>),
     };
-    let report = health::check_node(&node_name, source.as_mut(), expected);
+    let report = match opened {
+        Ok(mut source) => health::check_node(&node_name, source.as_mut(), expected),
+        // NVML failing to start on a node Slurm gives GPUs, for a cause
+        // that lasts (driver/library version mismatch): failed, drained.
+        Err(e @ SourceError::InitFailed { .. })
+            if health::init_failed_node(&node_name, expected, &e)
+                .verdict
+                .drains() =>
+        {
+            health::init_failed_node(&node_name, expected, &e)
+        }
+        Err(e) => return source_error(&node_name, expected, e, args.json),
+    };
     print(&report, args.json)?;
     if !report.verdict.drains() {
         return Ok(ExitCode::SUCCESS);

@@ -36,6 +36,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::xid::{self, XidEvent};
 use super::{
     probe_from, GpuError, GpuReading, GpuSource, Probe, QueryError, RecoveryAction, RowRemap,
     SourceError,
@@ -48,8 +49,9 @@ pub enum FixtureNvml {
     Ok,
     /// No libnvidia-ml on the node.
     Absent,
-    /// NVML fails to initialise.
-    InitFailed,
+    /// NVML fails to initialise with NVML_ERROR_`CODE` (`"init_failed"`:
+    /// `DRIVER_NOT_LOADED`).
+    InitFailed(String),
 }
 
 #[derive(Debug, Clone)]
@@ -128,6 +130,29 @@ fn probe<T>(
         }),
     }
 }
+
+/// One Xid of a fixture's `xids`: a number (no severity word), or a
+/// kernel log line (`NVRM: Xid (PCI:0000:3b:00): 145, ... Fatal ...`) or
+/// its text after the colon (`145, RLW_REMAP Fatal XC0 i0 Link 23`), read
+/// as the live check reads `/dev/kmsg`.
+fn fixture_xid(v: &Value) -> Option<XidEvent> {
+    match v {
+        Value::String(s) if s.contains("NVRM: Xid (") => xid::parse_xid_line(s).map(|(_, x)| x),
+        Value::String(s) => xid::parse_xid_text(s),
+        v => v.as_u64().map(XidEvent::code),
+    }
+}
+
+/// The NVML errors `nvmlInit` may answer, as a fixture's `"nvml":
+/// {"error": "CODE"}` names them (a misspelled code is refused: it would
+/// hide a mismatch as a passing "unknown").
+const INIT_CODES: &[&str] = &[
+    "LIB_RM_VERSION_MISMATCH",
+    "DRIVER_NOT_LOADED",
+    "NO_PERMISSION",
+    "GPU_IS_LOST",
+    "UNKNOWN",
+];
 
 /// The most GPUs a fixture may declare (`count`).
 pub const MAX_GPUS: u32 = 1024;
@@ -212,14 +237,28 @@ impl FixtureSource {
             return Err(bad("(file)", "expected an object with a \"gpus\" list"));
         };
         known_keys(o, TOP_KEYS, "")?;
-        let nvml = match o.get("nvml").and_then(Value::as_str) {
-            None | Some("ok") => FixtureNvml::Ok,
-            Some("absent") => FixtureNvml::Absent,
-            Some("init_failed") => FixtureNvml::InitFailed,
+        let nvml = match o.get("nvml") {
+            None | Some(Value::Null) => FixtureNvml::Ok,
+            Some(Value::String(s)) if s == "ok" => FixtureNvml::Ok,
+            Some(Value::String(s)) if s == "absent" => FixtureNvml::Absent,
+            Some(Value::String(s)) if s == "init_failed" => {
+                FixtureNvml::InitFailed("DRIVER_NOT_LOADED".into())
+            }
+            Some(Value::Object(e))
+                if e.len() == 1
+                    && e.get("error")
+                        .and_then(Value::as_str)
+                        .is_some_and(|c| INIT_CODES.contains(&c)) =>
+            {
+                FixtureNvml::InitFailed(e["error"].as_str().unwrap_or_default().to_string())
+            }
             Some(other) => {
                 return Err(bad(
                     "nvml",
-                    format!("expected \"ok\", \"absent\" or \"init_failed\" (found {other:?})"),
+                    format!(
+                        "expected \"ok\", \"absent\", \"init_failed\" or {{\"error\": \"CODE\"}} with CODE one of {} (found {other})",
+                        INIT_CODES.join(", ")
+                    ),
                 ))
             }
         };
@@ -272,8 +311,8 @@ impl FixtureSource {
             let xids = probe(
                 g.get("xids"),
                 &f("xids"),
-                "a list of Xid numbers such as [79]",
-                |v| v.as_array()?.iter().map(Value::as_u64).collect(),
+                "a list of Xids such as [79] or [\"145, RLW_REMAP Fatal XC0 i0 Link 23\"] (a number, or the kernel line or its text after `NVRM: Xid (PCI:...): `)",
+                |v| v.as_array()?.iter().map(fixture_xid).collect(),
             )?;
             let ecc = probe(
                 g.get("ecc_uncorrected"),
@@ -370,14 +409,21 @@ impl FixtureSource {
     /// [`SourceError`] for a fixture with `"nvml": "absent"` or
     /// `"init_failed"`.
     pub fn nvml_status(&self) -> Result<(), SourceError> {
-        match self.nvml {
+        match &self.nvml {
             FixtureNvml::Ok => Ok(()),
             FixtureNvml::Absent => Err(SourceError::Absent(
                 "libnvidia-ml.so.1: cannot open shared object file (fixture)".into(),
             )),
-            FixtureNvml::InitFailed => Err(SourceError::InitFailed {
+            FixtureNvml::InitFailed(code) => Err(SourceError::InitFailed {
                 attempts: 1,
-                reason: "driver not loaded (fixture)".into(),
+                reason: match code.as_str() {
+                    "DRIVER_NOT_LOADED" => "driver not loaded (fixture)".into(),
+                    "LIB_RM_VERSION_MISMATCH" => {
+                        "RM detects a driver/library version mismatch (fixture)".into()
+                    }
+                    c => format!("NVML_ERROR_{c} (fixture)"),
+                },
+                code: Some(code.clone()),
             }),
         }
     }

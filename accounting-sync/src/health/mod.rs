@@ -151,9 +151,10 @@ pub struct GpuReading {
     pub uuid: Option<String>,
     /// PCI bus id (`00000000:3B:00.0`), when readable.
     pub pci_bus_id: Option<String>,
-    /// Xid codes the driver reported for this GPU since boot (any Xid;
-    /// the check fails on the critical ones).
-    pub xids: Probe<Vec<u64>>,
+    /// Xids the driver reported for this GPU since boot, with their
+    /// lines' severity words (any Xid; the check fails on the critical
+    /// ones, [`xid::classify`]).
+    pub xids: Probe<Vec<xid::XidEvent>>,
     /// Uncorrectable (double-bit) ECC errors since the driver loaded
     /// (NVML's volatile counter), count.
     pub ecc_uncorrected: Probe<u64>,
@@ -207,7 +208,24 @@ pub enum SourceError {
         attempts: u32,
         /// The last error.
         reason: String,
+        /// The last error as NVML names it (`LIB_RM_VERSION_MISMATCH` for
+        /// NVML_ERROR_LIB_RM_VERSION_MISMATCH), when known.
+        code: Option<String>,
     },
+}
+
+/// The NVML initialisation errors that leave a GPU node unusable until an
+/// admin acts (every GPU job sent to it fails), as written in a drain
+/// reason; `None` for the others (a driver still loading, ...: unknown,
+/// never drained). NVML_ERROR_LIB_RM_VERSION_MISMATCH: the driver package
+/// was upgraded but the old kernel module is still loaded ("Driver/library
+/// version mismatch"); it lasts until the module is reloaded or the node
+/// rebooted.
+pub fn init_error_drains(code: &str) -> Option<&'static str> {
+    match code {
+        "LIB_RM_VERSION_MISMATCH" => Some("driver/library version mismatch"),
+        _ => None,
+    }
 }
 
 /// Where GPU state comes from: NVML on a GPU node, or a fixture.
@@ -334,8 +352,45 @@ pub struct GpuReport {
     pub pci_bus_id: Option<String>,
     /// `(name, result)` for each of [`GPU_CHECKS`], in that order.
     pub checks: Vec<(String, Check)>,
+    /// Every distinct Xid read for this GPU (number and severity word),
+    /// in the order first seen: the critical ones (also in the `xid`
+    /// check's fault) and the others, listed, never failed.
+    pub xids: Vec<XidSeen>,
     /// Worst of the checks.
     pub verdict: Verdict,
+}
+
+/// One distinct Xid of a GPU's reading.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct XidSeen {
+    /// The Xid number.
+    pub xid: u64,
+    /// The line's severity word (`Fatal`, `NonFatal`, ...), when it had one.
+    pub severity: Option<String>,
+    /// True when it fails the `xid` check.
+    pub critical: bool,
+    /// How many times it was logged.
+    pub count: u64,
+}
+
+/// The distinct Xids of `events`, first seen first, counted.
+fn xids_seen(events: &[xid::XidEvent]) -> Vec<XidSeen> {
+    let mut out: Vec<XidSeen> = Vec::new();
+    for e in events {
+        match out
+            .iter_mut()
+            .find(|s| s.xid == e.xid && s.severity == e.severity)
+        {
+            Some(s) => s.count += 1,
+            None => out.push(XidSeen {
+                xid: e.xid,
+                severity: e.severity.clone(),
+                critical: xid::classify(e) == xid::XidClass::Critical,
+                count: 1,
+            }),
+        }
+    }
+    out
 }
 
 /// The whole node's report.
@@ -360,21 +415,27 @@ pub struct NodeReport {
 
 fn judge(r: &GpuReading) -> Vec<(String, Check)> {
     let xid = match &r.xids {
-        Probe::Value(codes) => {
-            let critical: Vec<u64> = codes
-                .iter()
-                .copied()
-                .filter(|c| xid::is_critical(*c))
-                .collect();
-            match critical.first() {
-                None => Check::Ok,
-                Some(_) => {
-                    let mut seen = critical.clone();
-                    seen.sort_unstable();
-                    seen.dedup();
-                    let list: Vec<String> = seen.iter().map(u64::to_string).collect();
-                    Check::Failed(format!("Xid {}", list.join(",")))
-                }
+        Probe::Value(events) => {
+            let of = |class: xid::XidClass| {
+                let mut seen: Vec<&xid::XidEvent> = events
+                    .iter()
+                    .filter(|e| xid::classify(e) == class)
+                    .collect();
+                seen.sort_by(|a, b| (a.xid, &a.severity).cmp(&(b.xid, &b.severity)));
+                seen.dedup();
+                seen.iter().map(|e| e.words()).collect::<Vec<String>>()
+            };
+            let critical = of(xid::XidClass::Critical);
+            let unknown = of(xid::XidClass::SeverityUnknown);
+            if !critical.is_empty() {
+                Check::Failed(format!("Xid {}", critical.join(",")))
+            } else if !unknown.is_empty() {
+                Check::Error(format!(
+                    "Xid {} without a severity word (Fatal or NonFatal): cannot tell whether it needs a reset",
+                    unknown.join(",")
+                ))
+            } else {
+                Check::Ok
             }
         }
         p => unread(p).expect("not a value"),
@@ -416,8 +477,14 @@ fn judge(r: &GpuReading) -> Vec<(String, Check)> {
 }
 
 fn gpu_report(index: u32, read: Result<GpuReading, GpuError>) -> GpuReport {
-    let (checks, serial, uuid, bus) = match read {
-        Ok(r) => (judge(&r), r.serial, r.uuid, r.pci_bus_id),
+    let (checks, serial, uuid, bus, xids) = match read {
+        Ok(r) => {
+            let xids = match &r.xids {
+                Probe::Value(events) => xids_seen(events),
+                _ => Vec::new(),
+            };
+            (judge(&r), r.serial, r.uuid, r.pci_bus_id, xids)
+        }
         Err(e) => {
             let present = match &e {
                 GpuError::Lost(_) => Check::Failed("lost".into()),
@@ -431,7 +498,7 @@ fn gpu_report(index: u32, read: Result<GpuReading, GpuError>) -> GpuReport {
                     Check::Unsupported(format!("not read: {e}")),
                 ));
             }
-            (checks, None, None, None)
+            (checks, None, None, None, Vec::new())
         }
     };
     GpuReport {
@@ -439,6 +506,7 @@ fn gpu_report(index: u32, read: Result<GpuReading, GpuError>) -> GpuReport {
         serial,
         uuid,
         pci_bus_id: bus,
+        xids,
         verdict: gpu_verdict(&checks),
         checks,
     }
@@ -491,6 +559,35 @@ pub fn check_node(node: &str, source: &mut dyn GpuSource, expected: Option<u32>)
         count,
         verdict,
         note: count_err,
+    }
+}
+
+/// The report of a node whose NVML did not initialise (`e`, a
+/// [`SourceError::InitFailed`]): **failed** when the cause is one of
+/// [`init_error_drains`] and Slurm gives the node GPUs (`expected` above
+/// 0): the count check fails with the cause, so `--drain` drains the node;
+/// else unknown (never drained), as [`unknown_node`].
+pub fn init_failed_node(node: &str, expected: Option<u32>, e: &SourceError) -> NodeReport {
+    let why = e.to_string();
+    let fatal = match e {
+        SourceError::InitFailed {
+            code: Some(code), ..
+        } => init_error_drains(code),
+        _ => None,
+    };
+    match (fatal, expected) {
+        (Some(cause), Some(want)) if want > 0 => NodeReport {
+            node: node.to_string(),
+            gpus: Vec::new(),
+            found: 0,
+            expected,
+            count: Check::Failed(format!(
+                "NVML init failed: {cause} (0 of {want} GPUs usable)"
+            )),
+            verdict: Verdict::Failed,
+            note: Some(why),
+        },
+        _ => unknown_node(node, expected, &why),
     }
 }
 
@@ -559,7 +656,7 @@ pub fn drain_reason(r: &NodeReport) -> Option<String> {
 
 /// The check named by a drain reason of [`drain_reason`] (the `reason` of
 /// a ledger `health` event): one of [`GPU_CHECKS`], `count` for the node's
-/// GPU count, `other` for a text this allot does not write. Only the first
+/// GPU count, `nvml` for NVML failing to initialise ([`init_failed_node`]), `other` for a text this allot does not write. Only the first
 /// failure is named in a reason; the `(+N more)` are not.
 pub fn check_of_reason(reason: &str) -> &'static str {
     let r = reason.strip_prefix("allot: ").unwrap_or(reason);
@@ -567,6 +664,7 @@ pub fn check_of_reason(reason: &str) -> &'static str {
         Some(rest) if rest.starts_with(|c: char| c.is_ascii_digit()) => rest
             .trim_start_matches(|c: char| c.is_ascii_digit())
             .trim_start(),
+        _ if r.starts_with("NVML init failed") => return "nvml",
         _ => {
             // The count check: `7 of 8 GPUs visible`.
             let mut w = r.split_whitespace();
@@ -615,6 +713,26 @@ pub fn render_text(r: &NodeReport) -> String {
                 out.push_str(&format!("({d})"));
             }
         }
+        // The Xids that do not fail the check are listed, never hidden.
+        let others: Vec<String> = g
+            .xids
+            .iter()
+            .filter(|x| !x.critical)
+            .map(|x| {
+                let mut notes: Vec<String> = x.severity.iter().cloned().collect();
+                if x.count > 1 {
+                    notes.push(format!("x{}", x.count));
+                }
+                if notes.is_empty() {
+                    x.xid.to_string()
+                } else {
+                    format!("{}({})", x.xid, notes.join(" "))
+                }
+            })
+            .collect();
+        if !others.is_empty() {
+            out.push_str(&format!(" non_critical_xids={}", others.join(",")));
+        }
         out.push('\n');
     }
     let failed = r
@@ -654,6 +772,9 @@ pub fn render_text(r: &NodeReport) -> String {
         out.push_str(&format!("; {reason}"));
     }
     out.push('\n');
+    if let (Check::Failed(_), Some(note)) = (&r.count, &r.note) {
+        out.push_str(&format!("  error: {note}\n"));
+    }
     // Why each unsupported check is unsupported, once per distinct reason.
     let mut whys: Vec<String> = Vec::new();
     let all = r

@@ -23,7 +23,7 @@ use super::{
 pub struct NvmlSource {
     nvml: Nvml,
     /// Xids of the kernel log since boot, or why it could not be read.
-    xids: Result<Vec<(xid::PciKey, u64)>, String>,
+    xids: Result<Vec<(xid::PciKey, xid::XidEvent)>, String>,
 }
 
 impl std::fmt::Debug for NvmlSource {
@@ -55,6 +55,7 @@ impl NvmlSource {
         let attempts = attempts.max(1);
         let mut pause = backoff;
         let mut last = String::new();
+        let mut code = None;
         for attempt in 1..=attempts {
             match Nvml::init() {
                 Ok(nvml) => {
@@ -66,6 +67,7 @@ impl NvmlSource {
                 Err(e) if is_absent(&e) => return Err(SourceError::Absent(e.to_string())),
                 Err(e) => {
                     last = e.to_string();
+                    code = init_code(&e).map(String::from);
                     tracing::warn!(attempt, attempts, "NVML failed to initialise: {e}");
                     if attempt < attempts {
                         std::thread::sleep(pause);
@@ -77,8 +79,22 @@ impl NvmlSource {
         Err(SourceError::InitFailed {
             attempts,
             reason: last,
+            code,
         })
     }
+}
+
+/// NVML's name of an initialisation error (NVML_ERROR_*), for
+/// [`super::init_error_drains`]; `None` for one allot does not name.
+fn init_code(e: &NvmlError) -> Option<&'static str> {
+    Some(match e {
+        NvmlError::LibRmVersionMismatch => "LIB_RM_VERSION_MISMATCH",
+        NvmlError::DriverNotLoaded => "DRIVER_NOT_LOADED",
+        NvmlError::NoPermission => "NO_PERMISSION",
+        NvmlError::GpuLost => "GPU_IS_LOST",
+        NvmlError::Unknown => "UNKNOWN",
+        _ => return None,
+    })
 }
 
 /// NOT_SUPPORTED, GPU_IS_LOST, or any other error (never read as a value).
@@ -180,7 +196,7 @@ impl GpuSource for NvmlSource {
             (Ok(all), Some(key)) => Probe::Value(
                 all.iter()
                     .filter(|(k, _)| *k == key)
-                    .map(|(_, x)| *x)
+                    .map(|(_, x)| x.clone())
                     .collect(),
             ),
         };

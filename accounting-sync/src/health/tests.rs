@@ -497,3 +497,127 @@ fn check_of_reason_names_the_first_failed_check() {
     assert_eq!(check_of_reason("allot: 7 of 8 GPUs visible"), "count");
     assert_eq!(check_of_reason("maintenance"), "other");
 }
+
+#[test]
+fn fatal_xids_fail_and_non_critical_ones_are_listed() {
+    // Kernel lines of the NVLink Xids 144-150 (severity word after the
+    // unit), Xid 46 and application faults, one GPU each.
+    let r = run("fatal-xids.json");
+    let verdicts: Vec<Verdict> = r.gpus.iter().map(|g| g.verdict).collect();
+    assert_eq!(
+        verdicts,
+        vec![
+            Verdict::Failed,  // 145 Fatal
+            Verdict::Failed,  // 46
+            Verdict::Healthy, // 145 NonFatal x2, 13
+            Verdict::Failed,  // 149 Uncorrectable
+            Verdict::Unknown, // 147 without a severity word
+            Verdict::Healthy, // 144 Non-fatal, 150 Correctable, 31
+        ]
+    );
+    let xid = |i: usize| r.gpus[i].checks[1].1.clone();
+    assert_eq!(xid(0), Check::Failed("Xid 145 Fatal".into()));
+    assert_eq!(xid(1), Check::Failed("Xid 46".into()));
+    assert_eq!(xid(2), Check::Ok);
+    assert_eq!(xid(3), Check::Failed("Xid 149 Uncorrectable".into()));
+    assert!(
+        matches!(&xid(4), Check::Error(e) if e.starts_with("Xid 147 without a severity word")),
+        "{:?}",
+        xid(4)
+    );
+    assert_eq!(xid(5), Check::Ok);
+    assert_eq!(r.verdict, Verdict::Failed);
+    assert_eq!(
+        drain_reason(&r).as_deref(),
+        Some("allot: gpu0 Xid 145 Fatal serial=1653021000100 (+2 more)")
+    );
+    assert_eq!(check_of_reason(&drain_reason(&r).unwrap()), "xid");
+    // The non-critical Xids are in the reading, text and JSON.
+    let text = render_text(&r);
+    let line = |i: usize| text.lines().nth(i).unwrap().to_string();
+    assert!(
+        line(2).ends_with("recovery_action=ok non_critical_xids=145(NonFatal x2),13"),
+        "{text}"
+    );
+    assert!(
+        line(5).ends_with("non_critical_xids=144(Non-fatal),150(Correctable),31"),
+        "{text}"
+    );
+    assert!(line(0).ends_with("recovery_action=ok"), "{text}");
+    assert!(line(4).contains("xid=ERROR(Xid 147 without"), "{text}");
+    assert!(line(4).ends_with("non_critical_xids=147"), "{text}");
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(
+        v["gpus"][2]["xids"],
+        serde_json::json!([
+            {"xid": 145, "severity": "NonFatal", "critical": false, "count": 2},
+            {"xid": 13, "severity": null, "critical": false, "count": 1}
+        ])
+    );
+    assert_eq!(
+        v["gpus"][0]["xids"],
+        serde_json::json!([{"xid": 145, "severity": "Fatal", "critical": true, "count": 1}])
+    );
+}
+
+#[test]
+fn xid79_fixture_lists_the_application_fault() {
+    // docs/health.md: application faults are listed in the reading.
+    let r = run("xid79.json");
+    let text = render_text(&r);
+    assert!(
+        text.lines()
+            .nth(3)
+            .unwrap()
+            .ends_with("non_critical_xids=13"),
+        "{text}"
+    );
+}
+
+#[test]
+fn fixture_xid_text_that_is_not_an_xid_is_refused() {
+    let e = FixtureSource::parse(r#"{"gpus": [{"xids": ["RLW_REMAP Fatal"]}]}"#).unwrap_err();
+    assert_eq!(e.field, "gpus[0].xids");
+}
+
+#[test]
+fn driver_library_mismatch_on_a_gpu_node_fails_with_the_cause() {
+    // After a driver package upgrade, nvmlInit answers
+    // NVML_ERROR_LIB_RM_VERSION_MISMATCH: every GPU job on the node fails.
+    let f = fixture("driver-mismatch.json");
+    let e = f.nvml_status().unwrap_err();
+    assert!(
+        matches!(&e, SourceError::InitFailed { code: Some(c), .. } if c == "LIB_RM_VERSION_MISMATCH")
+    );
+    let r = init_failed_node("gpu-a01", f.expected_gpus, &e);
+    assert_eq!(r.verdict, Verdict::Failed);
+    assert!(r.verdict.drains());
+    let reason = drain_reason(&r).unwrap();
+    assert_eq!(
+        reason,
+        "allot: NVML init failed: driver/library version mismatch (0 of 8 GPUs usable)"
+    );
+    assert_eq!(check_of_reason(&reason), "nvml");
+    let text = render_text(&r);
+    assert!(
+        text.contains("node gpu-a01: FAILED: 0 GPUs (8 expected), 0 failed, 0 unknown; count FAILED; allot: NVML init failed: driver/library version mismatch (0 of 8 GPUs usable)\n  error: NVML failed to initialise after 1 attempts: RM detects a driver/library version mismatch (fixture)\n"),
+        "{text}"
+    );
+    // A node Slurm gives no GPUs (or does not say): unknown, never drained.
+    for expected in [None, Some(0)] {
+        let r = init_failed_node("cpu-01", expected, &e);
+        assert_eq!(r.verdict, Verdict::Unknown, "{expected:?}");
+        assert_eq!(drain_reason(&r), None);
+    }
+    // A driver not loaded (yet): unknown, never drained, as before.
+    for nvml in [r#""init_failed""#, r#"{"error": "DRIVER_NOT_LOADED"}"#] {
+        let f =
+            FixtureSource::parse(&format!(r#"{{"nvml": {nvml}, "expected_gpus": 8}}"#)).unwrap();
+        let r = init_failed_node("gpu-a01", Some(8), &f.nvml_status().unwrap_err());
+        assert_eq!(r.verdict, Verdict::Unknown, "{nvml}");
+    }
+    // A misspelled code is refused, not read as a passing unknown.
+    let e = FixtureSource::parse(r#"{"nvml": {"error": "LIB_RM_MISMATCH"}}"#).unwrap_err();
+    assert_eq!(e.field, "nvml");
+    assert!(e.to_string().contains("LIB_RM_VERSION_MISMATCH"), "{e}");
+}

@@ -10,12 +10,15 @@
 //! node.
 
 /// Xids that need a GPU reset or a reboot (or service) before the GPU can
-/// be trusted again. Source: NVIDIA, "Xid Errors" and the Xid catalog
-/// (docs.nvidia.com/deploy/xid-errors/, resolution buckets RESET_GPU /
-/// RESTART_BM / CONTACT_SUPPORT for hardware faults):
+/// be trusted again, whatever their line says. Source: NVIDIA, "Xid
+/// Errors" and the Xid catalog (docs.nvidia.com/deploy/xid-errors/,
+/// resolution buckets RESET_GPU / RESTART_BM / CONTACT_SUPPORT for hardware
+/// faults), and NVIDIA's health validation (Xid checks of severity
+/// CRITICAL, action drain + reset):
 ///
 /// | Xid | meaning |
 /// | --- | --- |
+/// | 46 | GPU stopped processing (health validation: critical, reset the GPU) |
 /// | 48 | double-bit (uncorrectable) ECC error |
 /// | 61, 62 | internal micro-controller breakpoint / halt |
 /// | 63, 64 | ECC page retirement or row remap recorded / failed |
@@ -27,14 +30,97 @@
 /// | 140 | unrecovered ECC error |
 /// | 154 | GPU recovery action changed: reset or reboot required |
 ///
+/// Xids 144-150 ([`SEVERITY_XIDS`]) depend on their line's severity word.
 /// Application faults (13, 31, 43, 45, ...) are reported but do not fail
 /// the check: they concern a job, not the GPU.
-pub const CRITICAL_XIDS: &[u64] = &[48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154];
+pub const CRITICAL_XIDS: &[u64] = &[
+    46, 48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154,
+];
+
+/// NVLink Xids (Blackwell and newer: 144 SAW, 145 RLW, 146 TLW, 147 TREX,
+/// 148 NVLPW control, 149 NETIR, 150 MSE) whose kernel line carries a
+/// severity word after the unit, e.g. `145, RLW_REMAP Fatal XC0 i0 Link 23
+/// (...)`. The catalogue resolves the fatal (uncorrectable) ones with a GPU
+/// reset or a reboot (until then NCCL hangs); the non-fatal ones are
+/// corrected by the hardware. Such an Xid is critical when its word says
+/// fatal or uncorrectable ([`severity_is_fatal`]); listed, not failed, when
+/// it says non-fatal or correctable; and, without a word allot knows,
+/// neither: the check is in error (the GPU unknown, never healthy).
+pub const SEVERITY_XIDS: std::ops::RangeInclusive<u64> = 144..=150;
+
+/// One Xid of the kernel log: its number and the severity word of its line
+/// (`Fatal`, `NonFatal`, `Uncorrectable`, ..., as written), when it has one.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct XidEvent {
+    /// The Xid number.
+    pub xid: u64,
+    /// The line's severity word, as written.
+    pub severity: Option<String>,
+}
+
+impl XidEvent {
+    /// An Xid without a severity word.
+    pub fn code(xid: u64) -> XidEvent {
+        XidEvent {
+            xid,
+            severity: None,
+        }
+    }
+
+    /// `145 Fatal`, or `79` without a severity word.
+    pub fn words(&self) -> String {
+        match &self.severity {
+            Some(w) => format!("{} {w}", self.xid),
+            None => self.xid.to_string(),
+        }
+    }
+}
+
+/// How the `xid` check reads one Xid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XidClass {
+    /// Fails the check: the GPU needs a reset, a reboot or service.
+    Critical,
+    /// Listed in the reading, never failed (an application fault, a
+    /// corrected NVLink error).
+    NonCritical,
+    /// An Xid of [`SEVERITY_XIDS`] without a severity word allot knows:
+    /// neither healthy nor failed.
+    SeverityUnknown,
+}
+
+/// `Some(true)` for a word saying fatal (`Fatal`, `Uncorrectable`,
+/// `Uncorrected`), `Some(false)` for one saying it is not (`NonFatal`,
+/// `Non-fatal`, `Nonfatal`, `Correctable`, `Corrected`), `None` for any other
+/// word. Case does not matter.
+pub fn severity_is_fatal(word: &str) -> Option<bool> {
+    match word.to_ascii_lowercase().as_str() {
+        "fatal" | "uncorrectable" | "uncorrected" => Some(true),
+        "nonfatal" | "non-fatal" | "non_fatal" | "correctable" | "corrected" => Some(false),
+        _ => None,
+    }
+}
+
+/// The class of one Xid: [`CRITICAL_XIDS`] always, [`SEVERITY_XIDS`] by
+/// their severity word, any other never.
+pub fn classify(x: &XidEvent) -> XidClass {
+    if CRITICAL_XIDS.contains(&x.xid) {
+        return XidClass::Critical;
+    }
+    if !SEVERITY_XIDS.contains(&x.xid) {
+        return XidClass::NonCritical;
+    }
+    match x.severity.as_deref().and_then(severity_is_fatal) {
+        Some(true) => XidClass::Critical,
+        Some(false) => XidClass::NonCritical,
+        None => XidClass::SeverityUnknown,
+    }
+}
 
 /// A PCI address as `(domain, bus, device)`.
 pub type PciKey = (u32, u32, u32);
 
-/// True for an Xid of [`CRITICAL_XIDS`].
+/// True for an Xid of [`CRITICAL_XIDS`] (critical whatever its line says).
 pub fn is_critical(xid: u64) -> bool {
     CRITICAL_XIDS.contains(&xid)
 }
@@ -55,22 +141,38 @@ pub fn pci_key(s: &str) -> Option<PciKey> {
     Some((domain, bus, dev))
 }
 
+/// The text of an Xid after `NVRM: Xid (PCI:...): `, e.g. `145, pid=...,
+/// name=..., RLW_REMAP Fatal XC0 i0 Link 23 (...)`: the number and the
+/// first severity word ([`severity_is_fatal`] knows it) among the words
+/// after it. `key=value` words (`pid=`, `name=`) are skipped, so a process
+/// name is never read as a severity. `None` when it does not start with a
+/// number.
+pub fn parse_xid_text(text: &str) -> Option<XidEvent> {
+    let text = text.trim_start();
+    let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
+    let xid = digits.parse().ok()?;
+    let rest = &text[digits.len()..];
+    let severity = rest
+        .split_whitespace()
+        .filter(|w| !w.contains('='))
+        .flat_map(|w| w.split([',', '(', ')', ':', ';', '.']))
+        .find(|w| severity_is_fatal(w).is_some())
+        .map(str::to_string);
+    Some(XidEvent { xid, severity })
+}
+
 /// An Xid line of the kernel log: `(PCI address key, Xid)`. `None` for
 /// any other line.
-pub fn parse_xid_line(line: &str) -> Option<(PciKey, u64)> {
+pub fn parse_xid_line(line: &str) -> Option<(PciKey, XidEvent)> {
     let rest = &line[line.find("NVRM: Xid (")? + "NVRM: Xid (".len()..];
     let close = rest.find(')')?;
     let key = pci_key(&rest[..close])?;
-    let after = rest[close + 1..]
-        .trim_start()
-        .strip_prefix(':')?
-        .trim_start();
-    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
-    Some((key, digits.parse().ok()?))
+    let after = rest[close + 1..].trim_start().strip_prefix(':')?;
+    Some((key, parse_xid_text(after)?))
 }
 
 /// Every Xid in `log` (kernel log text, one record per line), in order.
-pub fn xids_in(log: &str) -> Vec<(PciKey, u64)> {
+pub fn xids_in(log: &str) -> Vec<(PciKey, XidEvent)> {
     log.lines().filter_map(parse_xid_line).collect()
 }
 
@@ -115,10 +217,13 @@ mod tests {
     #[test]
     fn xid_lines() {
         let line = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1101234, name=nvc:[driver], GPU has fallen off the bus.";
-        assert_eq!(parse_xid_line(line), Some(((0, 0x3b, 0), 79)));
+        assert_eq!(
+            parse_xid_line(line),
+            Some(((0, 0x3b, 0), XidEvent::code(79)))
+        );
         assert_eq!(
             parse_xid_line("[ 12.5] NVRM: Xid (0000:03:00): 14, Channel 00000001"),
-            Some(((0, 3, 0), 14))
+            Some(((0, 3, 0), XidEvent::code(14)))
         );
         assert_eq!(
             parse_xid_line("NVRM: GPU at 0000:03:00: GPU-b850f46d"),
@@ -126,7 +231,13 @@ mod tests {
         );
         assert_eq!(parse_xid_line("usb 1-1: new device"), None);
         let log = format!("{line}\nsomething else\nNVRM: Xid (PCI:0000:86:00): 48, DBE\n");
-        assert_eq!(xids_in(&log), vec![((0, 0x3b, 0), 79), ((0, 0x86, 0), 48)]);
+        assert_eq!(
+            xids_in(&log),
+            vec![
+                ((0, 0x3b, 0), XidEvent::code(79)),
+                ((0, 0x86, 0), XidEvent::code(48))
+            ]
+        );
     }
 
     #[test]
@@ -136,9 +247,55 @@ mod tests {
         assert_eq!(pci_key("garbage"), None);
     }
 
+    fn line(text: &str) -> XidEvent {
+        parse_xid_line(&format!("NVRM: Xid (PCI:0000:3b:00): {text}"))
+            .unwrap()
+            .1
+    }
+
+    #[test]
+    fn severity_word_is_kept_from_the_kernel_line() {
+        let x = line("145, pid='<unknown>', name=<unknown>, RLW_REMAP Fatal XC0 i0 Link 23 (0x00000004 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)");
+        assert_eq!(x.xid, 145);
+        assert_eq!(x.severity.as_deref(), Some("Fatal"));
+        assert_eq!(x.words(), "145 Fatal");
+        assert_eq!(classify(&x), XidClass::Critical);
+        let x = line("145, pid='<unknown>', name=<unknown>, RLW_REMAP NonFatal XC0 i0 Link 23 (0x00000001 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)");
+        assert_eq!(x.severity.as_deref(), Some("NonFatal"));
+        assert_eq!(classify(&x), XidClass::NonCritical);
+        let x = line("149, NETIR_LINK_EVT Uncorrectable XC0 i0 Link 04 (0x004505c6 0x00000000)");
+        assert_eq!(
+            (x.xid, x.severity.as_deref(), classify(&x)),
+            (149, Some("Uncorrectable"), XidClass::Critical)
+        );
+        let x = line("144, SAW_MVB Non-fatal XC0 i0 Link -1 (0x00000000)");
+        assert_eq!(classify(&x), XidClass::NonCritical);
+        let x = line("150, MSE_WATCHDOG Correctable XC0 i0 Link -1 (0x00000000)");
+        assert_eq!(classify(&x), XidClass::NonCritical);
+        // A process named like a severity is not one.
+        let x = line("146, pid=4242, name=fatal, TLW_RX Nonfatal XC0 i0 Link 2");
+        assert_eq!(x.severity.as_deref(), Some("Nonfatal"));
+        let x = line("147, pid=4242, name=x:fatal, TREX_EVT XC0 i0 Link 2");
+        assert_eq!(
+            (x.severity, classify(&line("147, TREX_EVT XC0 i0 Link 2"))),
+            (None, XidClass::SeverityUnknown)
+        );
+        // Xid 46 is critical whatever the line says; Xid 13 never is.
+        assert_eq!(
+            classify(&line("46, pid=1, name=python, GPU stopped processing")),
+            XidClass::Critical
+        );
+        assert_eq!(
+            classify(&line(
+                "13, pid=1, name=python, Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0): Fatal"
+            )),
+            XidClass::NonCritical
+        );
+    }
+
     #[test]
     fn critical_list() {
-        for x in [48, 79, 94, 95, 92, 119, 120] {
+        for x in [46, 48, 79, 94, 95, 92, 119, 120] {
             assert!(is_critical(x), "{x}");
         }
         for x in [13, 31, 43, 45] {
