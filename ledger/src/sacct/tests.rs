@@ -361,3 +361,55 @@ fn admin_comment_token() {
     );
     assert_eq!(a.min_runtime, Some(600));
 }
+
+/// `sacct -M all` adds a `Cluster` column; job ids are per cluster.
+const TWO_CLUSTERS: &str = "Cluster|JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment
+alpha|700|700|a1|alice|gpu|gres/gpu=2|1700000000|1700000000|1700003600|01:00:00|COMPLETED|
+alpha|701|701|a1|alice|gpu|gres/gpu=4|1700000000|1700000000|1700003600|01:00:00|COMPLETED|
+beta|700|700|b1|bob|gpu|gres/gpu=1|1700000000|1700000000|1700003600|01:00:00|COMPLETED|
+beta|701|701|b1|bob|gpu|gres/gpu=4|1700000000|1700000000|1700003600|01:00:00|COMPLETED|
+beta|702|702|b1|bob|gpu|gres/gpu=4|1700000000|1700000000|1700003600|01:00:00|COMPLETED|
+";
+
+#[test]
+fn a_dump_of_several_clusters_is_refused_naming_them() {
+    let mut lines = TWO_CLUSTERS.lines();
+    let p = Parser::from_header_line(lines.next().unwrap(), utc()).unwrap();
+    assert!(p.has_cluster());
+    let e = one_cluster(&p, lines).unwrap_err();
+    assert_eq!(
+        e.clusters,
+        vec![("alpha".to_string(), 2), ("beta".to_string(), 3)]
+    );
+    let m = e.to_string();
+    assert!(
+        m.contains("2 clusters: alpha (2 rows), beta (3 rows)")
+            && m.contains("sacct -M <cluster>")
+            && m.contains("nothing was read"),
+        "{m}"
+    );
+}
+
+#[test]
+fn a_dump_of_one_cluster_or_without_the_column_is_fine() {
+    let mut lines = TWO_CLUSTERS.lines();
+    let header = lines.next().unwrap();
+    let p = Parser::from_header_line(header, utc()).unwrap();
+    let alpha: Vec<&str> = lines.filter(|l| l.starts_with("alpha|")).collect();
+    assert_eq!(
+        one_cluster(&p, alpha.iter().copied()),
+        Ok(Some("alpha".into()))
+    );
+    // Empty or placeholder clusters are not a second cluster.
+    assert_eq!(
+        one_cluster(&p, ["|9|9|a|u|gpu||1|1|1|00:00:00|COMPLETED|", "alpha|x"]),
+        Ok(Some("alpha".into()))
+    );
+    // No Cluster column: nothing to check.
+    let p = Parser::live(utc());
+    assert!(!p.has_cluster());
+    assert_eq!(
+        one_cluster(&p, ["700|700|a|u|gpu||1|1|1|00:00:00|COMPLETED|"]),
+        Ok(None)
+    );
+}
