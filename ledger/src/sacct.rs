@@ -18,10 +18,13 @@
 //!   (`None`), never 0.
 //! - Times are seconds since the Unix epoch (UTC). A field made of digits
 //!   only is already an epoch (what `SLURM_TIME_FORMAT=%s` makes sacct
-//!   print, as `allot sync` does); otherwise it is sacct's ISO local time
-//!   `YYYY-MM-DDTHH:MM:SS`, read in the time zone given to
-//!   [`Parser::new`] (a time that a DST change makes ambiguous takes the
-//!   earlier instant).
+//!   print, as `allot sync` does); a date-time with a UTC offset
+//!   (`2026-01-10T23:30:00+0100`, `-05:00`, `Z`: what
+//!   `SLURM_TIME_FORMAT=%Y-%m-%dT%H:%M:%S%z` prints) is the instant it
+//!   names; otherwise it is sacct's ISO local time `YYYY-MM-DDTHH:MM:SS`,
+//!   read in the time zone given to [`Parser::new`] (a time that a DST
+//!   change makes ambiguous takes the earlier instant). The zone applies
+//!   only to times without an offset.
 //! - `Elapsed` is `[d-]hh:mm:ss` or `mm:ss`.
 //! - GPUs come from `AllocTRES` via [`fairshare::tres::gpu_count`]
 //!   (`gres/gpu:a100=2,gres/gpu=2` is 2 GPUs).
