@@ -18,10 +18,13 @@
 //!   (`None`), never 0.
 //! - Times are seconds since the Unix epoch (UTC). A field made of digits
 //!   only is already an epoch (what `SLURM_TIME_FORMAT=%s` makes sacct
-//!   print, as `allot sync` does); otherwise it is sacct's ISO local time
-//!   `YYYY-MM-DDTHH:MM:SS`, read in the time zone given to
-//!   [`Parser::new`] (a time that a DST change makes ambiguous takes the
-//!   earlier instant).
+//!   print, as `allot sync` does); a date-time with a UTC offset
+//!   (`2026-01-10T23:30:00+0100`, `-05:00`, `Z`: what
+//!   `SLURM_TIME_FORMAT=%Y-%m-%dT%H:%M:%S%z` prints) is the instant it
+//!   names; otherwise it is sacct's ISO local time `YYYY-MM-DDTHH:MM:SS`,
+//!   read in the time zone given to [`Parser::new`] (a time that a DST
+//!   change makes ambiguous takes the earlier instant). The zone applies
+//!   only to times without an offset.
 //! - `Elapsed` is `[d-]hh:mm:ss` or `mm:ss`.
 //! - GPUs come from `AllocTRES` via [`fairshare::tres::gpu_count`]
 //!   (`gres/gpu:a100=2,gres/gpu=2` is 2 GPUs).
@@ -30,6 +33,9 @@
 //!   the engine's one parser, [`fairshare::record::recorded_min_runtime`];
 //!   users cannot edit `AdminComment`, and the user-editable `Comment` is
 //!   never read.
+//! - A dump holds one cluster's jobs: job ids are numbered per cluster, so
+//!   a `Cluster` column (`sacct -M all`) naming two or more clusters is
+//!   refused whole by [`one_cluster`] before any row is used.
 //! - A row that cannot be read is a [`RowError`] naming the JobID, the field
 //!   and the value; the caller logs it and carries on.
 
@@ -67,7 +73,9 @@ pub const REQUIRED_FIELDS: &[&str] = &["JobIDRaw", "Account", "AllocTRES", "Star
 /// Fields read when present: `JobID` (the printed label; without it
 /// `JobIDRaw` stands in), `Submit` (without it an attempt is keyed by its
 /// start), `User`, `Partition`, `State`, `Elapsed` (stored for reference)
-/// and `AdminComment` (the contract token).
+/// and `AdminComment` (the contract token). `Cluster` (what `sacct -M all`
+/// adds) is only checked: a dump may hold one cluster's jobs
+/// ([`one_cluster`]).
 pub const OPTIONAL_FIELDS: &[&str] = &[
     "JobID",
     "Submit",
@@ -76,6 +84,7 @@ pub const OPTIONAL_FIELDS: &[&str] = &[
     "State",
     "Elapsed",
     "AdminComment",
+    "Cluster",
 ];
 
 /// The `sacct` command that saves a dump `allot sync --from` reads: every
@@ -119,6 +128,68 @@ impl std::fmt::Display for MissingFields {
             ),
         }
     }
+}
+
+/// A dump holds the jobs of several clusters (`sacct -M all`, or several
+/// `-M` names). Job ids are numbered per cluster, so two clusters' job 700
+/// would read as two attempts of one job, and one cluster's attempt would
+/// replace the other's: such a dump is refused whole.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct SeveralClusters {
+    /// Each cluster found in the `Cluster` column and its number of rows,
+    /// in the order first seen.
+    pub clusters: Vec<(String, u64)>,
+}
+
+impl std::fmt::Display for SeveralClusters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list: Vec<String> = self
+            .clusters
+            .iter()
+            .map(|(c, n)| format!("{c} ({n} row{})", if *n == 1 { "" } else { "s" }))
+            .collect();
+        write!(
+            f,
+            "the sacct dump holds the jobs of {} clusters: {}. Job ids are numbered per \
+             cluster, so their jobs cannot share one ledger or one trace (the same job id \
+             would merge or overwrite); nothing was read. Save one dump per cluster with \
+             sacct -M <cluster> (e.g. sacct -M {} ...) and use each with its own ledger",
+            self.clusters.len(),
+            list.join(", "),
+            self.clusters
+                .first()
+                .map_or("<cluster>", |(c, _)| c.as_str()),
+        )
+    }
+}
+
+/// Checks that the rows of a dump (header excluded) hold one cluster's
+/// jobs: `Ok(Some(name))` for a single cluster, `Ok(None)` without a
+/// `Cluster` column (or with it empty throughout).
+///
+/// # Errors
+/// [`SeveralClusters`] naming every cluster found and its row count.
+pub fn one_cluster<'a, I>(parser: &Parser, lines: I) -> Result<Option<String>, SeveralClusters>
+where
+    I: IntoIterator<Item = &'a str>,
+{
+    if !parser.has_cluster() {
+        return Ok(None);
+    }
+    let mut clusters: Vec<(String, u64)> = Vec::new();
+    for line in lines {
+        let Some(c) = parser.cluster(line) else {
+            continue;
+        };
+        match clusters.iter_mut().find(|(name, _)| name == c) {
+            Some((_, n)) => *n += 1,
+            None => clusters.push((c.to_string(), 1)),
+        }
+    }
+    if clusters.len() > 1 {
+        return Err(SeveralClusters { clusters });
+    }
+    Ok(clusters.pop().map(|(c, _)| c))
 }
 
 /// Why one row could not be read.
@@ -227,6 +298,7 @@ pub struct Parser {
     state: Option<usize>,
     elapsed: Option<usize>,
     admin_comment: Option<usize>,
+    cluster: Option<usize>,
 }
 
 impl Parser {
@@ -293,6 +365,7 @@ impl Parser {
             state: find("State"),
             elapsed: find("Elapsed"),
             admin_comment: find("AdminComment"),
+            cluster: find("Cluster"),
         })
     }
 
@@ -342,6 +415,24 @@ impl Parser {
             .split('|')
             .collect();
         Parser::new(&fields, tz)
+    }
+
+    /// True when the dump has a `Cluster` column (`sacct -M ...`): its
+    /// rows must be checked with [`one_cluster`] before any is used.
+    pub fn has_cluster(&self) -> bool {
+        self.cluster.is_some()
+    }
+
+    /// The `Cluster` field of one line, trimmed; `None` without the column,
+    /// for a placeholder or for a line too short to have it.
+    pub fn cluster<'a>(&self, line: &'a str) -> Option<&'a str> {
+        let i = self.cluster?;
+        let v = line
+            .trim_end_matches(['\r', '\n'])
+            .splitn(self.width, '|')
+            .nth(i)?
+            .trim();
+        (!is_placeholder(v)).then_some(v)
     }
 
     /// Parses one `--parsable2` line (no trailing newline needed).

@@ -33,7 +33,7 @@ pub struct Args {
     /// empty ledger; without it such a dump is an error
     #[arg(long, requires = "from")]
     pub allow_empty: bool,
-    /// Time zone of the dump's local times, e.g. Europe/Paris [default: the system's]
+    /// Time zone of the dump's local times (those without a UTC offset), e.g. Europe/Paris [default: the system's]
     #[arg(long, value_name = "TZ", requires = "from")]
     pub timezone: Option<String>,
     /// Keep syncing, one pass every --interval

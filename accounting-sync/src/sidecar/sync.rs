@@ -108,7 +108,8 @@ where
 ///
 /// # Errors
 /// An empty input, a header lacking required fields (named in the
-/// message), read and ledger errors.
+/// message), a dump of several clusters (nothing written), read and
+/// ledger errors.
 pub fn import_dump<R: BufRead>(
     ledger: &mut Ledger,
     charging: &Charging,
@@ -129,7 +130,28 @@ pub fn import_dump<R: BufRead>(
     if let Some(note) = parser.layout_note() {
         tracing::info!("{note}");
     }
-    Ok(import_lines(ledger, charging, &parser, lines, batch, None)?.0)
+    if !parser.has_cluster() {
+        return Ok(import_lines(ledger, charging, &parser, lines, batch, None)?.0);
+    }
+    // A `Cluster` column (`sacct -M`): every row is checked before the
+    // first is written, so a dump of several clusters writes nothing.
+    let rows = lines
+        .collect::<std::io::Result<Vec<String>>>()
+        .context("reading sacct output")?;
+    if let Some(cluster) =
+        allot_ledger::sacct::one_cluster(&parser, rows.iter().map(String::as_str))?
+    {
+        tracing::info!(cluster, "the dump holds one cluster's jobs");
+    }
+    Ok(import_lines(
+        ledger,
+        charging,
+        &parser,
+        rows.into_iter().map(Ok),
+        batch,
+        None,
+    )?
+    .0)
 }
 
 impl ImportStats {
@@ -574,6 +596,48 @@ mod dump_tests {
             e.contains("lacks the field(s) JobIDRaw (or JobID), AllocTRES, End"),
             "{e}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_dump_of_several_clusters_writes_nothing() {
+        let (dir, mut ledger) = temp_ledger("allot-clusters-");
+        let one = "Cluster|JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
+            alpha|700|700|a1|alice|gpu|gres/gpu=2|1700000000|1700000000|1700003600|01:00:00|COMPLETED|\n\
+            alpha|701|701|a1|alice|gpu|gres/gpu=4|1700000000|1700000000|1700003600|01:00:00|COMPLETED|\n";
+        // One cluster with the column: imported as before.
+        let stats = dump_into(&mut ledger, one.as_bytes()).unwrap();
+        assert_eq!(stats.written.inserted, 2);
+        let before = ledger.reader().unwrap().dump().unwrap();
+        // Another cluster's 700 and 701 (other submit times, so not
+        // "unchanged"): today they would become a second attempt of 700
+        // and replace 701. In batches of one, the first row would be
+        // written before the second cluster is seen.
+        let two = format!(
+            "{one}beta|700|700|b1|bob|gpu|gres/gpu=1|1700000500|1700000500|1700004100|01:00:00|COMPLETED|\n\
+             beta|701|701|b1|bob|gpu|gres/gpu=4|1700000000|1700000000|1700003600|01:00:00|COMPLETED|\n"
+        );
+        let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
+        let e = import_dump(
+            &mut ledger,
+            &charging,
+            two.as_bytes(),
+            jiff::tz::TimeZone::UTC,
+            1,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("2 clusters: alpha (2 rows), beta (2 rows)")
+                && e.contains("sacct -M <cluster>"),
+            "{e}"
+        );
+        assert_eq!(
+            ledger.reader().unwrap().dump().unwrap(),
+            before,
+            "ledger untouched"
+        );
+        assert_eq!(ledger.reader().unwrap().attempt_count().unwrap(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -104,6 +104,7 @@ pub(super) fn sacct_trace(text: &str) -> anyhow::Result<Trace> {
         // Without Submit a job's submit time is its first start: waits read 0.
         eprintln!("allot sim: note: {note} (waits read from the first start)");
     }
+    allot_ledger::sacct::one_cluster(&parser, text.lines().skip(1))?;
     let mut errors = Vec::new();
     let mut attempts = Vec::new();
     let mut steps = 0u64;

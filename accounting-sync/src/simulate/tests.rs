@@ -156,6 +156,40 @@ fn sacct_dumps_with_steps_replay_their_jobs() {
     );
 }
 
+#[test]
+fn sacct_dumps_of_several_clusters_are_refused() {
+    let text = "Cluster|JobIDRaw|JobID|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
+                alpha|700|700|a1|u|gpu|gres/gpu=2|1700000000|1700000100|1700003700|01:00:00|COMPLETED|\n\
+                alpha|701|701|a1|u|gpu|gres/gpu=2|1700000000|1700000100|1700003700|01:00:00|COMPLETED|\n\
+                beta|700|700|b1|v|gpu|gres/gpu=1|1700000000|1700000100|1700003700|01:00:00|COMPLETED|\n\
+                beta|701|701|b1|v|gpu|gres/gpu=4|1700000000|1700000100|1700003700|01:00:00|COMPLETED|\n";
+    let e = sacct_trace(text).unwrap_err().to_string();
+    assert!(
+        e.contains("2 clusters: alpha (2 rows), beta (2 rows)") && e.contains("sacct -M <cluster>"),
+        "{e}"
+    );
+    // One cluster's rows replay as before.
+    let one: String = text
+        .lines()
+        .filter(|l| !l.starts_with("beta"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let t = sacct_trace(&one).unwrap();
+    assert_eq!(t.jobs.len(), 2, "{:?}", t.errors);
+}
+
+#[test]
+fn sacct_dumps_with_utc_offsets_replay_their_instants() {
+    // Start 23:30+0100 = 22:30Z, End 18:30-05:00 = 23:30Z: a 1 h run
+    // (dropping the offsets, End would fall 5 h before Start). Submit Z:
+    // 22:00Z, 30 min before the start.
+    let text = "JobIDRaw|JobID|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
+                10|10|a1|u|gpu|gres/gpu=2|2026-01-10T22:00:00Z|2026-01-10T23:30:00+0100|2026-01-10T18:30:00-05:00|01:00:00|COMPLETED|\n";
+    let t = sacct_trace(text).unwrap();
+    assert!(t.errors.is_empty(), "{:?}", t.errors);
+    assert_eq!((t.jobs.len(), t.jobs[0].duration), (1, 3600));
+}
+
 fn sim_args(dir: &Path, config: &str, trace: &str) -> Args {
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("allot.toml"), config).unwrap();

@@ -24,10 +24,14 @@ pub fn is_placeholder(s: &str) -> bool {
 }
 
 /// Parses a time field into seconds since the epoch: placeholders give
-/// `Ok(None)`, digits are an epoch, else ISO local time in `tz`.
+/// `Ok(None)`, digits are an epoch, a date-time with a UTC offset
+/// (`2026-01-10T23:30:00+0100`, `-05:00`, `+01`, `Z`: what
+/// `SLURM_TIME_FORMAT=%Y-%m-%dT%H:%M:%S%z` prints) is the instant it names,
+/// and one without is local time in `tz` (`tz` applies only there).
 ///
 /// # Errors
-/// Text that is neither.
+/// Text that is none of these (an offset that is not `±HH[:MM]`, `±HHMM`
+/// or `Z` included).
 pub fn parse_time(s: &str, tz: &jiff::tz::TimeZone) -> Result<Option<i64>, String> {
     let s = s.trim();
     if is_placeholder(s) {
@@ -36,13 +40,20 @@ pub fn parse_time(s: &str, tz: &jiff::tz::TimeZone) -> Result<Option<i64>, Strin
     if s.bytes().all(|b| b.is_ascii_digit()) {
         return s.parse::<i64>().map(Some).map_err(|e| e.to_string());
     }
-    let dt: jiff::civil::DateTime = s
-        .parse()
-        .map_err(|e| format!("not an epoch nor a YYYY-MM-DDTHH:MM:SS time ({e})"))?;
-    let ts = tz
-        .to_ambiguous_timestamp(dt)
-        .compatible()
-        .map_err(|e| e.to_string())?;
+    // jiff's RFC 3339 / ISO 8601 reader: the date, the time and the offset
+    // when there is one (`Z` is UTC); a civil `DateTime` would drop the
+    // offset and refuse `Z`.
+    let pieces = jiff::fmt::temporal::Pieces::parse(s).map_err(|e| {
+        format!("not an epoch nor a YYYY-MM-DDTHH:MM:SS time with or without a UTC offset ({e})")
+    })?;
+    let dt = pieces.date().to_datetime(pieces.time().unwrap_or_default());
+    let ts = match pieces.to_numeric_offset() {
+        Some(offset) => offset.to_timestamp(dt).map_err(|e| e.to_string())?,
+        None => tz
+            .to_ambiguous_timestamp(dt)
+            .compatible()
+            .map_err(|e| e.to_string())?,
+    };
     Ok(Some(ts.as_second()))
 }
 

@@ -361,3 +361,159 @@ fn admin_comment_token() {
     );
     assert_eq!(a.min_runtime, Some(600));
 }
+
+/// `sacct -M all` adds a `Cluster` column; job ids are per cluster.
+const TWO_CLUSTERS: &str = "Cluster|JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment
+alpha|700|700|a1|alice|gpu|gres/gpu=2|1700000000|1700000000|1700003600|01:00:00|COMPLETED|
+alpha|701|701|a1|alice|gpu|gres/gpu=4|1700000000|1700000000|1700003600|01:00:00|COMPLETED|
+beta|700|700|b1|bob|gpu|gres/gpu=1|1700000000|1700000000|1700003600|01:00:00|COMPLETED|
+beta|701|701|b1|bob|gpu|gres/gpu=4|1700000000|1700000000|1700003600|01:00:00|COMPLETED|
+beta|702|702|b1|bob|gpu|gres/gpu=4|1700000000|1700000000|1700003600|01:00:00|COMPLETED|
+";
+
+#[test]
+fn a_dump_of_several_clusters_is_refused_naming_them() {
+    let mut lines = TWO_CLUSTERS.lines();
+    let p = Parser::from_header_line(lines.next().unwrap(), utc()).unwrap();
+    assert!(p.has_cluster());
+    let e = one_cluster(&p, lines).unwrap_err();
+    assert_eq!(
+        e.clusters,
+        vec![("alpha".to_string(), 2), ("beta".to_string(), 3)]
+    );
+    let m = e.to_string();
+    assert!(
+        m.contains("2 clusters: alpha (2 rows), beta (3 rows)")
+            && m.contains("sacct -M <cluster>")
+            && m.contains("nothing was read"),
+        "{m}"
+    );
+}
+
+#[test]
+fn a_dump_of_one_cluster_or_without_the_column_is_fine() {
+    let mut lines = TWO_CLUSTERS.lines();
+    let header = lines.next().unwrap();
+    let p = Parser::from_header_line(header, utc()).unwrap();
+    let alpha: Vec<&str> = lines.filter(|l| l.starts_with("alpha|")).collect();
+    assert_eq!(
+        one_cluster(&p, alpha.iter().copied()),
+        Ok(Some("alpha".into()))
+    );
+    // Empty or placeholder clusters are not a second cluster.
+    assert_eq!(
+        one_cluster(&p, ["|9|9|a|u|gpu||1|1|1|00:00:00|COMPLETED|", "alpha|x"]),
+        Ok(Some("alpha".into()))
+    );
+    // No Cluster column: nothing to check.
+    let p = Parser::live(utc());
+    assert!(!p.has_cluster());
+    assert_eq!(
+        one_cluster(&p, ["700|700|a|u|gpu||1|1|1|00:00:00|COMPLETED|"]),
+        Ok(None)
+    );
+}
+
+#[test]
+fn utc_offsets_are_honoured_and_the_zone_applies_only_without_one() {
+    let paris = jiff::tz::TimeZone::get("Europe/Paris").unwrap();
+    // 2026-01-10T00:00:00Z: 20463 days after 1970-01-01 (56 years with 14
+    // leap days, 1972..2024: 56*365 + 14 = 20454, then 9 days of January)
+    // x 86400 = 1_768_003_200. 23:30 is + 84_600 = 1_768_087_800 (UTC).
+    let utc_2330 = 1_768_087_800;
+    // +0100 (sacct's %z): 23:30 at UTC+1 is 22:30 UTC = 23:30 UTC - 3600.
+    assert_eq!(
+        parse_time("2026-01-10T23:30:00+0100", &paris),
+        Ok(Some(utc_2330 - 3600))
+    );
+    // -05:00: 23:30 at UTC-5 is 04:30 UTC on the 11th = 23:30 UTC + 18000.
+    assert_eq!(
+        parse_time("2026-01-10T23:30:00-05:00", &paris),
+        Ok(Some(utc_2330 + 18_000))
+    );
+    // The offset wins over --timezone whatever the zone.
+    assert_eq!(
+        parse_time("2026-01-10T23:30:00-05:00", &utc()),
+        Ok(Some(utc_2330 + 18_000))
+    );
+    // Z is UTC: 1_768_087_800; z and +01 (hours only) too.
+    assert_eq!(
+        parse_time("2026-01-10T23:30:00Z", &paris),
+        Ok(Some(utc_2330))
+    );
+    assert_eq!(
+        parse_time("2026-01-10T23:30:00z", &paris),
+        Ok(Some(utc_2330))
+    );
+    assert_eq!(
+        parse_time("2026-01-10T23:30:00+01", &utc()),
+        Ok(Some(utc_2330 - 3600))
+    );
+    // No offset: local time of --timezone. Paris is UTC+1 in January, so
+    // 23:30 there is 22:30 UTC = utc_2330 - 3600; in UTC, utc_2330.
+    assert_eq!(
+        parse_time("2026-01-10T23:30:00", &paris),
+        Ok(Some(utc_2330 - 3600))
+    );
+    assert_eq!(
+        parse_time("2026-01-10T23:30:00", &utc()),
+        Ok(Some(utc_2330))
+    );
+    // An offset that is not one is refused, not dropped.
+    for bad in [
+        "2026-01-10T23:30:00+1",
+        "2026-01-10T23:30:00+01:0",
+        "2026-01-10T23:30:00 +0100x",
+        "2026-01-10T23:30:00+99:00",
+    ] {
+        assert!(parse_time(bad, &paris).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn rows_with_offsets_charge_the_right_instants() {
+    let p = Parser::from_header_line(
+        "JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment",
+        jiff::tz::TimeZone::get("Asia/Tokyo").unwrap(),
+    )
+    .unwrap();
+    let row = |submit: &str, start: &str, end: &str| match p
+        .parse(&format!(
+            "1|1|a1|u|gpu|gres/gpu=1|{submit}|{start}|{end}|01:00:00|COMPLETED|"
+        ))
+        .unwrap()
+    {
+        RowOutcome::Attempt(a) => (a.submit, a.start.unwrap(), a.end.unwrap()),
+        o => panic!("{o:?}"),
+    };
+    // Submit 23:00+0100 = 22:00Z = 1_768_087_800 - 5400 = 1_768_082_400;
+    // start 23:30+0100 = 22:30Z = 1_768_084_200; end 18:30-05:00 = 23:30Z
+    // = 1_768_087_800: one hour of run, across two offsets (read as Tokyo
+    // local times, End would fall before Start).
+    assert_eq!(
+        row(
+            "2026-01-10T23:00:00+0100",
+            "2026-01-10T23:30:00+0100",
+            "2026-01-10T18:30:00-05:00"
+        ),
+        (1_768_082_400, 1_768_084_200, 1_768_087_800)
+    );
+    // Z rows: the same instants, the Tokyo zone unused.
+    assert_eq!(
+        row(
+            "2026-01-10T22:00:00Z",
+            "2026-01-10T22:30:00Z",
+            "2026-01-10T23:30:00Z"
+        ),
+        (1_768_082_400, 1_768_084_200, 1_768_087_800)
+    );
+    // No offset: Tokyo (UTC+9), so 07:30 on the 11th there is 22:30Z.
+    assert_eq!(
+        row(
+            "2026-01-11T07:00:00",
+            "2026-01-11T07:30:00",
+            "2026-01-11T08:30:00"
+        ),
+        (1_768_082_400, 1_768_084_200, 1_768_087_800)
+    );
+}
