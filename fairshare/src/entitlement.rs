@@ -118,7 +118,7 @@ pub struct Entitlements {
     #[serde(skip)]
     leaf_node: Vec<u32>,
     /// Leaves whose owed work is held back by debug work, and how many
-    /// ([`crate::lane::mark_held_back`]).
+    /// ([`crate::lane::HeldBack`]).
     #[serde(skip)]
     held_back: Vec<bool>,
     #[serde(skip)]

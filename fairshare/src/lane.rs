@@ -197,8 +197,8 @@ impl HeldBack {
             let leaf = LeafId(l as u32);
             let hold = &mut self.by_leaf[l];
             let Some(o) = o.filter(|o| {
+                // `first` is below its entitlement.
                 first == Some(leaf)
-                    && load.below(leaf)
                     && now.saturating_sub(o.eligible) >= weights.short_yield
                     && hold.spent != Some(o.id)
             }) else {

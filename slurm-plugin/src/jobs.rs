@@ -11,10 +11,18 @@ use fairshare::{
 /// The job's minimum runtime: [`fairshare::ContractPolicy::job_min_runtime`]
 /// of the one job_submit recorded in AdminComment and of its partition.
 pub fn min_runtime(engine: &Engine, job: &JobRecord<'_>) -> u64 {
-    engine.config().contract.job_min_runtime(
-        job.admin_comment().and_then(recorded_min_runtime),
-        job.partition(),
-    )
+    recorded(engine, job).0
+}
+
+/// What job_submit recorded in AdminComment, read once: the job's
+/// [`min_runtime`] and whether it is part of a sweep ([`is_sweep`]).
+fn recorded(engine: &Engine, job: &JobRecord<'_>) -> (u64, bool) {
+    let comment = job.admin_comment();
+    let min_runtime = engine
+        .config()
+        .contract
+        .job_min_runtime(comment.and_then(recorded_min_runtime), job.partition());
+    (min_runtime, comment.is_some_and(recorded_sweep))
 }
 
 /// Allocated GPUs, from the allocated TRES (`tres_fmt_alloc_str`, read
@@ -64,15 +72,15 @@ pub fn is_sweep(job: &JobRecord<'_>) -> bool {
 
 /// A pending job for priority: age counts from [`eligible_time`].
 pub fn pending<'a>(engine: &Engine, job: &JobRecord<'a>) -> PendingJob<'a> {
-    let eligible = eligible_time(job);
+    let (min_runtime, sweep) = recorded(engine, job);
     PendingJob {
         account: job.account().unwrap_or(""),
-        min_runtime: min_runtime(engine, job),
+        min_runtime,
         nice: job.nice(),
-        eligible_time: eligible,
+        eligible_time: eligible_time(job),
         gpus: gpus_in_tres_req(job),
         time_limit: time_limit(job),
-        sweep: is_sweep(job),
+        sweep,
     }
 }
 
@@ -108,7 +116,7 @@ impl LoadCounter {
         let Some(leaf) = job.account().and_then(|a| engine.leaf_of(a)) else {
             return;
         };
-        let min_runtime = min_runtime(engine, job);
+        let (min_runtime, sweep) = recorded(engine, job);
         if min_runtime == 0 {
             return;
         }
@@ -123,7 +131,7 @@ impl LoadCounter {
             }
         } else if state == JobState::Pending {
             self.pending[l] += requested;
-            let debug = short && !is_sweep(job);
+            let debug = short && !sweep;
             if !debug && job.priority() != 0 {
                 let o = Oldest {
                     id: u64::from(job.job_id()),
@@ -203,7 +211,7 @@ impl PreemptorFacts {
     /// from the minimum runtime and GPUs just read), [`is_sweep`] and
     /// [`eligible_time`].
     pub fn of(engine: &Engine, job: &JobRecord<'_>) -> PreemptorFacts {
-        let min_runtime = min_runtime(engine, job);
+        let (min_runtime, sweep) = recorded(engine, job);
         let gpus = gpus_in_tres_req(job);
         PreemptorFacts {
             account: job.account().unwrap_or("").to_string(),
@@ -213,7 +221,7 @@ impl PreemptorFacts {
                 .map_or(0, |t| engine.config().charge.rate_of_tres(t)),
             gpus,
             short: short_band(engine, job, min_runtime, gpus),
-            sweep: is_sweep(job),
+            sweep,
             eligible: eligible_time(job),
         }
     }
