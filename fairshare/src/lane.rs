@@ -10,7 +10,8 @@
 //!    plus `[priority] short_allowance` (GPUs, or a share of the
 //!    entitlement; at least `short_max_gpus` GPUs, the default);
 //! 2. **yielding to owed work**: no *other* leaf is *held back*: below its
-//!    entitlement, with a pending allocated job (not debug work) that is
+//!    entitlement, with a pending allocated job (batch work: not of the
+//!    short shape, so neither debug work nor a sweep) that is
 //!    first in the queue after debug work, has waited at least
 //!    `[priority] short_yield` (default 3 min), asks for more GPUs than
 //!    are free and for no more than are free plus those other leaves'
@@ -114,7 +115,8 @@ impl PriorityWeights {
     }
 }
 
-/// A leaf's longest-waiting pending allocated job that is not debug work:
+/// A leaf's longest-waiting pending allocated job of batch work (not of the
+/// short shape: neither debug work nor a sweep, which never preempts):
 /// its id, when it became eligible (epoch seconds) and the GPUs it asks
 /// for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,8 +140,8 @@ impl Oldest {
 }
 
 /// Rule 2 of the module doc, kept from one load count to the next. A leaf
-/// is held back while its longest-waiting pending allocated job that is
-/// not debug work ([`Oldest`]) is the first job of the queue after debug
+/// is held back while its longest-waiting pending allocated job of batch
+/// work ([`Oldest`]) is the first job of the queue after debug
 /// work (its leaf is below its entitlement and ranks first of those: if
 /// another is ahead of it, it waits for that one, not for debug work), has
 /// waited `short_yield`, lacks GPUs (it

@@ -15,7 +15,8 @@ pub fn min_runtime(engine: &Engine, job: &JobRecord<'_>) -> u64 {
 }
 
 /// What job_submit recorded in AdminComment, read once: the job's
-/// [`min_runtime`] and whether it is part of a sweep ([`is_sweep`]).
+/// [`min_runtime`] and whether job_submit marked it part of a sweep
+/// ([`fairshare::sweep`]).
 fn recorded(engine: &Engine, job: &JobRecord<'_>) -> (u64, bool) {
     let comment = job.admin_comment();
     let min_runtime = engine
@@ -65,11 +66,6 @@ pub fn eligible_time(job: &JobRecord<'_>) -> u64 {
     job.begin_time().max(job.submit_time()).max(0) as u64
 }
 
-/// True for a job job_submit marked as part of a sweep ([`fairshare::sweep`]).
-pub fn is_sweep(job: &JobRecord<'_>) -> bool {
-    job.admin_comment().is_some_and(recorded_sweep)
-}
-
 /// A pending job for priority: age counts from [`eligible_time`].
 pub fn pending<'a>(engine: &Engine, job: &JobRecord<'a>) -> PendingJob<'a> {
     let (min_runtime, sweep) = recorded(engine, job);
@@ -88,7 +84,7 @@ pub fn pending<'a>(engine: &Engine, job: &JobRecord<'a>) -> PendingJob<'a> {
 /// their entitlements ([`fairshare::entitlement`]), and what the debug
 /// lane's yield reads ([`fairshare::lane::HeldBack`]): each leaf's running
 /// GPUs of the short shape and its longest-waiting pending allocated job
-/// that is not debug work.
+/// of batch work (neither debug work nor a sweep).
 #[derive(Debug, Clone, Default)]
 pub struct LoadCounter {
     running: Vec<u64>,
@@ -116,7 +112,7 @@ impl LoadCounter {
         let Some(leaf) = job.account().and_then(|a| engine.leaf_of(a)) else {
             return;
         };
-        let (min_runtime, sweep) = recorded(engine, job);
+        let min_runtime = min_runtime(engine, job);
         if min_runtime == 0 {
             return;
         }
@@ -131,8 +127,9 @@ impl LoadCounter {
             }
         } else if state == JobState::Pending {
             self.pending[l] += requested;
-            let debug = short && !sweep;
-            if !debug && job.priority() != 0 {
+            // Batch work, as the simulator's batch queue: neither debug
+            // work nor a sweep (fairshare::lane::Oldest).
+            if !short && job.priority() != 0 {
                 let o = Oldest {
                     id: u64::from(job.job_id()),
                     eligible: eligible_time(job),
@@ -208,7 +205,7 @@ pub struct PreemptorFacts {
 impl PreemptorFacts {
     /// Reads `job`: its account, [`min_runtime`], the charge rate of its
     /// requested TRES, [`gpus_in_tres_req`], the short band (as [`is_short`],
-    /// from the minimum runtime and GPUs just read), [`is_sweep`] and
+    /// from the minimum runtime and GPUs just read), whether it is part of a sweep and
     /// [`eligible_time`].
     pub fn of(engine: &Engine, job: &JobRecord<'_>) -> PreemptorFacts {
         let (min_runtime, sweep) = recorded(engine, job);

@@ -150,7 +150,7 @@ impl Sim<'_> {
 
     /// Marks on `load` (cleared first) the leaves held back by debug work
     /// now ([`fairshare::lane::HeldBack`]), from each team's
-    /// longest-waiting pending allocated job that is not debug work (the
+    /// longest-waiting pending allocated job of batch work (the
     /// head of its queue), and keeps them for the live load.
     fn mark_held_back(&mut self, load: &mut Entitlements, rank: &[u32]) {
         let mut oldest = vec![None; self.config.tree.leaves().len()];
