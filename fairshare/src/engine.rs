@@ -145,6 +145,24 @@ impl Engine {
         )
     }
 
+    /// True when a pending job of `account` with `min_runtime` seconds of
+    /// contract, requeued `requeues` times, must wait to start because it
+    /// has used its requeues and its leaf holds its entitlement or more
+    /// ([`crate::contract::waits_for_share`]). Without a load nothing
+    /// waits; an account not in the tree is entitled to nothing.
+    pub fn waits_for_share(&self, account: &str, min_runtime: u64, requeues: u32) -> bool {
+        let Some(load) = &self.load else {
+            return false;
+        };
+        let below = self.leaf_of(account).is_some_and(|l| load.below(l));
+        let used = crate::contract::requeues_used(
+            min_runtime,
+            requeues,
+            self.config.contract.max_requeues,
+        );
+        crate::contract::waits_for_share(used, below)
+    }
+
     /// True for debug work ([`crate::priority::PriorityWeights::is_debug`]).
     fn is_debug(&self, job: &PendingJob<'_>) -> bool {
         self.config.priority.is_debug(
@@ -225,6 +243,35 @@ mod tests {
 
     fn engine() -> Engine {
         crate::testutil::example_engine(NOW)
+    }
+
+    /// contract::waits_for_share through the engine: a job that has used
+    /// its requeues waits while its leaf holds its entitlement, starts
+    /// once the leaf is below it; one with requeues left never waits.
+    #[test]
+    fn a_job_that_used_its_requeues_waits_for_its_leafs_share() {
+        let e = engine();
+        let max = e.config().contract.max_requeues;
+        assert_eq!(max, 3);
+        assert!(!e.waits_for_share("a2", 3600, max), "no load: nothing waits");
+        let leaf = |a: &str| e.leaf_of(a).unwrap().0 as usize;
+        let (mut run, mut pend) = (vec![0u64; 4], vec![0u64; 4]);
+        // a2 holds 6 of 8 GPUs, entitled to 4.8 (b1 and b2 want 4 each).
+        run[leaf("a2")] = 6;
+        pend[leaf("a2")] = 2;
+        pend[leaf("b1")] = 4;
+        pend[leaf("b2")] = 4;
+        let over = e.clone().with_load(crate::Entitlements::compute(e.tree(), 8, &run, &pend));
+        assert!(over.waits_for_share("a2", 3600, max));
+        assert!(over.waits_for_share("a2", 3600, max + 2));
+        assert!(!over.waits_for_share("a2", 3600, max - 1), "requeues left");
+        assert!(!over.waits_for_share("a2", 0, max), "the free tier has no bound");
+        assert!(!over.waits_for_share("b1", 3600, max), "b1 is below its entitlement");
+        assert!(over.waits_for_share("nobody", 3600, max), "entitled to nothing");
+        // Once a2 holds 4 of its 4.8 (two of its jobs ended), it starts.
+        run[leaf("a2")] = 4;
+        let below = e.clone().with_load(crate::Entitlements::compute(e.tree(), 8, &run, &pend));
+        assert!(!below.waits_for_share("a2", 3600, max));
     }
 
     fn job(account: &str, min_runtime: u64, nice: i64, waited: u64) -> PendingJob<'_> {

@@ -313,7 +313,8 @@ struct PreemptScratch {
     spent_touched: Vec<u32>,
 }
 
-/// Queues per team: free tier, allocated, debug work, sweeps
+/// Queues per team: free tier, allocated, debug work, sweeps, jobs that
+/// used their requeues
 /// ([`fairshare::lane`]). Inside one queue
 /// every job has the same priority but for its age, so the queue's order
 /// (queued time, index) is its priority order, ties broken as slurmctld
@@ -322,7 +323,9 @@ struct PreemptScratch {
 /// after its queued time for a requeued job only: with a delay its age
 /// points can lag, by one, those of a job queued up to that many seconds
 /// after it, and it is still taken first.
-const QUEUES_PER_TEAM: usize = 4;
+const QUEUES_PER_TEAM: usize = 5;
+/// The kind (queue of a team) of allocated jobs that used their requeues.
+const EXHAUSTED: usize = 4;
 
 /// A pending job's GPUs per node, nodes and remaining run time (seconds).
 type Shape = (u32, u32, u64);
@@ -360,10 +363,13 @@ fn fewest(requeues: u32) -> u32 {
 }
 
 /// The queue of a job of `team` with `min_runtime`, debug work or part of
-/// a sweep of short jobs (`sweep`).
-fn queue_of(team: u32, min_runtime: u64, debug: bool, sweep: bool) -> usize {
+/// a sweep of short jobs (`sweep`), or an allocated job that used its
+/// requeues (`exhausted`, under `allot`: [`Sim::is_exhausted`]).
+fn queue_of(team: u32, min_runtime: u64, debug: bool, sweep: bool, exhausted: bool) -> usize {
     let kind = if min_runtime == 0 {
         0
+    } else if exhausted {
+        EXHAUSTED
     } else if debug {
         2
     } else if sweep {

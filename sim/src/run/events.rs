@@ -175,6 +175,7 @@ impl Sim<'_> {
             sj.min_runtime,
             self.is_debug(id),
             self.is_sweep(id),
+            self.is_exhausted(id),
         );
         let record = crate::PriorityRecord {
             time: self.now,
@@ -224,6 +225,7 @@ impl Sim<'_> {
             sj.min_runtime,
             self.is_debug(id),
             self.is_sweep(id),
+            self.is_exhausted(id),
         );
         let shape = (sj.gpus_per_node, sj.nodes, self.planned(id));
         let (order, eligible) = (

@@ -8,12 +8,13 @@ impl Sim<'_> {
         let now = self.now;
         let debug = self.is_debug(id);
         let sweep = self.is_sweep(id);
+        let exhausted = self.is_exhausted(id);
         let short = self.is_short(id);
         let sj = &self.w.jobs[id as usize];
         let team = sj.team as usize;
         let gpus = sj.gpus();
         let j = &mut self.jobs[id as usize];
-        let q = queue_of(sj.team, sj.min_runtime, debug, sweep);
+        let q = queue_of(sj.team, sj.min_runtime, debug, sweep, exhausted);
         self.queues[q].remove(&self.queue_pos, j.order, id);
         self.pending -= 1;
         self.load_version += 1;

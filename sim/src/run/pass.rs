@@ -14,6 +14,7 @@ impl Sim<'_> {
             sj.min_runtime,
             self.is_debug(id),
             self.is_sweep(id),
+            self.is_exhausted(id),
         );
         let k = self.queue_key(q, j.eligible);
         debug_assert!(
@@ -132,6 +133,13 @@ impl Sim<'_> {
         let mut heads = std::mem::take(&mut self.pass_heap);
         heads.clear();
         for q in 0..self.queues.len() {
+            // A job that used its requeues starts only while its team is
+            // below its entitlement (fairshare::contract::waits_for_share).
+            if q % QUEUES_PER_TEAM == EXHAUSTED
+                && fairshare::contract::waits_for_share(true, self.team_below[q / QUEUES_PER_TEAM])
+            {
+                continue;
+            }
             if let Some((slot, s)) = self.queues[q].first() {
                 let (order, id, shape) = (s.order, s.id, s.shape);
                 // Under allot a head's key changes only with the snapshot.

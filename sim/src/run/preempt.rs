@@ -19,6 +19,19 @@ impl Sim<'_> {
 
     /// True for a job of a sweep of the short shape (its own queue: never in
     /// the entitled band, [`fairshare::lane::band`]).
+    /// Under `allot`, true for an allocated job that has used its requeues
+    /// ([`fairshare::contract::requeues_used`]): it waits in a queue of its
+    /// own, out of the pass while its team holds its entitlement
+    /// ([`fairshare::contract::waits_for_share`]).
+    pub(super) fn is_exhausted(&self, id: u32) -> bool {
+        self.policy == Policy::Allot
+            && fairshare::contract::requeues_used(
+                self.w.jobs[id as usize].min_runtime,
+                self.jobs[id as usize].attempt,
+                self.config.contract.max_requeues,
+            )
+    }
+
     pub(super) fn is_sweep(&self, id: u32) -> bool {
         self.w.jobs[id as usize].sweep && self.is_short(id)
     }
