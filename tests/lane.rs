@@ -2,7 +2,9 @@
 //! short jobs never keeps another team's job owed GPUs waiting longer than
 //! `short_max_time` past `short_yield` (fairshare::lane), and a job
 //! requeued `[contract] max_requeues` times runs to its end, across a
-//! slurmctld restart (fairshare::contract::requeues_used).
+//! slurmctld restart (fairshare::contract::requeues_used), and starts again
+//! only while its team is below its entitlement
+//! (fairshare::contract::waits_for_share).
 
 use std::time::{Duration, Instant};
 
@@ -124,7 +126,26 @@ fn a_job_requeued_max_requeues_times_runs_to_its_end() {
             n => Err(format!("{n} restarts")),
         }
     });
-    // a2 gives its GPUs back: v runs again, past its contract in 5 s.
+    // v has used its requeues and vision holds its entitlement (2 of the
+    // 4 quarters: a2 and b1 want one each): v is held, squeue says why
+    // (fairshare::contract::waits_for_share).
+    wait_until(
+        Duration::from_secs(30),
+        "v held for its team's share",
+        || {
+            let (state, reason) = (tb.squeue(v, "%T"), tb.squeue(v, "%r"));
+            if state == "PENDING" && reason.starts_with("allot: used its 1 requeues") {
+                Ok(())
+            } else {
+                Err(format!("{state} {reason}"))
+            }
+        },
+    );
+    assert!(tb
+        .squeue(v, "%r")
+        .contains("account vision holds less than its entitlement"));
+    // a2 gives its GPUs back: vision is below its entitlement again, v is
+    // released and runs, past its contract in 5 s.
     tb.ok("scancel", &[&first.to_string()]);
     tb.wait_state(v, "RUNNING", Duration::from_secs(60));
     std::thread::sleep(Duration::from_secs(6));

@@ -253,7 +253,10 @@ mod tests {
         let e = engine();
         let max = e.config().contract.max_requeues;
         assert_eq!(max, 3);
-        assert!(!e.waits_for_share("a2", 3600, max), "no load: nothing waits");
+        assert!(
+            !e.waits_for_share("a2", 3600, max),
+            "no load: nothing waits"
+        );
         let leaf = |a: &str| e.leaf_of(a).unwrap().0 as usize;
         let (mut run, mut pend) = (vec![0u64; 4], vec![0u64; 4]);
         // a2 holds 6 of 8 GPUs, entitled to 4.8 (b1 and b2 want 4 each).
@@ -261,16 +264,29 @@ mod tests {
         pend[leaf("a2")] = 2;
         pend[leaf("b1")] = 4;
         pend[leaf("b2")] = 4;
-        let over = e.clone().with_load(crate::Entitlements::compute(e.tree(), 8, &run, &pend));
+        let over = e
+            .clone()
+            .with_load(crate::Entitlements::compute(e.tree(), 8, &run, &pend));
         assert!(over.waits_for_share("a2", 3600, max));
         assert!(over.waits_for_share("a2", 3600, max + 2));
         assert!(!over.waits_for_share("a2", 3600, max - 1), "requeues left");
-        assert!(!over.waits_for_share("a2", 0, max), "the free tier has no bound");
-        assert!(!over.waits_for_share("b1", 3600, max), "b1 is below its entitlement");
-        assert!(over.waits_for_share("nobody", 3600, max), "entitled to nothing");
+        assert!(
+            !over.waits_for_share("a2", 0, max),
+            "the free tier has no bound"
+        );
+        assert!(
+            !over.waits_for_share("b1", 3600, max),
+            "b1 is below its entitlement"
+        );
+        assert!(
+            over.waits_for_share("nobody", 3600, max),
+            "entitled to nothing"
+        );
         // Once a2 holds 4 of its 4.8 (two of its jobs ended), it starts.
         run[leaf("a2")] = 4;
-        let below = e.clone().with_load(crate::Entitlements::compute(e.tree(), 8, &run, &pend));
+        let below = e
+            .clone()
+            .with_load(crate::Entitlements::compute(e.tree(), 8, &run, &pend));
         assert!(!below.waits_for_share("a2", 3600, max));
     }
 

@@ -194,6 +194,15 @@ impl<'a> JobRecord<'a> {
         admin_comment: admin_comment;
         /// Allocated node list (`node[01-04]`), `None` while pending.
         nodes: nodes;
+        /// Why the job waits, in words, where slurmctld or a plugin gave
+        /// them (`squeue`'s Reason shows it instead of the reason code).
+        state_desc: state_desc;
+    }
+
+    /// True while the job is held by an administrator or a plugin
+    /// (priority 0, reason `WAIT_HELD`: squeue's `JobHeldAdmin`).
+    pub fn held_by_admin(&self) -> bool {
+        self.raw.priority == 0 && self.raw.state_reason == sys::job_state_reason_WAIT_HELD
     }
 }
 
@@ -324,6 +333,30 @@ impl<'a> JobRecordMut<'a> {
     /// plugin's recalculation thread, or a callback that may write).
     pub fn set_priority(&mut self, priority: u32) {
         self.raw.priority = priority;
+    }
+
+    /// Holds the pending job as `scontrol hold` does (priority 0, reason
+    /// `WAIT_HELD`), with `why` as the reason `squeue` shows. The caller
+    /// holds the job write lock.
+    pub fn hold(&mut self, why: &str) {
+        self.raw.priority = 0;
+        self.raw.state_reason = sys::job_state_reason_WAIT_HELD;
+        // SAFETY: job_record strings are xmalloc'ed and ours under the write lock.
+        unsafe { replace_xstr(&mut self.raw.state_desc, why) }
+    }
+
+    /// Releases a job [`JobRecordMut::hold`] held: `priority`, no reason
+    /// (the scheduler gives it its next one). The caller holds the job
+    /// write lock.
+    pub fn release(&mut self, priority: u32) {
+        self.raw.priority = priority.max(1);
+        self.raw.state_reason = sys::job_state_reason_WAIT_NO_REASON;
+        // SAFETY: as above; xfree sets the field to NULL.
+        unsafe {
+            sys::slurm_xfree(
+                &mut self.raw.state_desc as *mut *mut c_char as *mut *mut std::ffi::c_void,
+            )
+        }
     }
 
     /// Sets the job's AdminComment directly. In 22.05 `update_job` refuses

@@ -80,6 +80,27 @@ pub fn pending<'a>(engine: &Engine, job: &JobRecord<'a>) -> PendingJob<'a> {
     }
 }
 
+/// What the Reason of a job held by [`waits_for_share`] begins with: the
+/// priority plugin releases only the holds it made.
+pub const SHARE_HOLD: &str = "allot: ";
+
+/// The Reason `squeue` shows for a pending job that has used its requeues
+/// and waits for its team's share ([`fairshare::contract::waits_for_share`]),
+/// or `None` when it may start: [`SHARE_HOLD`], the requeues used and the
+/// account.
+pub fn waits_for_share(engine: &Engine, job: &JobRecord<'_>) -> Option<String> {
+    let account = job.account().unwrap_or("");
+    let (min_runtime, _) = recorded(engine, job);
+    engine
+        .waits_for_share(account, min_runtime, job.restarts())
+        .then(|| {
+            format!(
+                "{SHARE_HOLD}used its {} requeues; starts when account {account} holds less than its entitlement",
+                engine.config().contract.max_requeues
+            )
+        })
+}
+
 /// Counts the leaves' allocated GPUs running and pending, job by job, for
 /// their entitlements ([`fairshare::entitlement`]), and what the debug
 /// lane's yield reads ([`fairshare::lane::HeldBack`]): each leaf's running

@@ -40,15 +40,35 @@ fn error(m: &str) {
 
 /// After each rebuild (on the engine thread): re-prioritises every pending,
 /// non-held job whose priority an operator has not set, then publishes the
-/// tree's figures into the association manager for `sshare`.
+/// tree's figures into the association manager for `sshare`. A job that
+/// has used its requeues is held while its team holds its entitlement and
+/// released once it is below ([`fairshare::contract::waits_for_share`]);
+/// holds made by users, operators or other plugins are left alone.
 fn recalculate(engine: &Engine) {
     ctld::for_each_job_mut(|j| {
         let job = j.get();
-        if job.state() != JobState::Pending || job.priority() == 0 || job.direct_set_prio() {
+        if job.state() != JobState::Pending || job.direct_set_prio() {
             return;
         }
-        let p = engine.priority(&jobs::pending(engine, &job));
-        j.set_priority(p);
+        let ours = job.held_by_admin()
+            && job
+                .state_desc()
+                .is_some_and(|d| d.starts_with(jobs::SHARE_HOLD));
+        if job.priority() == 0 && !ours {
+            return;
+        }
+        match jobs::waits_for_share(engine, &job) {
+            Some(why) if !ours => j.hold(&why),
+            Some(_) => {}
+            None => {
+                let p = engine.priority(&jobs::pending(engine, &job));
+                if ours {
+                    j.release(p);
+                } else {
+                    j.set_priority(p);
+                }
+            }
+        }
     });
     // After the slurmctld locks are released (lock order: slurmctld, then assoc_mgr).
     assoc::for_each_assoc_mut(|a| {
