@@ -144,6 +144,13 @@ fn a_job_requeued_max_requeues_times_runs_to_its_end() {
     assert!(tb
         .squeue(v, "%r")
         .contains("account vision holds less than its entitlement"));
+    let why = tb.allot_ok(&[
+        "explain",
+        &v.to_string(),
+        "--config",
+        conf.to_str().unwrap(),
+    ]);
+    assert!(why.contains("it has used its 1 requeues"), "{why}");
     // a2 gives its GPUs back: vision is below its entitlement again, v is
     // released and runs, past its contract in 5 s.
     tb.ok("scancel", &[&first.to_string()]);

@@ -115,7 +115,7 @@ pub fn requeues_used(min_runtime: u64, requeues: u32, max_requeues: u32) -> bool
 /// it is charged as any job). Without this, an exempt job started on GPUs
 /// beyond its team's share kept a team below its entitlement waiting for
 /// as long as it ran (measured on full Philly, docs/fair-share.md: the
-/// worst-served team at 93.5-96.2% of owed over four seeds, 95.4-96.2%
+/// worst-served team at 93.5-96.2% of owed over six seeds, 95.4-96.2%
 /// with the rule).
 ///
 /// It never idles the cluster for nobody: a leaf's entitlement is

@@ -213,6 +213,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                     "; part of a sweep (allot:sweep): it waits for GPUs to come free and never preempts",
                 );
             }
+            let max = config.contract.max_requeues;
+            let restarts = u32::try_from(l.restarts).unwrap_or(u32::MAX);
+            if fairshare::contract::requeues_used(min_runtime, restarts, max) {
+                e.summary.push_str(&format!(
+                    "; it has used its {max} requeues, so it will not be preempted again and starts only while account {account} holds less than its entitlement (priority/allot holds it until then)"
+                ));
+            }
             e
         }
         Some("RUNNING") | Some("SUSPENDED") => {
