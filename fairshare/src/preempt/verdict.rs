@@ -74,7 +74,10 @@
 //! and the requeue bound of rule 3 only remove preemptions, so they leave
 //! this argument as it is. The requeue bound also bounds each job on its
 //! own: an allocated job is requeued at most `max_requeues` times by
-//! preemption, whatever arrives (the property test checks it).
+//! preemption, whatever arrives (the property test checks it). A job that
+//! has used its requeues waits to start while its leaf holds its
+//! entitlement ([`crate::contract::waits_for_share`]): that removes starts,
+//! never adds a preemption, and a start it delays is a normal start later.
 //! All three are bounded (capacity, jobs pending) and take finitely many
 //! values (GPU counts are whole, entitlements fixed), so without an
 //! arrival, a completion or a capacity change only finitely many
