@@ -271,11 +271,8 @@ mod tests {
         }
         assert_eq!(used["vision"], 1400 * 3600);
         assert_eq!(used["hpc"], 1225 * 3600);
-        let (engine, unknown) = crate::Engine::from_account_usage(
-            config,
-            used.iter().map(|(a, u)| (*a, *u as f64)),
-            0,
-        );
+        let (engine, unknown) =
+            crate::Engine::from_account_usage(config, used.iter().map(|(a, u)| (*a, *u as f64)), 0);
         assert!(unknown.is_empty());
         assert_eq!(
             (engine.rank("hpc"), engine.rank("vision")),
@@ -311,7 +308,10 @@ mod tests {
             three.rate([("cpu", 1), ("gres/gpu", 1), ("gres/shard", 1)]),
             1
         );
-        assert_eq!((units(1400 * 3600), unit_hours(175 * 3600)), (5040.0, 0.175));
+        assert_eq!(
+            (units(1400 * 3600), unit_hours(175 * 3600)),
+            (5040.0, 0.175)
+        );
     }
 
     #[test]

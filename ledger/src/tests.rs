@@ -625,13 +625,18 @@ fn a_ledger_of_whole_units_reads_and_migrates_to_milli_units() {
     assert_eq!(version, SCHEMA_VERSION);
     let (rate, charged): (i64, i64) = l
         .conn
-        .query_row("SELECT rate, charged FROM attempts WHERE job_id = 1", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
+        .query_row(
+            "SELECT rate, charged FROM attempts WHERE job_id = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .unwrap();
     assert_eq!((rate, charged), (2000, 2000 * 3600));
     let r = l.reader().unwrap();
-    assert_eq!(r.charged_by_account(T0 - 86_400, T0 + 1800).unwrap(), expect);
+    assert_eq!(
+        r.charged_by_account(T0 - 86_400, T0 + 1800).unwrap(),
+        expect
+    );
     let job1 = &r.attempts_of_job(1).unwrap()[0].record;
     assert_eq!((job1.rate, job1.charged), (2000, 2000 * 3600));
 }

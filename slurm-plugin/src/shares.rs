@@ -68,7 +68,8 @@ mod tests {
             "[tree.p]\nshare = 60\n[tree.p.a]\nshare = 1\naccounts = [\"a\", \"a-int\"]\n[tree.p.b]\nshare = 1\n[tree.q]\nshare = 40\n",
         )
         .unwrap();
-        let (e, _) = Engine::from_account_usage(Arc::new(c), [("a", 300_000.0), ("b", 100_000.0)], 1_000);
+        let (e, _) =
+            Engine::from_account_usage(Arc::new(c), [("a", 300_000.0), ("b", 100_000.0)], 1_000);
         let a = figures(&e, "a-int", Some("alice")).unwrap();
         assert_eq!(
             (a.usage_raw, a.usage_efctv, a.shares_norm),

@@ -504,7 +504,15 @@ mod tests {
         };
         l.write_batch(&[at(1, 50), at(2, 175)], None).unwrap();
         let config = Config::from_toml_str("[tree.a1]\nshare = 1\n[tree.b1]\nshare = 1\n").unwrap();
-        let r = build(&l.reader().unwrap(), Arc::new(config), 8, t0, t0 + 86_400, false).unwrap();
+        let r = build(
+            &l.reader().unwrap(),
+            Arc::new(config),
+            8,
+            t0,
+            t0 + 86_400,
+            false,
+        )
+        .unwrap();
         let a1 = r.lines.iter().find(|l| l.account == "a1").unwrap();
         assert_eq!((a1.charged_gpu_seconds, a1.charged_gpu_h), (810.0, 0.225));
         assert_eq!(r.totals.charged_gpu_h, 0.225);

@@ -259,7 +259,12 @@ pub fn tres(data: &[u8]) {
     // Weighted rates are summed in f64 and counted in milli-units: exact
     // below 2^53 milli-units per second (a count above that is not a
     // cluster; the fuzzer found 2.4e16 GPUs rounding up by one).
-    if let Some(g) = gpus.as_ref().ok().copied().filter(|g| *g < (1 << 53) / 1000) {
+    if let Some(g) = gpus
+        .as_ref()
+        .ok()
+        .copied()
+        .filter(|g| *g < (1 << 53) / 1000)
+    {
         assert_eq!(rate, 1000 * g, "default weights charge GPUs only");
     }
     let _ = example_config()
