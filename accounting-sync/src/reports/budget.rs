@@ -487,32 +487,37 @@ mod tests {
         }
     }
 
+    /// An hour boundary.
+    const T0: i64 = 1_700_000_000 - 1_700_000_000 % 3600;
+
+    /// The report of `[T0, T0 + 1 d)` on 8 GPUs of a fresh ledger holding
+    /// `records`, with the tree `tree` (allot.toml text).
+    fn report_of(name: &str, records: &[AttemptRecord], tree: &str, users: bool) -> Report {
+        let dir = std::env::temp_dir().join(format!("allot-report-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut l = Ledger::open(&dir.join("l.sqlite")).unwrap();
+        l.write_batch(records, None).unwrap();
+        let config = Arc::new(Config::from_toml_str(tree).unwrap());
+        build(&l.reader().unwrap(), config, 8, T0, T0 + 86_400, users).unwrap()
+    }
+
     #[test]
     fn fractional_charges_are_reported_to_the_milli_gpu_hour() {
         // One hour of 1 CPU (0.05 GPU per second at `cpu = 0.05`) and one
         // of 1 shard + 1 CPU (0.175): 0.225 GPU-h, where whole units
         // charged 2.
-        let dir = std::env::temp_dir().join(format!("allot-report-frac-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let mut l = Ledger::open(&dir.join("l.sqlite")).unwrap();
-        let t0 = 1_700_000_000 - 1_700_000_000 % 3600;
         let at = |job, rate| AttemptRecord {
             rate,
             charged: rate * 3600,
             gpus: 0,
-            ..rec(job, "a1", "alice", 0, t0, t0 + 3600, 60)
+            ..rec(job, "a1", "alice", 0, T0, T0 + 3600, 60)
         };
-        l.write_batch(&[at(1, 50), at(2, 175)], None).unwrap();
-        let config = Config::from_toml_str("[tree.a1]\nshare = 1\n[tree.b1]\nshare = 1\n").unwrap();
-        let r = build(
-            &l.reader().unwrap(),
-            Arc::new(config),
-            8,
-            t0,
-            t0 + 86_400,
+        let r = report_of(
+            "frac",
+            &[at(1, 50), at(2, 175)],
+            "[tree.a1]\nshare = 1\n[tree.b1]\nshare = 1\n",
             false,
-        )
-        .unwrap();
+        );
         let a1 = r.lines.iter().find(|l| l.account == "a1").unwrap();
         assert_eq!((a1.charged_gpu_seconds, a1.charged_gpu_h), (810.0, 0.225));
         assert_eq!(r.totals.charged_gpu_h, 0.225);
@@ -522,34 +527,18 @@ mod tests {
 
     #[test]
     fn report_values() {
-        let dir = std::env::temp_dir().join(format!("allot-report-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let path = dir.join("l.sqlite");
-        let mut l = Ledger::open(&path).unwrap();
-        let t0 = 1_700_000_000 - 1_700_000_000 % 3600;
-        l.write_batch(
+        let t0 = T0;
+        let r = report_of(
+            "test",
             &[
                 rec(1, "a1", "alice", 2, t0, t0 + 7200, 60), // 4 GPU-h charged
                 rec(2, "a1", "bob", 1, t0, t0 + 3600, 60),   // 1 GPU-h
                 rec(3, "v1", "carol", 4, t0, t0 + 1800, 0),  // free: 2 GPU-h unallocated
                 rec(4, "zz", "carol", 1, t0, t0 + 3600, 3600), // not in the tree
             ],
-            None,
-        )
-        .unwrap();
-        let config = Config::from_toml_str(
             "[tree.nlp]\nshare = 60\n[tree.nlp.a1]\nshare = 1\n[tree.vision]\nshare = 40\n[tree.vision.v1]\nshare = 1\n",
-        )
-        .unwrap();
-        let r = build(
-            &l.reader().unwrap(),
-            Arc::new(config),
-            8,
-            t0,
-            t0 + 86_400,
             true,
-        )
-        .unwrap();
+        );
         let line = |name: &str| {
             r.lines
                 .iter()
