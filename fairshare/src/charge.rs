@@ -18,8 +18,14 @@
 //! but under half a milli-unit costs 1 milli-unit, so no job holding a
 //! weighted TRES is ever free. A job holding none of them costs 0. Weights
 //! written with at most three decimals (`0.05`, `0.125`) are therefore
-//! charged exactly; whole-GPU charges are exactly 1000 per GPU, so a
-//! GPU-only config ranks as it did with whole units.
+//! charged exactly (the floating-point error of the sum stays far below
+//! half a milli-unit for any real job's counts); whole GPUs are exactly
+//! 1000 each, so a GPU-only config ranks as it did with whole units (Fair
+//! Tree reads only ratios of usage, and x1000 keeps them bit for bit).
+//!
+//! GPU counts stay GPU counts: the short band's `short_max_gpus`, the
+//! entitlements and the live load ([`crate::entitlement`]) count GPUs held,
+//! never charge units.
 
 use std::collections::BTreeMap;
 
