@@ -275,8 +275,7 @@ fn prometheus_sees_the_report() {
             .unwrap()
             .iter()
             .find(|l| l["account"] == node && l["user"].is_null())
-            .and_then(|l| l["charged_gpu_seconds"].as_u64())
-            .map(|v| v as f64)
+            .and_then(|l| l["charged_gpu_seconds"].as_f64())
             .unwrap_or_else(|| panic!("{node} not in the report"))
     };
     for (node, gpus, at_least_s) in [("a1", 2.0, 3.0), ("b2", 1.0, 2.0), ("root", 0.0, 0.0)] {

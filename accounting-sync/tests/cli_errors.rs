@@ -251,7 +251,7 @@ fn report_of_a_ledger_without_jobs_is_an_error() {
     let out = report(&ledger, &[]);
     let e = stderr(&out);
     assert!(out.status.success(), "{e}");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("Cluster: charged 0.0 GPU-h"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Cluster: charged 0.000 GPU-h"));
     assert!(
         e.contains("no GPU use in this window: the ledger") && e.contains("has 1 job attempt(s)"),
         "{e}"

@@ -203,7 +203,7 @@ fn metrics_equal_the_report() {
         // exact GPU-seconds; the allocation: its GPU-hours x 3600.
         assert_eq!(
             value("allot_node_window_usage_gpu_seconds", node),
-            l["charged_gpu_seconds"].as_u64().map(|v| v as f64),
+            l["charged_gpu_seconds"].as_f64(),
             "window usage of {node}"
         );
         assert_eq!(

@@ -66,7 +66,8 @@ pub struct Config {
     /// Cluster capacity in GPUs, if configured (else the plugins use the
     /// GPU GRES of the nodes).
     pub capacity_gpus: Option<u64>,
-    /// TRES weights that turn a job's resources into charge units per second.
+    /// TRES weights that turn a job's resources into charge units per
+    /// second ([`crate::charge`]: counted in milli-units).
     pub charge: ChargeWeights,
     /// Minimum-runtime contract settings.
     pub contract: ContractPolicy,

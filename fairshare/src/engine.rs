@@ -31,7 +31,8 @@ pub struct Engine {
 
 impl Engine {
     /// Ranks the tree with `leaf_usage[leaf]` = charged usage of each leaf
-    /// inside the window (GPU-seconds by default), as of `now` (epoch
+    /// inside the window (charge milli-unit-seconds, [`crate::charge`]:
+    /// 1000 per GPU-second by default), as of `now` (epoch
     /// seconds). Missing entries count as 0.
     pub fn new(config: Arc<Config>, mut leaf_usage: Vec<f64>, now: u64) -> Engine {
         leaf_usage.resize(config.tree.leaves().len(), 0.0);
@@ -56,7 +57,8 @@ impl Engine {
         Engine::new(config, usage, tracker.now())
     }
 
-    /// Ranks with per-account usage (GPU-seconds). Returns the engine and
+    /// Ranks with per-account usage (charge milli-unit-seconds, as
+    /// [`Engine::new`]). Returns the engine and
     /// the accounts the tree does not know (their usage is ignored).
     pub fn from_account_usage<'a>(
         config: Arc<Config>,

@@ -23,7 +23,8 @@ pub struct Level {
     pub norm_share: f64,
     /// Fraction of the cluster this node may claim.
     pub allocation: f64,
-    /// Charged usage of the subtree in the window (GPU-seconds by default).
+    /// Charged usage of the subtree in the window, in charge units
+    /// (GPU-seconds by default): the engine's milli-units / 1000.
     pub usage: f64,
     /// Usage as a fraction of the parent's.
     pub effective_usage: f64,
@@ -117,7 +118,7 @@ impl Engine {
                     share: n.share,
                     norm_share: n.norm_share,
                     allocation: n.allocation,
-                    usage: fair.usage(id),
+                    usage: fair.usage(id) / crate::charge::MILLI_PER_UNIT as f64,
                     effective_usage: fair.effective_usage(id),
                     level_fs: lfs,
                     place,

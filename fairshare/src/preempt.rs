@@ -64,7 +64,8 @@ pub struct Preemptor<'a> {
     pub account: &'a str,
     /// Minimum runtime, seconds (0 = unallocated).
     pub min_runtime: u64,
-    /// Charge units per second it will be charged (GPUs by default).
+    /// Charge milli-units per second it will be charged
+    /// ([`crate::charge::ChargeWeights::rate`]: 1000 per GPU by default).
     pub rate: u64,
     /// Nodes it needs.
     pub nodes: u32,

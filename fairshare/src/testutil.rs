@@ -34,7 +34,8 @@ pub fn example_engine(now: u64) -> crate::engine::Engine {
     )
 }
 
-/// Its window usage in GPU-seconds, by leaf (a1, a2, b1, b2).
+/// Its window usage by leaf (a1, a2, b1, b2): 500, 100, 0 and 300 hours
+/// (Fair Tree reads only ratios).
 pub fn example_usage() -> Vec<f64> {
     [500.0, 100.0, 0.0, 300.0]
         .iter()

@@ -1,11 +1,12 @@
-//! Sliding-window occupancy: charged unit-seconds per Slurm account inside
+//! Sliding-window occupancy: charged milli-unit-seconds ([`crate::charge`]:
+//! 1000 per GPU-second by default) per Slurm account inside
 //! `[now - window, now]`, exact integers, updated incrementally.
 //!
-//! Rule (docs/fair-share.md, occupancy): a charged interval `[start, end)` at `rate` units per
-//! second (GPUs by default, see [`crate::charge`]) contributes
+//! Rule (docs/fair-share.md, occupancy): a charged interval `[start, end)` at `rate` milli-units per
+//! second (1000 per GPU by default, see [`crate::charge`]) contributes
 //! `rate x |[start, end) ∩ [now - window, now]|`: a job straddling the window
 //! edge counts only the overlap, a running job counts up to `now`, and a
-//! GPU busy for a full hour inside the window is exactly 3600.
+//! GPU busy for a full hour inside the window is exactly 3,600,000.
 //!
 //! How: per account, let `C(t)` be the cumulative charge up to time `t`; it
 //! is piecewise linear, its slope changing by `+rate` at each start and
@@ -162,7 +163,7 @@ impl UsageTracker {
         }
     }
 
-    /// Charges `rate` units per second to `account` over `[start, end)`
+    /// Charges `rate` milli-units per second to `account` over `[start, end)`
     /// (epoch seconds). An interval with `end <= start` charges nothing.
     /// Intervals may lie in the past, straddle the window, or reach into the
     /// future (a minimum runtime not yet served): each second counts once
@@ -175,7 +176,7 @@ impl UsageTracker {
         self.apply(id, i128::from(rate), start, Some(end));
     }
 
-    /// Charges `rate` units per second to `account` from `start` on, until
+    /// Charges `rate` milli-units per second to `account` from `start` on, until
     /// [`close`](Self::close) is called: a running job.
     pub fn add_running(&mut self, account: &str, rate: u64, start: u64) -> OpenCharge {
         let id = self.account_id(account);
@@ -243,7 +244,7 @@ impl UsageTracker {
         Ok(())
     }
 
-    /// Charged unit-seconds (GPU-seconds by default) of `account` inside
+    /// Charged milli-unit-seconds (1000 per GPU-second by default) of `account` inside
     /// `[now - window, now]`; 0 for an account never charged. Saturates at
     /// `u64::MAX`.
     pub fn occupancy(&self, account: &str) -> u64 {

@@ -4,8 +4,10 @@
 //! - the minimum runtime is [`fairshare::ContractPolicy::job_min_runtime`]
 //!   of the one recorded on the job (`AdminComment`, read by
 //!   [`fairshare::record::recorded_min_runtime`]) and of its partition;
-//! - the charge rate (units per second; GPUs with the default weights) is
-//!   [`fairshare::charge::ChargeWeights::rate`] of the allocated TRES;
+//! - the charge rate (milli-units per second; 1000 per GPU with the default
+//!   weights) is [`fairshare::charge::ChargeWeights::rate`] of the
+//!   allocated TRES: Slurm's unrounded billing, so a 1-core job at
+//!   `cpu = 0.05` is charged 50, not a whole unit;
 //! - the charged interval is `[start, charged_end)` with `charged_end` from
 //!   [`fairshare::ContractPolicy::charged_end`]: `max(end, start + min
 //!   runtime)` when minimum runtimes are charged, nothing for an
@@ -41,7 +43,8 @@ impl Charging {
         Charging { policy, weights }
     }
 
-    /// Charge units per second of an attempt (GPUs with default weights).
+    /// Charge milli-units per second of an attempt (1000 per GPU with
+    /// default weights).
     /// Typed GPU entries (`gres/gpu:a100`) count through the `gres/gpu`
     /// total unless a weight names the type.
     pub fn rate(&self, a: &Attempt) -> u64 {
@@ -49,7 +52,7 @@ impl Charging {
     }
 
     /// The ledger record of an attempt: contract, rate, charged end and
-    /// charged unit-seconds (GPU-seconds by default; 0 while running, for a
+    /// charged milli-unit-seconds (1000 per GPU-second by default; 0 while running, for a
     /// job that never started, and for an unallocated job).
     pub fn record(&self, a: &Attempt) -> AttemptRecord {
         let min_runtime = self
@@ -119,7 +122,7 @@ mod tests {
         ));
         assert_eq!((r.min_runtime, r.min_runtime_recorded), (3600, false));
         assert_eq!(r.charge_end, Some(4600));
-        assert_eq!(r.charged, 2 * 3600);
+        assert_eq!(r.charged, 2000 * 3600);
     }
 
     #[test]
@@ -129,7 +132,7 @@ mod tests {
             "3|3|a1|alice|gpu|gres/gpu=1|0|1000|4600|01:00:00|COMPLETED|allot:min_runtime=356400",
         ));
         assert_eq!((r.min_runtime, r.min_runtime_recorded), (8 * 3600, true));
-        assert_eq!(r.charged, 8 * 3600);
+        assert_eq!(r.charged, 1000 * 8 * 3600);
     }
 
     #[test]
@@ -138,7 +141,7 @@ mod tests {
             "2|2|a1|alice|gpu|gres/gpu=4|0|1000|11000|02:46:40|COMPLETED|allot:min_runtime=7200",
         ));
         assert_eq!((r.min_runtime, r.min_runtime_recorded), (7200, true));
-        assert_eq!(r.charged, 4 * 10_000);
+        assert_eq!(r.charged, 4000 * 10_000);
     }
 
     #[test]
@@ -154,7 +157,7 @@ mod tests {
         let run = rules().record(&attempt(
             "4|4|a1|bob|gpu|gres/gpu=1|0|1000|Unknown|00:10:00|RUNNING|",
         ));
-        assert_eq!((run.charge_end, run.charged, run.rate), (None, 0, 1));
+        assert_eq!((run.charge_end, run.charged, run.rate), (None, 0, 1000));
         let pend = rules().record(&attempt("5|5|a1|bob|gpu||0|None|Unknown|00:00:00|PENDING|"));
         assert_eq!((pend.charge_end, pend.charged, pend.rate), (None, 0, 0));
     }
@@ -164,7 +167,39 @@ mod tests {
         let r = rules().record(&attempt(
             "6|6|a1|bob|gpu|gres/gpu:a100=3|0|0|3600|01:00:00|COMPLETED|",
         ));
-        assert_eq!((r.gpus, r.rate, r.charged), (3, 3, 3 * 3600));
+        assert_eq!((r.gpus, r.rate, r.charged), (3, 3000, 3000 * 3600));
+    }
+
+    #[test]
+    fn fractional_weights_are_charged_unrounded() {
+        // The docs' weights; four 1-hour jobs charged 2, 1, 1 and 1
+        // GPU-hours when the rate was rounded up to whole units.
+        let weights = ChargeWeights::new(std::collections::BTreeMap::from([
+            ("gres/gpu".into(), 1.0),
+            ("cpu".into(), 0.05),
+            ("gres/shard".into(), 0.125),
+        ]))
+        .unwrap();
+        let rules = Charging::new(ContractPolicy::default(), weights);
+        let charged: Vec<(u64, f64)> = [
+            "cpu=8,mem=32G,node=1,billing=8,gres/gpu=1",
+            "cpu=1,mem=4G,node=1,billing=1",
+            "cpu=20,mem=80G,node=1,billing=20",
+            "cpu=1,mem=4G,node=1,billing=1,gres/shard=1",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, tres)| {
+            let r = rules.record(&attempt(&format!(
+                "{i}|{i}|a1|bob|gpu|{tres}|0|0|3600|01:00:00|COMPLETED|"
+            )));
+            (r.rate, fairshare::charge::unit_hours(r.charged))
+        })
+        .collect();
+        assert_eq!(
+            charged,
+            [(1400, 1.4), (50, 0.05), (1000, 1.0), (175, 0.175)]
+        );
     }
 
     #[test]

@@ -3,8 +3,14 @@
 //! - One row per job *attempt*, keyed by (`JobIDRaw`, submit time): a
 //!   requeue resubmits, so each attempt has its own submit time. `attempt`
 //!   numbers a job's attempts 0, 1, ... by submit time.
-//! - Every time is seconds since the Unix epoch (UTC); every charge is in
-//!   unit-seconds (GPU-seconds with the default `[charge]` weights).
+//! - Every time is seconds since the Unix epoch (UTC); every charge rate is
+//!   in milli-units per second and every charge in milli-unit-seconds
+//!   ([`fairshare::charge`]: 1000 per GPU-second with the default
+//!   `[charge]` weights), so fractional TRES weights sum exactly. Schema
+//!   version 3 moved the stored `rate` and `charged` columns (attempts and
+//!   buckets) from whole units to milli-units by multiplying them by 1000
+//!   ([`MIGRATION_3`]); a reader of an older ledger not yet migrated scales
+//!   what it reads the same way.
 //! - Per-(account, user) hourly buckets hold, for *closed* attempts, the
 //!   unit-seconds inside each hour and the rate active at the hour's first
 //!   second. A window query reads the buckets of its whole hours, corrects
@@ -37,9 +43,9 @@
 //! use allot_ledger::LedgerReader;
 //! let reader = LedgerReader::open("/var/lib/allot/ledger.sqlite".as_ref())?;
 //! let now = 1_700_000_000;
-//! // Charged GPU-seconds per account over the last 7 days.
-//! for (account, gpu_seconds) in reader.charged_by_account(now - 7 * 86_400, now)? {
-//!     println!("{account}: {gpu_seconds}");
+//! // Charged GPU-seconds per account over the last 7 days (milli-units).
+//! for (account, milli) in reader.charged_by_account(now - 7 * 86_400, now)? {
+//!     println!("{account}: {}", fairshare::charge::units(milli));
 //! }
 //! # Ok::<(), allot_ledger::LedgerError>(())
 //! ```
@@ -64,7 +70,23 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 use serde::Serialize;
 
 /// Current schema version (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
+
+/// The first schema version whose charges are milli-units (see the crate
+/// doc); older ones stored whole units.
+pub(crate) const MILLI_SCHEMA: i64 = 3;
+
+/// Schema 2 -> 3: charge rates and charges from whole units to milli-units
+/// (x [`fairshare::charge::MILLI_PER_UNIT`]). Saturates near `i64::MAX`,
+/// as the writer does: SQLite turns an overflowing product into a float.
+pub const MIGRATION_3: &str = r#"
+UPDATE attempts SET
+    rate    = max(min(rate, 9223372036854775), -9223372036854775) * 1000,
+    charged = max(min(charged, 9223372036854775), -9223372036854775) * 1000;
+UPDATE buckets SET
+    charged        = max(min(charged, 9223372036854775), -9223372036854775) * 1000,
+    charged_active = max(min(charged_active, 9223372036854775), -9223372036854775) * 1000;
+"#;
 
 /// Seconds per bucket.
 pub const BUCKET_SECS: i64 = 3600;
@@ -119,6 +141,7 @@ CREATE TABLE buckets (
 ) WITHOUT ROWID;
 "#,
     events::MIGRATION_2,
+    MIGRATION_3,
 ];
 
 /// Ledger failures. Each message names the file and what to do.
@@ -204,7 +227,7 @@ pub struct AttemptRecord {
     pub partition: Option<String>,
     /// Allocated GPUs.
     pub gpus: u64,
-    /// Charge units per second (GPUs with default weights).
+    /// Charge milli-units per second (1000 per GPU with default weights).
     pub rate: u64,
     /// Start; `None`: never started.
     pub start: Option<i64>,
@@ -222,7 +245,8 @@ pub struct AttemptRecord {
     /// End of the charged interval `[start, charge_end)`; `None` while
     /// running, for a job that never started, and when nothing is charged.
     pub charge_end: Option<i64>,
-    /// Charged unit-seconds of a finished attempt; 0 while running.
+    /// Charged milli-unit-seconds of a finished attempt (1000 per
+    /// GPU-second by default); 0 while running.
     pub charged: u64,
 }
 
@@ -239,7 +263,7 @@ pub struct StoredAttempt {
 /// Usage of one (account, user) inside a window, unit-seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Usage {
-    /// Charged unit-seconds (GPU-seconds by default).
+    /// Charged milli-unit-seconds (1000 per GPU-second by default).
     pub charged: u64,
     /// GPU-seconds actually held (every job that ran).
     pub gpu_seconds: u64,

@@ -7,6 +7,10 @@ use super::*;
 pub struct LedgerReader {
     pub(crate) conn: Connection,
     pub(crate) path: PathBuf,
+    /// What a stored charge is multiplied by to read milli-units: 1000 for
+    /// a ledger older than [`MILLI_SCHEMA`] that no writer has migrated
+    /// yet (the plugins upgraded before the sidecar), else 1.
+    pub(crate) milli: u64,
 }
 
 impl std::fmt::Debug for LedgerReader {
@@ -39,7 +43,19 @@ impl LedgerReader {
         Ok(LedgerReader {
             conn,
             path: path.to_path_buf(),
+            milli: if version < MILLI_SCHEMA {
+                fairshare::charge::MILLI_PER_UNIT
+            } else {
+                1
+            },
         })
+    }
+
+    /// `rec` with its rate and charge in milli-units ([`Self::milli`]).
+    fn in_milli(&self, mut rec: AttemptRecord) -> AttemptRecord {
+        rec.rate = rec.rate.saturating_mul(self.milli);
+        rec.charged = rec.charged.saturating_mul(self.milli);
+        rec
     }
 
     pub(crate) fn sql(&self) -> impl Fn(rusqlite::Error) -> LedgerError + '_ {
@@ -58,7 +74,8 @@ impl LedgerReader {
         meta_i64(&self.conn, "watermark").map_err(self.sql())
     }
 
-    /// Charged unit-seconds (GPU-seconds with default weights) per account
+    /// Charged milli-unit-seconds (1000 per GPU-second with default
+    /// weights) per account
     /// inside `[start, end)` (seconds since the epoch). Running attempts
     /// count up to `end`: pass `end <= now`.
     ///
@@ -134,7 +151,7 @@ impl LedgerReader {
                 (
                     k,
                     Usage {
-                        charged: clamp(v[0]),
+                        charged: clamp(v[0]).saturating_mul(self.milli),
                         gpu_seconds: clamp(v[1]),
                         unallocated: clamp(v[2]),
                     },
@@ -247,7 +264,7 @@ impl LedgerReader {
             .query_map(params![start.saturating_sub(max_seg), end, start], |r| {
                 Ok(StoredAttempt {
                     attempt: r.get::<_, i64>(0)? as u32,
-                    record: record_from_row(r, 1)?,
+                    record: self.in_milli(record_from_row(r, 1)?),
                 })
             })
             .map_err(self.sql())?;
@@ -364,7 +381,7 @@ impl LedgerReader {
             .query_map([job_id as i64], |r| {
                 Ok(StoredAttempt {
                     attempt: r.get::<_, i64>(0)? as u32,
-                    record: record_from_row(r, 1)?,
+                    record: self.in_milli(record_from_row(r, 1)?),
                 })
             })
             .map_err(self.sql())?;
@@ -386,7 +403,7 @@ impl LedgerReader {
             .query_map([], |r| {
                 Ok(StoredAttempt {
                     attempt: r.get::<_, i64>(0)? as u32,
-                    record: record_from_row(r, 1)?,
+                    record: self.in_milli(record_from_row(r, 1)?),
                 })
             })
             .map_err(self.sql())?;

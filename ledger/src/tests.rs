@@ -586,3 +586,57 @@ fn interrupted_scan_equals_a_full_scan_after_each_batch() {
     );
     assert!(full.iter().any(|a| a.requeued) && full.iter().any(|a| !a.requeued));
 }
+
+#[test]
+fn a_ledger_of_whole_units_reads_and_migrates_to_milli_units() {
+    // A schema-2 ledger stored whole units: rate 2 for 2 GPUs, a closed
+    // attempt of 2 GPU-hours and a 1-GPU attempt running since T0.
+    let path = tmp("milli-migration");
+    let mut l = Ledger::open(&path).unwrap();
+    l.write_batch(
+        &[
+            rec(1, "a1", 2, T0 - 7200, Some(T0 - 3600), 3600),
+            rec(2, "b1", 1, T0, None, 3600),
+        ],
+        Some(T0),
+    )
+    .unwrap();
+    l.conn.pragma_update(None, "user_version", 2).unwrap();
+    drop(l);
+    let expect = BTreeMap::from([
+        ("a1".to_string(), 2000 * 3600),
+        ("b1".to_string(), 1000 * 1800),
+    ]);
+    // Read before any writer migrated it (the plugins upgraded first).
+    let old = LedgerReader::open(&path).unwrap();
+    assert_eq!(
+        old.charged_by_account(T0 - 86_400, T0 + 1800).unwrap(),
+        expect
+    );
+    let job1 = &old.attempts_of_job(1).unwrap()[0].record;
+    assert_eq!((job1.rate, job1.charged), (2000, 2000 * 3600));
+    drop(old);
+    // The writer migrates it: the same figures, now stored in milli-units.
+    let l = Ledger::open(&path).unwrap();
+    let version: i64 = l
+        .conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let (rate, charged): (i64, i64) = l
+        .conn
+        .query_row(
+            "SELECT rate, charged FROM attempts WHERE job_id = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((rate, charged), (2000, 2000 * 3600));
+    let r = l.reader().unwrap();
+    assert_eq!(
+        r.charged_by_account(T0 - 86_400, T0 + 1800).unwrap(),
+        expect
+    );
+    let job1 = &r.attempts_of_job(1).unwrap()[0].record;
+    assert_eq!((job1.rate, job1.charged), (2000, 2000 * 3600));
+}

@@ -269,7 +269,7 @@ pub(crate) struct Sim<'w> {
 }
 
 /// A charged job's start or end, kept for `ledger_lag`: its time, account
-/// index, charge rate (units a second), and for an end the time its charge
+/// index, charge rate (milli-units a second, [`fairshare::charge`]), and for an end the time its charge
 /// ends (`None` for a start).
 #[derive(Debug, Clone, Copy)]
 struct LedgerEvent {

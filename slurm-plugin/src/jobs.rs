@@ -338,7 +338,7 @@ mod tests {
     #[test]
     fn a_preemptor_read_once_is_the_job_at_any_second() {
         let config = fairshare::Config::from_toml_str(
-            "[tree.a1]\nshare = 1\n[priority]\nshort_max_gpus = 2\n[charge]\n\"gres/gpu\" = 2.0\n",
+            "[tree.a1]\nshare = 1\n[priority]\nshort_max_gpus = 2\n[charge]\n\"gres/gpu\" = 2.0\ncpu = 0.05\n",
         )
         .unwrap();
         let (engine, _) = Engine::from_account_usage(std::sync::Arc::new(config), [], 0);
@@ -355,7 +355,8 @@ mod tests {
         let p = facts.at(1000);
         assert_eq!(
             (p.account, p.min_runtime, p.rate, p.nodes, p.gpus_per_node),
-            ("a1", 1800, 4, 1, 2)
+            ("a1", 1800, 4050, 1, 2),
+            "2 GPUs x 2 + 1 core x 0.05, in milli-units per second"
         );
         assert!(p.short && p.sweep, "2 GPUs for 30 min, marked a sweep");
         assert_eq!(p.waited, 1000, "eligible at 0 (no details)");

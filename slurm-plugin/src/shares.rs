@@ -1,7 +1,8 @@
 //! What `sshare` shows, from allot's engine: each Slurm association gets
 //! its org-tree node's figures (RawUsage = charged GPU-seconds in the
-//! window, EffectvUsage = share of the parent's usage, NormShares = share
-//! among siblings, LevelFS, FairShare = the leaf's factor).
+//! window, as Slurm's billing-seconds: the engine's milli-units / 1000;
+//! EffectvUsage = share of the parent's usage, NormShares = share among
+//! siblings, LevelFS, FairShare = the leaf's factor).
 //!
 //! Mapping: an account association takes the tree node of the same name
 //! (a leaf through its accounts, an interior node by its name, `root` the
@@ -39,7 +40,7 @@ pub fn figures(engine: &Engine, account: &str, user: Option<&str>) -> Option<Sha
     let total = fair.usage(Tree::ROOT);
     let n = tree.node(node);
     Some(ShareFigures {
-        usage_raw: fair.usage(node),
+        usage_raw: fair.usage(node) / fairshare::charge::MILLI_PER_UNIT as f64,
         usage_norm: if total > 0.0 {
             fair.usage(node) / total
         } else {
@@ -67,7 +68,8 @@ mod tests {
             "[tree.p]\nshare = 60\n[tree.p.a]\nshare = 1\naccounts = [\"a\", \"a-int\"]\n[tree.p.b]\nshare = 1\n[tree.q]\nshare = 40\n",
         )
         .unwrap();
-        let (e, _) = Engine::from_account_usage(Arc::new(c), [("a", 300.0), ("b", 100.0)], 1_000);
+        let (e, _) =
+            Engine::from_account_usage(Arc::new(c), [("a", 300_000.0), ("b", 100_000.0)], 1_000);
         let a = figures(&e, "a-int", Some("alice")).unwrap();
         assert_eq!(
             (a.usage_raw, a.usage_efctv, a.shares_norm),

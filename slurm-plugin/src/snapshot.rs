@@ -3,8 +3,8 @@
 //! A background thread rebuilds a [`fairshare::Engine`] every
 //! `sync.interval`, on the clock half a second after the ledger's poll
 //! ([`fairshare::timer`]), and when poked by `scontrol reconfigure`, from the
-//! current config and the ledger's charged GPU-seconds per account over
-//! the window, then swaps it in atomically. Plugin calls only load the
+//! current config and the ledger's charged milli-GPU-seconds per account
+//! over the window (exact integers, [`fairshare::charge`]), then swaps it in atomically. Plugin calls only load the
 //! current `Arc<Engine>`: no I/O, no waiting on the thread. A ledger that
 //! cannot be read keeps the last usage; the error is logged once per
 //! change of state (no log flood), and so is the recovery.
@@ -35,7 +35,8 @@ fn wall_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Reads charged GPU-seconds per account in `[start, end]` (epoch seconds).
+/// Reads charged milli-unit-seconds (1000 per GPU-second by default) per
+/// account in `[start, end]` (epoch seconds).
 pub type UsageLoader = fn(&Config, u64, u64) -> Result<Vec<(String, f64)>, String>;
 
 /// Builds an engine from `config`, `usage` and `now`; unknown accounts in

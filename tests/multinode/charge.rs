@@ -50,7 +50,11 @@ fn a_two_node_job_is_charged_for_all_its_gpus() {
     let r = &a[0].record;
     let (start, end) = (r.start.unwrap(), r.end.unwrap());
     assert_eq!(r.gpus, u64::from(2 * g), "{r:?}");
-    assert_eq!(r.rate, u64::from(2 * g), "charged per GPU: {r:?}");
+    assert_eq!(
+        r.rate,
+        1000 * u64::from(2 * g),
+        "charged per GPU (milli-units): {r:?}"
+    );
     assert_eq!(r.state, "COMPLETED");
     assert_eq!(end - start, elapsed, "the ledger's interval is sacct's");
     assert_eq!(r.min_runtime, 5);
@@ -58,7 +62,7 @@ fn a_two_node_job_is_charged_for_all_its_gpus() {
     assert_eq!(r.charge_end, Some(end));
     assert_eq!(
         r.charged,
-        u64::from(2 * g) * (end - start) as u64,
+        1000 * u64::from(2 * g) * (end - start) as u64,
         "charged {} GPUs x {} s: {r:?}",
         2 * g,
         end - start
@@ -185,7 +189,7 @@ fn a_node_lost_mid_job_charges_the_attempt_up_to_the_failure_and_requeues_it() {
     assert_eq!(lost_attempt.charge_end, Some(end), "{lost_attempt:?}");
     assert_eq!(
         lost_attempt.charged,
-        u64::from(g) * (end - start) as u64,
+        1000 * u64::from(g) * (end - start) as u64,
         "{g} GPUs x {} s up to the failure: {lost_attempt:?}",
         end - start
     );

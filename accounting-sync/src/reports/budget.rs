@@ -6,8 +6,11 @@
 //! - **Share %**: the node's share normalised among its siblings.
 //! - **Allocation GPU-h**: node allocation (product of normalised shares
 //!   from the root) x capacity (GPUs) x window length, in GPU-hours.
-//! - **Charged GPU-h**: charged unit-seconds of the subtree inside the window
-//!   / 3600 (see [`allot_ledger`]); **Used %** = charged / allocation.
+//! - **Charged GPU-h**: charged milli-unit-seconds of the subtree inside the
+//!   window (see [`allot_ledger`]), summed exactly, then / 1000 / 3600;
+//!   printed with three decimals, the resolution of a fractional TRES
+//!   weight such as `cpu = 0.05` over an hour; **Used %** = charged /
+//!   allocation.
 //! - **Unallocated GPU-h**: GPU-seconds held by minimum-runtime-0 jobs.
 //! - **Level FS**, **FairShare**: the engine's Fair Tree over the charged
 //!   usage of the window ([`fairshare::Engine`]); FairShare only for leaves.
@@ -39,8 +42,9 @@ pub struct Line {
     pub share_pct: f64,
     /// Allocation over the window, GPU-hours.
     pub allocation_gpu_h: f64,
-    /// Charged GPU-seconds (unit-seconds) inside the window.
-    pub charged_gpu_seconds: u64,
+    /// Charged GPU-seconds (unit-seconds) inside the window: the ledger's
+    /// exact milli-unit-seconds / 1000, fractional under fractional weights.
+    pub charged_gpu_seconds: f64,
     /// Charged, GPU-hours.
     pub charged_gpu_h: f64,
     /// Charged / allocation, percent (0 when the allocation is 0).
@@ -89,6 +93,14 @@ pub struct Report {
 
 fn hours(secs: u64) -> f64 {
     secs as f64 / 3600.0
+}
+
+/// GPU-seconds and GPU-hours of a charge in milli-unit-seconds.
+fn charged(milli: u64) -> (f64, f64) {
+    (
+        fairshare::charge::units(milli),
+        fairshare::charge::unit_hours(milli),
+    )
 }
 
 fn pct(a: f64, b: f64) -> f64 {
@@ -158,9 +170,9 @@ pub fn build(
                 n.norm_share * 100.0
             },
             allocation_gpu_h: alloc,
-            charged_gpu_seconds: u.charged,
-            charged_gpu_h: hours(u.charged),
-            used_pct: pct(hours(u.charged), alloc),
+            charged_gpu_seconds: charged(u.charged).0,
+            charged_gpu_h: charged(u.charged).1,
+            used_pct: pct(charged(u.charged).1, alloc),
             unallocated_gpu_seconds: u.unallocated,
             unallocated_gpu_h: hours(u.unallocated),
             level_fs: (id != Tree::ROOT).then(|| engine.fair_tree().level_fs(id).0),
@@ -207,8 +219,8 @@ pub fn build(
             user: None,
             share_pct: 0.0,
             allocation_gpu_h: 0.0,
-            charged_gpu_seconds: unknown.iter().map(|x| x.1.charged).sum(),
-            charged_gpu_h: hours(unknown.iter().map(|x| x.1.charged).sum()),
+            charged_gpu_seconds: charged(unknown.iter().map(|x| x.1.charged).sum()).0,
+            charged_gpu_h: charged(unknown.iter().map(|x| x.1.charged).sum()).1,
             used_pct: 0.0,
             unallocated_gpu_seconds: unknown.iter().map(|x| x.1.unallocated).sum(),
             unallocated_gpu_h: hours(unknown.iter().map(|x| x.1.unallocated).sum()),
@@ -237,7 +249,7 @@ pub fn build(
             start,
             end,
             capacity_gpu_h: cap_h,
-            charged_gpu_h: hours(total_charged),
+            charged_gpu_h: charged(total_charged).1,
             occupied_gpu_h: hours(total_gpu),
             occupancy_pct: pct(hours(total_gpu), cap_h),
         },
@@ -251,9 +263,9 @@ fn user_line(depth: u32, account: &str, user: &str, v: Usage, alloc: f64) -> Lin
         user: Some(user.to_string()),
         share_pct: 0.0,
         allocation_gpu_h: 0.0,
-        charged_gpu_seconds: v.charged,
-        charged_gpu_h: hours(v.charged),
-        used_pct: pct(hours(v.charged), alloc),
+        charged_gpu_seconds: charged(v.charged).0,
+        charged_gpu_h: charged(v.charged).1,
+        used_pct: pct(charged(v.charged).1, alloc),
         unallocated_gpu_seconds: v.unallocated,
         unallocated_gpu_h: hours(v.unallocated),
         level_fs: None,
@@ -382,7 +394,7 @@ pub fn render_text(r: &Report) -> String {
         out.push('\n');
     }
     out += &format!(
-        "\nCluster: charged {:.1} GPU-h, occupied {:.1} of {:.1} GPU-h ({:.1}%)\n",
+        "\nCluster: charged {:.3} GPU-h, occupied {:.1} of {:.1} GPU-h ({:.1}%)\n",
         t.charged_gpu_h, t.occupied_gpu_h, t.capacity_gpu_h, t.occupancy_pct
     );
     out
@@ -463,7 +475,7 @@ mod tests {
             user: user.into(),
             partition: None,
             gpus,
-            rate: gpus,
+            rate: 1000 * gpus,
             start: Some(start),
             end: Some(end),
             elapsed: None,
@@ -471,59 +483,81 @@ mod tests {
             min_runtime: min,
             min_runtime_recorded: true,
             charge_end: ce,
-            charged: ce.map_or(0, |c| gpus * (c - start) as u64),
+            charged: ce.map_or(0, |c| 1000 * gpus * (c - start) as u64),
         }
+    }
+
+    /// An hour boundary.
+    const T0: i64 = 1_700_000_000 - 1_700_000_000 % 3600;
+
+    /// The report of `[T0, T0 + 1 d)` on 8 GPUs of a fresh ledger holding
+    /// `records`, with the tree `tree` (allot.toml text).
+    fn report_of(name: &str, records: &[AttemptRecord], tree: &str, users: bool) -> Report {
+        let dir = std::env::temp_dir().join(format!("allot-report-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut l = Ledger::open(&dir.join("l.sqlite")).unwrap();
+        l.write_batch(records, None).unwrap();
+        let config = Arc::new(Config::from_toml_str(tree).unwrap());
+        build(&l.reader().unwrap(), config, 8, T0, T0 + 86_400, users).unwrap()
+    }
+
+    #[test]
+    fn fractional_charges_are_reported_to_the_milli_gpu_hour() {
+        // One hour of 1 CPU (0.05 GPU per second at `cpu = 0.05`) and one
+        // of 1 shard + 1 CPU (0.175): 0.225 GPU-h, where whole units
+        // charged 2.
+        let at = |job, rate| AttemptRecord {
+            rate,
+            charged: rate * 3600,
+            gpus: 0,
+            ..rec(job, "a1", "alice", 0, T0, T0 + 3600, 60)
+        };
+        let r = report_of(
+            "frac",
+            &[at(1, 50), at(2, 175)],
+            "[tree.a1]\nshare = 1\n[tree.b1]\nshare = 1\n",
+            false,
+        );
+        let a1 = r.lines.iter().find(|l| l.account == "a1").unwrap();
+        assert_eq!((a1.charged_gpu_seconds, a1.charged_gpu_h), (810.0, 0.225));
+        assert_eq!(r.totals.charged_gpu_h, 0.225);
+        assert!(render_parsable(&r).contains("\na1||50.00|96.000|0.225|"));
+        assert!(render_text(&r).contains("Cluster: charged 0.225 GPU-h"));
     }
 
     #[test]
     fn report_values() {
-        let dir = std::env::temp_dir().join(format!("allot-report-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let path = dir.join("l.sqlite");
-        let mut l = Ledger::open(&path).unwrap();
-        let t0 = 1_700_000_000 - 1_700_000_000 % 3600;
-        l.write_batch(
+        let t0 = T0;
+        let r = report_of(
+            "test",
             &[
                 rec(1, "a1", "alice", 2, t0, t0 + 7200, 60), // 4 GPU-h charged
                 rec(2, "a1", "bob", 1, t0, t0 + 3600, 60),   // 1 GPU-h
                 rec(3, "v1", "carol", 4, t0, t0 + 1800, 0),  // free: 2 GPU-h unallocated
                 rec(4, "zz", "carol", 1, t0, t0 + 3600, 3600), // not in the tree
             ],
-            None,
-        )
-        .unwrap();
-        let config = Config::from_toml_str(
             "[tree.nlp]\nshare = 60\n[tree.nlp.a1]\nshare = 1\n[tree.vision]\nshare = 40\n[tree.vision.v1]\nshare = 1\n",
-        )
-        .unwrap();
-        let r = build(
-            &l.reader().unwrap(),
-            Arc::new(config),
-            8,
-            t0,
-            t0 + 86_400,
             true,
-        )
-        .unwrap();
+        );
         let line = |name: &str| {
             r.lines
                 .iter()
                 .find(|l| l.account == name && l.user.is_none())
                 .unwrap()
         };
-        assert_eq!(line("a1").charged_gpu_seconds, 5 * 3600);
-        assert_eq!(line("nlp").charged_gpu_seconds, 5 * 3600);
+        assert_eq!(line("a1").charged_gpu_seconds, 5.0 * 3600.0);
+        assert_eq!(line("nlp").charged_gpu_seconds, 5.0 * 3600.0);
         assert!((line("nlp").allocation_gpu_h - 0.6 * 8.0 * 24.0).abs() < 1e-9);
         assert!((line("a1").used_pct - 100.0 * 5.0 / (0.6 * 8.0 * 24.0)).abs() < 1e-9);
         assert_eq!(line("v1").unallocated_gpu_seconds, 2 * 3600);
-        assert_eq!(line("v1").charged_gpu_seconds, 0);
+        assert_eq!(line("v1").charged_gpu_seconds, 0.0);
         assert_eq!(
             line("v1").fair_share,
             Some(1.0),
             "no charged usage: served first"
         );
         assert!(line("v1").level_fs.unwrap().is_infinite());
-        assert_eq!(line("(not in allot.toml)").charged_gpu_seconds, 3600);
+        assert_eq!(line("(not in allot.toml)").charged_gpu_seconds, 3600.0);
         let users: Vec<_> = r
             .lines
             .iter()
@@ -534,7 +568,7 @@ mod tests {
                 .iter()
                 .map(|l| (l.user.as_deref().unwrap(), l.charged_gpu_seconds))
                 .collect::<Vec<_>>(),
-            [("alice", 4 * 3600), ("bob", 3600)]
+            [("alice", 4.0 * 3600.0), ("bob", 3600.0)]
         );
         assert!((r.totals.occupied_gpu_h - (4.0 + 1.0 + 2.0 + 1.0)).abs() < 1e-9);
         assert!((r.totals.capacity_gpu_h - 8.0 * 24.0).abs() < 1e-9);

@@ -58,7 +58,7 @@ pub fn daily(
             out.charged_gpu_h
                 .entry(n.name.clone())
                 .or_default()
-                .push(charged as f64 / 3600.0);
+                .push(fairshare::charge::unit_hours(charged));
         }
     }
     Ok(out)

@@ -33,7 +33,7 @@ pub(super) fn pending(account: &str, min_runtime: u64, gpus: u32) -> Preemptor<'
     Preemptor {
         account,
         min_runtime,
-        rate: u64::from(gpus),
+        rate: 1000 * u64::from(gpus),
         nodes: 1,
         gpus_per_node: gpus,
         short: false,
@@ -400,7 +400,7 @@ fn multi_node_preemptor_picks_the_cheapest_nodes() {
     let p = Preemptor {
         nodes: 2,
         gpus_per_node: 4,
-        rate: 8,
+        rate: 8000,
         ..pending("b", H, 4)
     };
     let l = load(&e, 16, &[("a", 16, 0), ("b", 0, 8)]);

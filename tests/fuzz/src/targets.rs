@@ -256,11 +256,16 @@ pub fn tres(data: &[u8]) {
     let counts = fairshare::tres::counts(&s);
     let rate = fairshare::charge::ChargeWeights::default()
         .rate_of_counts(&counts, gpus.clone().unwrap_or(0));
-    // Weighted rates are summed in f64: exact below 2^53 units per second
-    // (a count above that is not a cluster; the fuzzer found 2.4e16 GPUs
-    // rounding up by one).
-    if let Some(g) = gpus.as_ref().ok().copied().filter(|g| *g < 1 << 53) {
-        assert_eq!(rate, g, "default weights charge GPUs only");
+    // Weighted rates are summed in f64 and counted in milli-units: exact
+    // below 2^53 milli-units per second (a count above that is not a
+    // cluster; the fuzzer found 2.4e16 GPUs rounding up by one).
+    if let Some(g) = gpus
+        .as_ref()
+        .ok()
+        .copied()
+        .filter(|g| *g < (1 << 53) / 1000)
+    {
+        assert_eq!(rate, 1000 * g, "default weights charge GPUs only");
     }
     let _ = example_config()
         .charge

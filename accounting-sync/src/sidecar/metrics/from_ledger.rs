@@ -73,7 +73,7 @@ impl SidecarMetrics {
                     &self.node_allocation,
                     Some(n.allocation * capacity as f64 * window as f64),
                 ),
-                (&self.node_usage, Some(l.charged_gpu_seconds as f64)),
+                (&self.node_usage, Some(l.charged_gpu_seconds)),
                 (
                     &self.node_free_usage,
                     Some(l.unallocated_gpu_seconds as f64),

@@ -73,7 +73,7 @@ fn node_values_equal_the_report() {
                 .map(|(_, x)| *x)
         };
         let usage = of_node("allot_node_window_usage_gpu_seconds");
-        assert_eq!(usage, Some(l.charged_gpu_seconds as f64), "{node:?}");
+        assert_eq!(usage, Some(l.charged_gpu_seconds), "{node:?}");
         assert_eq!(
             of_node("allot_node_fair_share_factor"),
             l.fair_share,
