@@ -490,6 +490,7 @@ mod tests {
                 rec(4, "zz", "carol", 1, t0, t0 + 3600, 3600), // not in the tree
             ],
             None,
+            &allot_ledger::charge::Charging::new(Default::default(), Default::default()),
         )
         .unwrap();
         let config = Config::from_toml_str(
