@@ -90,19 +90,8 @@ fn the_sidecar_acts_on_a_drain_at_its_next_pass() {
             kind: NodeEventKind::Drain,
             at_ms: Some(at_ms),
         }];
-        let t = trace::from_jobs(jobs, events);
-        let w = Workload::prepare(&t, &c, &sim_of(&c), ONE_NODE);
-        let r = simulate(
-            &w,
-            c.clone(),
-            &sim_of(&c),
-            ONE_NODE,
-            Policy::Allot,
-            &t.events,
-            &mut |_| {},
-        );
+        let r = run_with_events(&c, jobs, events, ONE_NODE, Policy::Allot);
         assert_eq!((r.drain_requeues, r.finished), (1, 1));
-        check_invariants(&r, &w);
         (r.gpu_hours * 3600.0 / 8.0).round() as u64 - 1000
     };
     assert_eq!(held_s("", 101, 300), 101);
@@ -141,18 +130,8 @@ fn a_node_failure_charges_the_attempt_its_runtime_only() {
             kind,
             at_ms: None,
         }];
-        let t = trace::from_jobs(vec![job(1, "t1", 0, 7200, 8)], events);
-        let w = Workload::prepare(&t, &c, &sim_of(&c), ONE_NODE);
-        let r = simulate(
-            &w,
-            c.clone(),
-            &sim_of(&c),
-            ONE_NODE,
-            Policy::Allot,
-            &t.events,
-            &mut |_| {},
-        );
-        check_invariants(&r, &w);
+        let jobs = vec![job(1, "t1", 0, 7200, 8)];
+        let r = run_with_events(&c, jobs, events, ONE_NODE, Policy::Allot);
         assert_eq!(r.finished, 1);
         r.teams
             .iter()
