@@ -252,10 +252,27 @@ fn sync_report_and_crash_safety() {
     let all_rows = sacct(&["-S", "2000-01-01T00:00:00", "-E", "now"]);
 
     // Independent totals over [t_start, report_end): GPUs x overlap of
-    // [start, max(end, start + min runtime)) for allocated jobs (running
-    // ones up to the window's end), GPUs x overlap of [start, end) as
-    // unallocated for minimum runtime 0.
+    // [start, max(end, start + min runtime)) for allocated jobs their owner
+    // ended, [start, end) for those the cluster ended (NODE_FAIL,
+    // BOOT_FAIL, REQUEUED, REQUEUE_HOLD, REQUEUE_FED; the testbed resizes
+    // nothing), the charged tail cut at the job's next start (running ones
+    // up to the window's end), GPUs x overlap of [start, end) as
+    // unallocated for minimum runtime 0 (docs/ledger.md).
     let overlap = |s: i64, e: i64| (e.min(report_end) - s.max(t_start)).max(0);
+    let next_start = |job: &str, start: i64| {
+        all_rows
+            .iter()
+            .filter(|o| o[0] == job)
+            .filter_map(|o| o[4].parse::<i64>().ok())
+            .filter(|s| *s > start)
+            .min()
+    };
+    let cluster_ended = |state: &str| {
+        matches!(
+            state.split_whitespace().next().unwrap_or(""),
+            "NODE_FAIL" | "BOOT_FAIL" | "REQUEUED" | "REQUEUE_HOLD" | "REQUEUE_FED" | "RESIZING"
+        )
+    };
     let mut charged: BTreeMap<String, i64> = BTreeMap::new();
     let mut unalloc: BTreeMap<String, i64> = BTreeMap::new();
     for r in &all_rows {
@@ -274,7 +291,14 @@ fn sync_report_and_crash_safety() {
                 *unalloc.entry(r[1].clone()).or_default() += u;
             }
         } else {
-            let ce = end.map_or(report_end, |e| e.max(start + min));
+            let ce = end.map_or(report_end, |e| {
+                let own = if cluster_ended(&r[6]) {
+                    e
+                } else {
+                    e.max(start + min)
+                };
+                next_start(&r[0], start).map_or(own, |n| own.min(n).max(e))
+            });
             let c = g * overlap(start, ce);
             if c > 0 {
                 *charged.entry(r[1].clone()).or_default() += c;

@@ -181,11 +181,13 @@ fn fill(path: &std::path::Path, m: u64, year: i64, charging: &Charging, parser: 
         }
         batch.push(charging.record(&a));
         if batch.len() == 50_000 {
-            ledger.write_batch(&batch, None).unwrap();
+            ledger.write_batch(&batch, None, charging).unwrap();
             batch.clear();
         }
     }
-    ledger.write_batch(&batch, Some(T0 + year)).unwrap();
+    ledger
+        .write_batch(&batch, Some(T0 + year), charging)
+        .unwrap();
     println!("filled {m} attempts in {:.1} s", t.elapsed().as_secs_f64());
     drop(ledger);
 }

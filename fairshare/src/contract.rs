@@ -42,6 +42,10 @@
 //!   runtime)` (protection is bought); with `charge_min_runtime = false`,
 //!   `rate x runtime`. Unallocated jobs are charged 0. `runtime` here is wall
 //!   time from start to end: a suspended job keeps its GPUs allocated.
+//!   Which attempts pay the minimum runtime (those their owner ended, not
+//!   the cluster), resized runs (the minimum runtime once per run) and the
+//!   rule that one job's charged intervals never overlap:
+//!   [`crate::attempts`].
 
 use std::collections::BTreeMap;
 

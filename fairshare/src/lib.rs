@@ -11,7 +11,8 @@
 //! - [`usage`]: sliding-window occupancy, exact and incremental;
 //! - [`fair_tree`]: Level FS, ranks and fair-share factors;
 //! - [`priority`]: the `u32` priority layout; [`contract`]: minimum runtime,
-//!   protection, charging; [`preempt`]: who may preempt whom, victims;
+//!   protection, charging; [`attempts`]: which intervals a job's attempts
+//!   are charged (who ended each, resized runs, no overlap); [`preempt`]: who may preempt whom, victims;
 //! - [`engine`]: the immutable snapshot the plugins hold; [`timer`]: when
 //!   they rebuild it and when the ledger is polled;
 //!   [`explain`]: the structured "why".
@@ -37,6 +38,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod attempts;
 pub mod charge;
 pub mod config;
 pub mod contract;

@@ -1,4 +1,4 @@
-//! What one job attempt is charged: the engine's rule applied to a sacct row.
+//! What one job attempt is charged: the engine's rule applied to sacct rows.
 //!
 //! This file only *applies* the engine's rules; it defines none:
 //! - the minimum runtime is [`fairshare::ContractPolicy::job_min_runtime`]
@@ -9,13 +9,22 @@
 //!   allocated TRES: Slurm's unrounded billing, so a 1-core job at
 //!   `cpu = 0.05` is charged 50, not a whole unit;
 //! - the charged interval is `[start, charged_end)` with `charged_end` from
-//!   [`fairshare::ContractPolicy::charged_end`]: `max(end, start + min
-//!   runtime)` when minimum runtimes are charged, nothing for an
-//!   unallocated job (minimum runtime 0).
+//!   [`fairshare::attempts::charged_ends`] over *all* the job's attempts:
+//!   an attempt its owner ended (`COMPLETED`, `FAILED`, `CANCELLED`,
+//!   `TIMEOUT`, `OUT_OF_MEMORY`, `PREEMPTED`, ...) pays `max(end, start of
+//!   its run + min runtime)` when minimum runtimes are charged; one the
+//!   cluster ended (`NODE_FAIL`, `BOOT_FAIL`, `REQUEUED`, `REQUEUE_HOLD`,
+//!   `REQUEUE_FED`) and a segment ended `RESIZING` pay their runtime only;
+//!   a later attempt's start cuts an earlier attempt's charged tail, so one
+//!   job's charged intervals never overlap; an unallocated job (minimum
+//!   runtime 0) pays nothing. [`Charging::record`] charges one attempt
+//!   alone; [`Charging::charge_job`] charges a job's attempts together (the
+//!   ledger's writer calls it with every attempt of the job it holds).
 //!
 //! A running attempt has no charged end yet: readers count it up to the
 //! time they ask about (see [`crate::LedgerReader::usage`]).
 
+use fairshare::attempts::{ended_by, AttemptSpan};
 use fairshare::charge::ChargeWeights;
 use fairshare::{Config, ContractPolicy};
 
@@ -60,18 +69,7 @@ impl Charging {
             .job_min_runtime(a.min_runtime, a.partition.as_deref());
         let recorded = a.min_runtime.is_some();
         let rate = self.rate(a);
-        let charge_end = match (a.start, a.end) {
-            (Some(s), Some(e)) if rate > 0 => self
-                .policy
-                .charged_end(s.max(0) as u64, e.max(0) as u64, min_runtime)
-                .map(|ce| i64::try_from(ce).unwrap_or(i64::MAX)),
-            _ => None,
-        };
-        let charged = match (a.start, charge_end) {
-            (Some(s), Some(ce)) => rate.saturating_mul(ce.saturating_sub(s).max(0) as u64),
-            _ => 0,
-        };
-        AttemptRecord {
+        let mut record = AttemptRecord {
             job_id: a.job_id,
             submit: a.submit,
             label: a.label.clone(),
@@ -90,11 +88,45 @@ impl Charging {
             state: a.state.clone(),
             min_runtime,
             min_runtime_recorded: recorded,
-            charge_end,
-            charged,
+            charge_end: None,
+            charged: 0,
+        };
+        self.charge_job(std::slice::from_mut(&mut record));
+        record
+    }
+
+    /// Sets `charge_end` and `charged` of one job's attempts, given in
+    /// submit order, from their start, end, state, minimum runtime and rate
+    /// ([`fairshare::attempts::charged_ends`]): an attempt the cluster
+    /// ended pays its runtime, a resized run its segments and its minimum
+    /// runtime once, and no two attempts' charged intervals overlap.
+    /// Nothing is charged at rate 0.
+    pub fn charge_job(&self, attempts: &mut [AttemptRecord]) {
+        let epoch = |t: Option<i64>| t.map(|t| t.max(0) as u64);
+        let spans: Vec<AttemptSpan> = attempts
+            .iter()
+            .map(|r| AttemptSpan {
+                start: epoch(r.start),
+                end: epoch(r.end),
+                ended_by: ended_by(&r.state),
+                min_runtime: r.min_runtime,
+            })
+            .collect();
+        let ends = fairshare::attempts::charged_ends(&self.policy, &spans);
+        for (r, end) in attempts.iter_mut().zip(ends) {
+            r.charge_end = end
+                .filter(|_| r.rate > 0)
+                .map(|ce| i64::try_from(ce).unwrap_or(i64::MAX));
+            r.charged = match (r.start, r.charge_end) {
+                (Some(s), Some(ce)) => r.rate.saturating_mul(ce.saturating_sub(s).max(0) as u64),
+                _ => 0,
+            };
         }
     }
 }
+
+#[cfg(test)]
+mod attempts_tests;
 
 #[cfg(test)]
 mod tests {

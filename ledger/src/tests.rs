@@ -52,6 +52,12 @@ fn rec(
     }
 }
 
+/// The default contract and weights: the charging rules the records of
+/// [`rec`] follow.
+fn rules() -> crate::charge::Charging {
+    crate::charge::Charging::new(fairshare::ContractPolicy::default(), Default::default())
+}
+
 const T0: i64 = 1_700_000_000; // an arbitrary epoch, not on an hour boundary
 
 #[test]
@@ -62,6 +68,7 @@ fn straddling_job_counts_only_the_overlap() {
     l.write_batch(
         &[rec(1, "a1", 1, T0 - 7200, Some(T0 + 3600), 3600)],
         Some(T0),
+        &rules(),
     )
     .unwrap();
     let r = l.reader().unwrap();
@@ -81,7 +88,7 @@ fn straddling_job_counts_only_the_overlap() {
 fn minimum_runtime_extends_the_charge_not_the_occupancy() {
     let path = tmp("minrt");
     let mut l = Ledger::open(&path).unwrap();
-    l.write_batch(&[rec(1, "a1", 2, T0, Some(T0 + 600), 3600)], None)
+    l.write_batch(&[rec(1, "a1", 2, T0, Some(T0 + 600), 3600)], None, &rules())
         .unwrap();
     let u = l.reader().unwrap().usage(T0 - 86_400, T0 + 86_400).unwrap();
     let a = u[&("a1".to_string(), "alice".to_string())];
@@ -102,7 +109,8 @@ fn unallocated_and_running_jobs() {
     let running = rec(2, "a2", 2, T0 + 100, None, 3600);
     let mut pending = rec(3, "a2", 0, T0, None, 3600);
     pending.start = None;
-    l.write_batch(&[free, running, pending], None).unwrap();
+    l.write_batch(&[free, running, pending], None, &rules())
+        .unwrap();
     let r = l.reader().unwrap();
     let u = r.usage(T0, T0 + 2000).unwrap();
     assert_eq!(
@@ -138,7 +146,9 @@ fn rewrites_are_idempotent_and_updates_move_the_buckets() {
     let path = tmp("idem");
     let mut l = Ledger::open(&path).unwrap();
     let running = rec(7, "a1", 1, T0, None, 3600);
-    let s = l.write_batch(std::slice::from_ref(&running), None).unwrap();
+    let s = l
+        .write_batch(std::slice::from_ref(&running), None, &rules())
+        .unwrap();
     assert_eq!(
         s,
         BatchStats {
@@ -147,7 +157,7 @@ fn rewrites_are_idempotent_and_updates_move_the_buckets() {
             unchanged: 0
         }
     );
-    let s = l.write_batch(&[running], None).unwrap();
+    let s = l.write_batch(&[running], None, &rules()).unwrap();
     assert_eq!(
         s,
         BatchStats {
@@ -157,7 +167,9 @@ fn rewrites_are_idempotent_and_updates_move_the_buckets() {
         }
     );
     let done = rec(7, "a1", 1, T0, Some(T0 + 7200), 3600);
-    let s = l.write_batch(std::slice::from_ref(&done), None).unwrap();
+    let s = l
+        .write_batch(std::slice::from_ref(&done), None, &rules())
+        .unwrap();
     assert_eq!(
         s,
         BatchStats {
@@ -167,12 +179,13 @@ fn rewrites_are_idempotent_and_updates_move_the_buckets() {
         }
     );
     let dump1 = l.reader().unwrap().dump().unwrap();
-    l.write_batch(std::slice::from_ref(&done), None).unwrap();
+    l.write_batch(std::slice::from_ref(&done), None, &rules())
+        .unwrap();
     assert_eq!(l.reader().unwrap().dump().unwrap(), dump1);
     // The job is re-labelled to another account: its charge moves with it.
     let mut moved = done;
     moved.account = "v1".into();
-    l.write_batch(&[moved], None).unwrap();
+    l.write_batch(&[moved], None, &rules()).unwrap();
     let r = l.reader().unwrap();
     let by = r.charged_by_account(T0 - 86_400, T0 + 86_400).unwrap();
     assert_eq!(by.get("a1"), None);
@@ -188,8 +201,8 @@ fn requeued_attempts_are_numbered_by_submit_time() {
     second.submit = T0 + 4000;
     let first = rec(9, "a1", 1, T0, Some(T0 + 4000), 60);
     // Out of order on purpose: the later attempt arrives first.
-    l.write_batch(&[second], None).unwrap();
-    l.write_batch(&[first], None).unwrap();
+    l.write_batch(&[second], None, &rules()).unwrap();
+    l.write_batch(&[first], None, &rules()).unwrap();
     let all = l.reader().unwrap().all_attempts().unwrap();
     assert_eq!(
         all.iter()
@@ -267,9 +280,9 @@ fn window_queries_match_brute_force() {
     }
     // Written in several batches, some records twice.
     for chunk in recs.chunks(97) {
-        l.write_batch(chunk, None).unwrap();
+        l.write_batch(chunk, None, &rules()).unwrap();
     }
-    l.write_batch(&recs[100..200], None).unwrap();
+    l.write_batch(&recs[100..200], None, &rules()).unwrap();
     let r = l.reader().unwrap();
     for _ in 0..60 {
         let s = T0 - 3600 + g.next(50 * 3600) as i64;
@@ -365,8 +378,8 @@ fn an_overlapping_attempt_is_kept_and_both_are_charged() {
     b.start = b.start.map(|s| s + 3600);
     b.end = b.end.map(|e| e + 3600);
     b.charge_end = b.charge_end.map(|e| e + 3600);
-    l.write_batch(&[a], None).unwrap();
-    let stats = l.write_batch(&[b], None).unwrap();
+    l.write_batch(&[a], None, &rules()).unwrap();
+    let stats = l.write_batch(&[b], None, &rules()).unwrap();
     assert_eq!(stats.inserted, 1);
     assert_eq!(l.reader().unwrap().attempts_of_job(21).unwrap().len(), 2);
 }
@@ -446,7 +459,7 @@ proptest! {
             .collect();
         let path = tmp("engine-window");
         let mut ledger = Ledger::open(&path).unwrap();
-        ledger.write_batch(&records, Some(now)).unwrap();
+        ledger.write_batch(&records, Some(now), &rules()).unwrap();
         let from_ledger = ledger.reader().unwrap().charged_by_account(now - window, now).unwrap();
 
         let mut at_once = fairshare::UsageTracker::new(window as u64, now as u64);
@@ -551,7 +564,7 @@ fn interrupted_scan_equals_a_full_scan_after_each_batch() {
         if let Some(r) = history.first() {
             write.push(r.clone()); // unchanged
         }
-        let stats = l.write_batch(&write, Some(now)).unwrap();
+        let stats = l.write_batch(&write, Some(now), &rules()).unwrap();
         let full = reader.interrupted_attempts().unwrap();
         every.update(&reader).unwrap();
         assert_eq!(
@@ -599,6 +612,7 @@ fn a_ledger_of_whole_units_reads_and_migrates_to_milli_units() {
             rec(2, "b1", 1, T0, None, 3600),
         ],
         Some(T0),
+        &rules(),
     )
     .unwrap();
     l.conn.pragma_update(None, "user_version", 2).unwrap();

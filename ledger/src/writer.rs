@@ -3,6 +3,7 @@
 
 use super::interrupted::ENDED_REWRITES;
 use super::*;
+use crate::charge::Charging;
 use rusqlite::{params_from_iter, ToSql};
 
 fn create_private(path: &Path) -> Result<()> {
@@ -219,9 +220,14 @@ impl Ledger {
 
     /// Writes `records` in one transaction: new attempts are inserted,
     /// changed ones updated, identical ones left alone, and the buckets
-    /// follow. With `watermark`, the watermark is moved in the same
-    /// transaction (never backwards), so a crash loses nothing: the next run
-    /// starts from the last committed watermark.
+    /// follow. Each job's attempts are charged together by `charging`
+    /// ([`Charging::charge_job`]): with the attempts of the job the ledger
+    /// already holds, so an attempt's charged tail is cut at its job's next
+    /// start and a resized run pays its minimum runtime once, whichever
+    /// batch brings which attempt; a stored attempt whose charge changes
+    /// so is rewritten (counted `updated`). With `watermark`, the watermark
+    /// is moved in the same transaction (never backwards), so a crash loses
+    /// nothing: the next run starts from the last committed watermark.
     ///
     /// # Errors
     /// SQLite errors (the transaction is rolled back).
@@ -229,6 +235,7 @@ impl Ledger {
         &mut self,
         records: &[AttemptRecord],
         watermark: Option<i64>,
+        charging: &Charging,
     ) -> Result<BatchStats> {
         let path = self.path.clone();
         let sql = move |source| LedgerError::Sqlite {
@@ -245,13 +252,23 @@ impl Ledger {
         // Whether an ended attempt changed in a field an InterruptedScan
         // holds: it then starts over (interrupted.rs).
         let mut ended_rewritten = false;
+        // The batch's records by job, in first-seen order.
+        let mut jobs: Vec<(u64, Vec<&AttemptRecord>)> = Vec::new();
         {
-            // Every attempt of the job in one index seek: the one with this
-            // submit time (if any), how many came before (this attempt's
-            // number) and whether any came after (their numbers shift).
+            let mut at: HashMap<u64, usize> = HashMap::new();
+            for rec in records {
+                let i = *at.entry(rec.job_id).or_insert_with(|| {
+                    jobs.push((rec.job_id, Vec::new()));
+                    jobs.len() - 1
+                });
+                jobs[i].1.push(rec);
+            }
+        }
+        {
+            // Every attempt of the job in one index seek.
             let mut same_job = tx
                 .prepare_cached(&format!(
-                    "SELECT id, {COLUMNS} FROM attempts WHERE job_id = ?1"
+                    "SELECT id, {COLUMNS}, attempt FROM attempts WHERE job_id = ?1"
                 ))
                 .map_err(&sql)?;
             let mut insert = tx
@@ -267,98 +284,106 @@ impl Ledger {
                      state=?15, min_runtime=?16, min_runtime_recorded=?17, charge_end=?18, charged=?19 WHERE id=?1",
                 )
                 .map_err(&sql)?;
-            let mut shift = tx
-                .prepare_cached(
-                    "UPDATE attempts SET attempt = attempt + 1 WHERE job_id = ?1 AND submit > ?2",
-                )
+            let mut renumber = tx
+                .prepare_cached("UPDATE attempts SET attempt = ?2 WHERE id = ?1")
                 .map_err(&sql)?;
-            for rec in records {
-                let (mut old, mut attempt, mut later) = (None, 0i64, false);
-                let mut overlapping = None;
-                let mut rows = same_job.query(params![rec.job_id as i64]).map_err(&sql)?;
+            for (job_id, incoming) in &jobs {
+                // The job's attempts, stored and incoming (an incoming one
+                // replaces the stored one of its submit time).
+                let mut all: Vec<JobAttempt> = Vec::new();
+                let mut rows = same_job.query(params![*job_id as i64]).map_err(&sql)?;
                 while let Some(r) = rows.next().map_err(&sql)? {
-                    let submit: i64 = r.get(2).map_err(&sql)?;
-                    if submit != rec.submit && overlapping.is_none() {
-                        // Columns 13 and 14: start and end (see COLUMNS).
-                        let span = (r.get::<_, Option<i64>>(13), r.get::<_, Option<i64>>(14));
-                        if let (Ok(Some(s)), Ok(Some(e))) = span {
-                            if rec
-                                .start
-                                .is_some_and(|rs| rs < e && rec.end.is_none_or(|re| re > s))
-                            {
-                                overlapping = Some(submit);
-                            }
-                        }
-                    }
-                    match submit.cmp(&rec.submit) {
-                        std::cmp::Ordering::Less => attempt += 1,
-                        std::cmp::Ordering::Greater => later = true,
-                        std::cmp::Ordering::Equal => {
-                            old = Some((
-                                r.get::<_, i64>(0).map_err(&sql)?,
-                                record_from_row(r, 1).map_err(&sql)?,
-                            ))
-                        }
-                    }
+                    let old = record_from_row(r, 1).map_err(&sql)?;
+                    all.push(JobAttempt {
+                        id: Some(r.get::<_, i64>(0).map_err(&sql)?),
+                        number: Some(r.get::<_, i64>(21).map_err(&sql)?),
+                        new: old.clone(),
+                        old: Some(old),
+                        incoming: false,
+                    });
                 }
                 drop(rows);
-                if let (None, Some(other)) = (&old, overlapping) {
-                    // Attempts of one job follow each other; two that overlap
-                    // are one attempt read twice with shifted clocks (a dump
-                    // imported again with another --timezone), charged twice.
-                    tracing::warn!(
-                        job = rec.job_id,
-                        submit = rec.submit,
-                        other_submit = other,
-                        "this attempt overlaps another attempt of the same job in time; \
-                         was the same history imported with another --timezone? Both are kept"
-                    );
-                }
-                match &old {
-                    Some((_, o)) if o == rec => {
-                        stats.unchanged += 1;
-                        continue;
-                    }
-                    Some((id, o)) => {
-                        ended_rewritten |= o.end.is_some()
-                            && (o.account != rec.account
-                                || o.min_runtime != rec.min_runtime
-                                || o.state != rec.state
-                                || o.start != rec.start
-                                || o.end != rec.end);
-                        for (f, s) in segments(o).into_iter().enumerate() {
-                            if let Some(s) = s {
-                                bucket_deltas(&mut deltas, &o.account, &o.user, f, s, -1);
+                for rec in incoming {
+                    match all.iter_mut().find(|a| a.new.submit == rec.submit) {
+                        Some(a) => {
+                            a.new = (*rec).clone();
+                            a.incoming = true;
+                        }
+                        None => {
+                            if let Some(other) = all.iter().find(|a| overlap(&a.new, rec)) {
+                                // Attempts of one job follow each other; two
+                                // that overlap are one attempt read twice with
+                                // shifted clocks (a dump imported again with
+                                // another --timezone), charged twice.
+                                tracing::warn!(
+                                    job = rec.job_id,
+                                    submit = rec.submit,
+                                    other_submit = other.new.submit,
+                                    "this attempt overlaps another attempt of the same job in time; \
+                                     was the same history imported with another --timezone? Both are kept"
+                                );
                             }
+                            all.push(JobAttempt {
+                                id: None,
+                                number: None,
+                                new: (*rec).clone(),
+                                old: None,
+                                incoming: true,
+                            });
                         }
-                        with_columns(rec, |cols| {
-                            let key: [&dyn ToSql; 1] = [&id];
-                            update.execute(params_from_iter(key.iter().chain(cols)))
-                        })
-                        .map_err(&sql)?;
-                        stats.updated += 1;
-                    }
-                    None => {
-                        if later {
-                            shift
-                                .execute(params![rec.job_id as i64, rec.submit])
-                                .map_err(&sql)?;
-                        }
-                        with_columns(rec, |cols| {
-                            let key: [&dyn ToSql; 3] =
-                                [&attempt, &(rec.job_id as i64), &rec.submit];
-                            insert.execute(params_from_iter(key.iter().chain(cols)))
-                        })
-                        .map_err(&sql)?;
-                        stats.inserted += 1;
                     }
                 }
-                for (f, s) in segments(rec).into_iter().enumerate() {
-                    if let Some(s) = s {
-                        if let Some(e) = s.end {
-                            max_seg = max_seg.max(e - s.start);
+                all.sort_by_key(|a| a.new.submit);
+                let mut charged: Vec<AttemptRecord> = all.iter().map(|a| a.new.clone()).collect();
+                charging.charge_job(&mut charged);
+                for (number, (a, rec)) in all.iter().zip(&charged).enumerate() {
+                    let number = number as i64;
+                    match (&a.old, a.id) {
+                        (Some(o), Some(id)) => {
+                            if a.number != Some(number) {
+                                renumber.execute(params![id, number]).map_err(&sql)?;
+                            }
+                            if o == rec {
+                                if a.incoming {
+                                    stats.unchanged += 1;
+                                }
+                                continue;
+                            }
+                            ended_rewritten |= o.end.is_some()
+                                && (o.account != rec.account
+                                    || o.min_runtime != rec.min_runtime
+                                    || o.state != rec.state
+                                    || o.start != rec.start
+                                    || o.end != rec.end);
+                            for (f, s) in segments(o).into_iter().enumerate() {
+                                if let Some(s) = s {
+                                    bucket_deltas(&mut deltas, &o.account, &o.user, f, s, -1);
+                                }
+                            }
+                            with_columns(rec, |cols| {
+                                let key: [&dyn ToSql; 1] = [&id];
+                                update.execute(params_from_iter(key.iter().chain(cols)))
+                            })
+                            .map_err(&sql)?;
+                            stats.updated += 1;
                         }
-                        bucket_deltas(&mut deltas, &rec.account, &rec.user, f, s, 1);
+                        _ => {
+                            with_columns(rec, |cols| {
+                                let key: [&dyn ToSql; 3] =
+                                    [&number, &(rec.job_id as i64), &rec.submit];
+                                insert.execute(params_from_iter(key.iter().chain(cols)))
+                            })
+                            .map_err(&sql)?;
+                            stats.inserted += 1;
+                        }
+                    }
+                    for (f, s) in segments(rec).into_iter().enumerate() {
+                        if let Some(s) = s {
+                            if let Some(e) = s.end {
+                                max_seg = max_seg.max(e - s.start);
+                            }
+                            bucket_deltas(&mut deltas, &rec.account, &rec.user, f, s, 1);
+                        }
                     }
                 }
             }
@@ -414,6 +439,25 @@ impl Ledger {
     /// As [`LedgerReader::open`].
     pub fn reader(&self) -> Result<LedgerReader> {
         LedgerReader::open(&self.path)
+    }
+}
+
+/// One attempt of a job being written: as stored (`old`, with its row id
+/// and number) and as it will be (`new`, from the batch when `incoming`).
+struct JobAttempt {
+    id: Option<i64>,
+    number: Option<i64>,
+    old: Option<AttemptRecord>,
+    new: AttemptRecord,
+    incoming: bool,
+}
+
+/// True when two attempts' run times `[start, end)` overlap (an open end
+/// runs on).
+fn overlap(a: &AttemptRecord, b: &AttemptRecord) -> bool {
+    match (a.start, a.end, b.start) {
+        (Some(s), Some(e), Some(bs)) => bs < e && b.end.is_none_or(|be| be > s),
+        _ => false,
     }
 }
 

@@ -193,6 +193,12 @@ pub struct TeamReport {
     /// The most of that in any one hour, as GPUs held on average over the
     /// hour.
     pub excess_peak_gpus: f64,
+    /// What its ended attempts were charged under `allot`, charge
+    /// unit-hours (GPU-hours with the default `[charge]` weights): the
+    /// contract's charge of each attempt as the ledger computes it
+    /// ([`fairshare::attempts`]: an attempt a node failure ended pays its
+    /// runtime only). 0 under the baselines and for the free tier.
+    pub charged_gpu_hours: f64,
 }
 
 /// A group of the org tree (an interior node: not the root, not a leaf):

@@ -44,10 +44,34 @@ pub(crate) fn run(
     cluster: ClusterSpec,
     policy: Policy,
 ) -> SimReport {
-    let t = trace::from_jobs(jobs, Vec::new());
+    replay(config, jobs, Vec::new(), cluster, policy).0
+}
+
+/// [`run`] with node `events`, the invariants checked on the report.
+pub(crate) fn run_with_events(
+    config: &Arc<Config>,
+    jobs: Vec<TraceJob>,
+    events: Vec<NodeEvent>,
+    cluster: ClusterSpec,
+    policy: Policy,
+) -> SimReport {
+    let (r, w) = replay(config, jobs, events, cluster, policy);
+    check_invariants(&r, &w);
+    r
+}
+
+/// Replays `jobs` and `events` under `policy`: the report and its workload.
+fn replay(
+    config: &Arc<Config>,
+    jobs: Vec<TraceJob>,
+    events: Vec<NodeEvent>,
+    cluster: ClusterSpec,
+    policy: Policy,
+) -> (SimReport, Workload) {
+    let t = trace::from_jobs(jobs, events);
     let sim = sim_of(config);
     let w = Workload::prepare(&t, config, &sim, cluster);
-    simulate(
+    let r = simulate(
         &w,
         config.clone(),
         &sim,
@@ -55,7 +79,8 @@ pub(crate) fn run(
         policy,
         &t.events,
         &mut |_| {},
-    )
+    );
+    (r, w)
 }
 
 pub(crate) const ONE_NODE: ClusterSpec = ClusterSpec {

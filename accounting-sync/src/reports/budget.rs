@@ -496,7 +496,12 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("allot-report-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let mut l = Ledger::open(&dir.join("l.sqlite")).unwrap();
-        l.write_batch(records, None).unwrap();
+        l.write_batch(
+            records,
+            None,
+            &allot_ledger::charge::Charging::new(Default::default(), Default::default()),
+        )
+        .unwrap();
         let config = Arc::new(Config::from_toml_str(tree).unwrap());
         build(&l.reader().unwrap(), config, 8, T0, T0 + 86_400, users).unwrap()
     }

@@ -95,11 +95,11 @@ where
             }
         }
         if buf.len() >= batch {
-            stats.add(ledger.write_batch(&buf, None)?);
+            stats.add(ledger.write_batch(&buf, None, charging)?);
             buf.clear();
         }
     }
-    stats.add(ledger.write_batch(&buf, watermark)?);
+    stats.add(ledger.write_batch(&buf, watermark, charging)?);
     Ok((stats, seen))
 }
 
@@ -375,7 +375,7 @@ pub fn sync_once(
         }
         stats.add(s.written);
     }
-    ledger.write_batch(&[], Some(now))?;
+    ledger.write_batch(&[], Some(now), charging)?;
     Ok(stats)
 }
 

@@ -36,44 +36,82 @@ pub(super) fn load_trace(path: &Path, format: Option<&str>) -> anyhow::Result<(T
 
 /// One job per Slurm job id: the first submit, the sum of its attempts'
 /// run times, its most GPUs, its recorded contract. Jobs that never started
-/// or still run are skipped (counted).
+/// or still run are skipped (counted). A resized job's later segments
+/// (records after one that ended `RESIZING`: Slurm starts a new record of
+/// the job at the resize) are jobs of their own, submitted at the resize,
+/// with their own GPUs and run time and what is left of the recorded
+/// contract, so the replay holds each segment's GPUs for its own time (a
+/// job of 16 GPUs for 20 min then 8 for 100 min is 18.667 GPU-h, not one
+/// 16-GPU job of 2 h).
 pub(super) fn attempts_to_trace(attempts: impl IntoIterator<Item = AttemptLite>) -> Trace {
-    let mut by_job: BTreeMap<u64, TraceJob> = BTreeMap::new();
-    let mut skipped: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut by_id: BTreeMap<u64, Vec<AttemptLite>> = BTreeMap::new();
     for a in attempts {
-        let (Some(start), Some(end)) = (a.start, a.end) else {
-            *skipped
-                .entry(if a.start.is_none() {
-                    "never started"
-                } else {
-                    "still running"
-                })
-                .or_default() += 1;
-            continue;
-        };
-        if a.gpus == 0 {
-            *skipped.entry("no GPUs").or_default() += 1;
-            continue;
-        }
-        let run = a.elapsed.unwrap_or_else(|| (end - start).max(0) as u64);
-        let e = by_job.entry(a.job_id).or_insert_with(|| TraceJob {
-            id: a.job_id,
-            team: a.account.to_ascii_lowercase(),
-            partition: a.partition.clone(),
-            submit: a.submit.max(0) as u64,
-            duration: 0,
-            gpus: 0,
-            min_runtime: a.min_runtime,
-            resumable: None,
-            time_limit: None,
-            submit_ms: None,
-            line: a.line,
-        });
-        e.submit = e.submit.min(a.submit.max(0) as u64);
-        e.duration += run;
-        e.gpus = e.gpus.max(u32::try_from(a.gpus).unwrap_or(u32::MAX));
+        by_id.entry(a.job_id).or_default().push(a);
     }
-    let jobs: Vec<TraceJob> = by_job.into_values().filter(|j| j.duration > 0).collect();
+    let mut jobs: Vec<TraceJob> = Vec::new();
+    let mut skipped: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for (_, mut attempts) in by_id {
+        attempts.sort_by_key(|a| a.submit);
+        let mut main: Option<TraceJob> = None;
+        // Run time of the resized run so far, and whether the previous
+        // record ended RESIZING.
+        let (mut ran, mut resized) = (0u64, false);
+        for a in attempts {
+            let continues = std::mem::replace(&mut resized, a.state == "RESIZING");
+            let (Some(start), Some(end)) = (a.start, a.end) else {
+                *skipped
+                    .entry(if a.start.is_none() {
+                        "never started"
+                    } else {
+                        "still running"
+                    })
+                    .or_default() += 1;
+                continue;
+            };
+            if a.gpus == 0 {
+                *skipped.entry("no GPUs").or_default() += 1;
+                continue;
+            }
+            let run = a.elapsed.unwrap_or_else(|| (end - start).max(0) as u64);
+            let gpus = u32::try_from(a.gpus).unwrap_or(u32::MAX);
+            if !continues {
+                ran = 0;
+            }
+            let segment = |min_runtime| TraceJob {
+                id: a.job_id,
+                team: a.account.to_ascii_lowercase(),
+                partition: a.partition.clone(),
+                submit: a.submit.max(0) as u64,
+                duration: run,
+                gpus,
+                min_runtime,
+                resumable: None,
+                time_limit: None,
+                submit_ms: None,
+                line: a.line,
+            };
+            if continues {
+                // The rest of the contract, once per run (0 stays the free tier).
+                let left = a.min_runtime.map(|m| {
+                    if m == 0 {
+                        0
+                    } else {
+                        m.saturating_sub(ran).max(1)
+                    }
+                });
+                jobs.push(segment(left));
+            } else if let Some(e) = &mut main {
+                e.submit = e.submit.min(a.submit.max(0) as u64);
+                e.duration += run;
+                e.gpus = e.gpus.max(gpus);
+            } else {
+                main = Some(segment(a.min_runtime));
+            }
+            ran += run;
+        }
+        jobs.extend(main);
+    }
+    let jobs: Vec<TraceJob> = jobs.into_iter().filter(|j| j.duration > 0).collect();
     let mut t = trace::from_jobs(jobs, Vec::new());
     t.skipped = skipped
         .into_iter()
@@ -93,6 +131,8 @@ pub(super) struct AttemptLite {
     elapsed: Option<u64>,
     gpus: u64,
     min_runtime: Option<u64>,
+    /// Base state (`RESIZING` ends a segment of a resized run).
+    state: String,
 }
 
 pub(super) fn sacct_trace(text: &str) -> anyhow::Result<Trace> {
@@ -124,6 +164,7 @@ pub(super) fn sacct_trace(text: &str) -> anyhow::Result<Trace> {
                 elapsed: a.elapsed,
                 gpus: a.gpus,
                 min_runtime: a.min_runtime,
+                state: a.state,
             }),
             Ok(allot_ledger::sacct::RowOutcome::Skipped) => {}
             Ok(allot_ledger::sacct::RowOutcome::Step) => steps += 1,
@@ -170,6 +211,7 @@ pub(super) fn ledger_trace(path: &Path) -> anyhow::Result<Trace> {
                 elapsed: r.elapsed,
                 gpus: r.gpus,
                 min_runtime: r.min_runtime_recorded.then_some(r.min_runtime),
+                state: r.state,
             }
         },
     )))

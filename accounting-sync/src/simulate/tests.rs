@@ -139,6 +139,31 @@ fn sacct_dumps_become_jobs() {
     assert_eq!(t.skipped, vec![("never started".to_string(), 1)]);
 }
 
+/// A resized job (issue 39): 16 GPUs for 20 min, then 8 for 100 min.
+/// Slurm ends the first record RESIZING and starts the second at the
+/// resize (submit = start). Replayed as its two segments, 18.667 GPU-h
+/// (before: one 16-GPU job of 2 h, 32 GPU-h), the contract once per run.
+#[test]
+fn sacct_dumps_replay_a_resized_job_as_its_segments() {
+    let text = "JobIDRaw|JobID|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
+                300|300|a1|u|gpu|gres/gpu=16|1700000000|1700000100|1700001300|00:20:00|RESIZING|allot:min_runtime=3600\n\
+                300|300|a1|u|gpu|gres/gpu=8|1700001300|1700001300|1700007300|01:40:00|COMPLETED|allot:min_runtime=3600\n";
+    let t = sacct_trace(text).unwrap();
+    assert!(t.errors.is_empty(), "{:?}", t.errors);
+    let shape: Vec<_> = t
+        .jobs
+        .iter()
+        .map(|j| (j.submit, j.gpus, j.duration, j.min_runtime))
+        .collect();
+    // The second segment: submitted at the resize, 40 min of the hour left.
+    assert_eq!(
+        shape,
+        vec![(0, 16, 1200, Some(3600)), (1300, 8, 6000, Some(2400))]
+    );
+    let gpu_s: u64 = t.jobs.iter().map(|j| u64::from(j.gpus) * j.duration).sum();
+    assert_eq!(gpu_s, 67_200, "18.667 GPU-h");
+}
+
 #[test]
 fn sacct_dumps_with_steps_replay_their_jobs() {
     let text = "JobIDRaw|JobID|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\

@@ -252,6 +252,7 @@ fn the_worst_team_at_the_floor_skips_teams_owed_less() {
         entitled_gpu_hours: owed,
         excess_gpu_hours: 0.0,
         excess_peak_gpus: 0.0,
+        charged_gpu_hours: 0.0,
     };
     // A one-job tenant owed 0.4 GPU-h at 1.3% is the plain worst; the
     // floor names the worst of those that matter.

@@ -2,6 +2,7 @@
 //! the leaves' load, contract expiry events, lost work and requeues.
 
 use super::*;
+use fairshare::attempts::{charged_ends, AttemptSpan, EndedBy};
 
 impl Sim<'_> {
     pub(super) fn start(&mut self, id: u32, alloc: Vec<NodeGpus>) {
@@ -123,17 +124,26 @@ impl Sim<'_> {
             j.unprotected = false;
         }
         if let Some(open) = j.open.take() {
-            let end = self
-                .config
-                .contract
-                .charged_end(j.start, now, sj.min_runtime)
-                .unwrap_or(now);
+            // The engine's rule for who ended the attempt
+            // (fairshare::attempts): a node failure is the cluster's (its
+            // runtime is charged), a completion or allot's preemption the
+            // owner's (the contract); a drain requeues at the minimum
+            // runtime, where the two agree. The next attempt starts later.
+            let span = AttemptSpan {
+                start: Some(j.start),
+                end: Some(now),
+                ended_by: why.ended_by(),
+                min_runtime: sj.min_runtime,
+            };
+            let end = charged_ends(&self.config.contract, &[span])[0].unwrap_or(now);
             self.tracker.close(open, end);
+            let rate = self.rate[(gpus as usize - 1).min(self.rate.len() - 1)];
+            self.m.team_charged_s[team] += rate * (end - j.start);
             if self.sim.ledger_lag > 0 {
                 self.ledger_recent.push_back(LedgerEvent {
                     at: now,
                     account: sj.account,
-                    rate: self.rate[(gpus as usize - 1).min(self.rate.len() - 1)],
+                    rate,
                     charged_end: Some(end),
                 });
             }
@@ -174,6 +184,18 @@ impl Sim<'_> {
             StopReason::Complete => unreachable!(),
         }
         self.enqueue_at(id, now + delay);
+    }
+}
+
+impl StopReason {
+    /// Who ended the attempt, as Slurm would record it: `COMPLETED` and
+    /// `PREEMPTED` are the owner's side, `REQUEUED` (a drain) and
+    /// `NODE_FAIL` the cluster's ([`fairshare::attempts::ended_by`]).
+    fn ended_by(self) -> EndedBy {
+        match self {
+            StopReason::Complete | StopReason::Preempted => EndedBy::Owner,
+            StopReason::Drain | StopReason::Fail => EndedBy::Cluster,
+        }
     }
 }
 

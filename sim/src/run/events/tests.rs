@@ -90,19 +90,8 @@ fn the_sidecar_acts_on_a_drain_at_its_next_pass() {
             kind: NodeEventKind::Drain,
             at_ms: Some(at_ms),
         }];
-        let t = trace::from_jobs(jobs, events);
-        let w = Workload::prepare(&t, &c, &sim_of(&c), ONE_NODE);
-        let r = simulate(
-            &w,
-            c.clone(),
-            &sim_of(&c),
-            ONE_NODE,
-            Policy::Allot,
-            &t.events,
-            &mut |_| {},
-        );
+        let r = run_with_events(&c, jobs, events, ONE_NODE, Policy::Allot);
         assert_eq!((r.drain_requeues, r.finished), (1, 1));
-        check_invariants(&r, &w);
         (r.gpu_hours * 3600.0 / 8.0).round() as u64 - 1000
     };
     assert_eq!(held_s("", 101, 300), 101);
@@ -124,4 +113,41 @@ fn the_sidecar_acts_on_a_drain_at_its_next_pass() {
         e.contains("sim.drain_pass_ms") && e.contains("0-999"),
         "{e}"
     );
+}
+
+/// The charge of an attempt a node failure ended (fairshare::attempts):
+/// its runtime, where a drain's requeue at the contract pays the contract
+/// as before. One 8-GPU 2-h job of t1 (1 h contract, not resumable) on one
+/// node that fails at 10 min for a minute (or drains at 10 min for 2 h).
+#[test]
+fn a_node_failure_charges_the_attempt_its_runtime_only() {
+    let charged = |kind: NodeEventKind, duration: u64| {
+        let c = config(&format!("{TWO_TEAMS}\n[sim]\nresumable = false\n"));
+        let events = vec![NodeEvent {
+            node: 0,
+            at: 600,
+            duration,
+            kind,
+            at_ms: None,
+        }];
+        let jobs = vec![job(1, "t1", 0, 7200, 8)];
+        let r = run_with_events(&c, jobs, events, ONE_NODE, Policy::Allot);
+        assert_eq!(r.finished, 1);
+        r.teams
+            .iter()
+            .find(|t| t.name == "t1")
+            .unwrap()
+            .charged_gpu_hours
+    };
+    // NODE_FAIL at 10 min: 8 GPUs x 600 s, then the 2-h rerun: 1.333 +
+    // 16 GPU-h (before: the failed attempt paid its hour, 8 + 16).
+    let failed = charged(NodeEventKind::Fail, 60);
+    assert!(
+        (failed - (8.0 * 600.0 / 3600.0 + 16.0)).abs() < 1e-9,
+        "{failed}"
+    );
+    // Drained at 10 min: requeued at its 1 h contract, which it pays, then
+    // the 2-h rerun: 8 + 16 GPU-h, unchanged.
+    let drained = charged(NodeEventKind::Drain, 7200);
+    assert!((drained - 24.0).abs() < 1e-9, "{drained}");
 }
