@@ -82,11 +82,16 @@ fn write(name: &str, batches: &[&[AttemptRecord]]) -> (Vec<StoredAttempt>, BTree
     )
 }
 
+/// Each attempt's charge, in GPU-seconds (the ledger keeps milli-units:
+/// [`fairshare::charge::MILLI_PER_UNIT`] per GPU-second).
 fn charged(all: &[StoredAttempt]) -> Vec<(u64, u32, u64)> {
     all.iter()
-        .map(|a| (a.record.job_id, a.attempt, a.record.charged))
+        .map(|a| (a.record.job_id, a.attempt, a.record.charged / M))
         .collect()
 }
+
+/// Milli-units per GPU-second.
+const M: u64 = fairshare::charge::MILLI_PER_UNIT;
 
 #[test]
 fn attempts_the_cluster_ended_are_charged_their_runtime() {
@@ -106,8 +111,8 @@ fn attempts_the_cluster_ended_are_charged_their_runtime() {
             (201, 3, 0),        // 0 s (REQUEUE_HOLD)
         ]
     );
-    assert_eq!(by_account["a1"], 59_512, "16.531 GPU-h, as occupied");
-    assert_eq!(by_account["b1"], 8, "8 GPU-seconds, not 40 GPU-h");
+    assert_eq!(by_account["a1"], 59_512 * M, "16.531 GPU-h, as occupied");
+    assert_eq!(by_account["b1"], 8 * M, "8 GPU-seconds, not 40 GPU-h");
     // One job's charged intervals never overlap.
     let a100: Vec<_> = all.iter().filter(|a| a.record.job_id == 100).collect();
     assert_eq!(a100[0].record.charge_end, Some(T0 + 299));
@@ -129,7 +134,7 @@ fn a_later_attempt_cuts_the_earlier_tail_whichever_batch_brings_it() {
     );
     let recs = records(&rows);
     // Alone, the first attempt pays its hour.
-    assert_eq!(recs[0].charged, 2 * 3600);
+    assert_eq!(recs[0].charged, 2 * 3600 * M);
     for (name, batches) in [
         ("one-batch", vec![&recs[..]]),
         ("in-order", vec![&recs[..1], &recs[1..]]),
@@ -141,7 +146,7 @@ fn a_later_attempt_cuts_the_earlier_tail_whichever_batch_brings_it() {
             vec![(400, 0, 2 * 1200), (400, 1, 2 * 3600)],
             "{name}: the first hour is cut at the second start"
         );
-        assert_eq!(by_account["a1"], 2 * 4800, "{name}");
+        assert_eq!(by_account["a1"], 2 * 4800 * M, "{name}");
     }
 }
 
@@ -155,7 +160,7 @@ fn a_resized_job_pays_each_segment_and_its_contract_once() {
         "16 GPUs x 20 min, then 8 GPUs x 100 min"
     );
     // 18.667 GPU-h (before: 29.333, the first segment its own full hour).
-    assert_eq!(by_account["c1"], 67_200);
+    assert_eq!(by_account["c1"], 67_200 * M);
     // A resized run shorter than its contract: the last segment carries
     // the hour, counted from the run's start (20 + 10 min run: +30 min).
     let short = resized().replace(&(T0 + 7300).to_string(), &(T0 + 1900).to_string());
