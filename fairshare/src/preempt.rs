@@ -22,7 +22,7 @@ pub mod verdict;
 mod victim_order;
 pub mod victims;
 
-pub use round::Round;
+pub use round::{Round, Scope};
 pub use verdict::{Verdict, VictimTally, UNCOVER_FRACTION};
 pub use victim_order::pack_victim_order;
 

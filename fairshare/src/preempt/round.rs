@@ -43,32 +43,45 @@ use crate::engine::Engine;
 use crate::entitlement::Entitlements;
 
 /// Which allowed victims a candidate is judged beside, for a preemptor of
-/// `preemptor_nodes` nodes and a candidate running on `candidate_nodes`
-/// (Slurm's node list: `gpu03`, `gpu[01-02]`, `gpu01,gpu02`; `None` when
-/// unknown). The simulator's per-node victim budget
-/// (`[sim] victim_budget = "node"`) follows the same scope.
+/// `preemptor_nodes` nodes and a candidate running on one node `N` (a node
+/// name for the plugin, a node index for the simulator) or on several.
+/// The plugin judges each candidate by it ([`Round`]); the simulator's
+/// per-node victim budget (`[sim] victim_budget = "node"`) walks its
+/// candidates by it, so both count the same victims together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope<'n> {
+pub enum Scope<N> {
     /// A preemptor of several nodes: beside every victim of the round.
     All,
     /// A one-node preemptor, a candidate on this one node: beside that
     /// node's victims and the spanning ones.
-    Node(&'n str),
+    Node(N),
     /// A one-node preemptor, a candidate on several nodes (or unknown):
     /// beside each node's victims and the spanning ones, the worst deciding.
     Spanning,
 }
 
-impl<'n> Scope<'n> {
-    /// The scope of a candidate (see the type).
-    pub fn of(preemptor_nodes: u32, candidate_nodes: Option<&'n str>) -> Scope<'n> {
+impl<N> Scope<N> {
+    /// The scope of a candidate on `one_node` (`None`: on several nodes,
+    /// or unknown) for a preemptor of `preemptor_nodes` nodes.
+    pub fn of_node(preemptor_nodes: u32, one_node: Option<N>) -> Scope<N> {
         if preemptor_nodes > 1 {
             return Scope::All;
         }
-        match candidate_nodes.filter(|n| !n.contains([',', '['])) {
+        match one_node {
             Some(node) => Scope::Node(node),
             None => Scope::Spanning,
         }
+    }
+}
+
+impl<'n> Scope<&'n str> {
+    /// The scope of a candidate running on `candidate_nodes`, Slurm's node
+    /// list (`gpu03`, `gpu[01-02]`, `gpu01,gpu02`; `None` when unknown).
+    pub fn of(preemptor_nodes: u32, candidate_nodes: Option<&'n str>) -> Scope<&'n str> {
+        Scope::of_node(
+            preemptor_nodes,
+            candidate_nodes.filter(|n| !n.contains([',', '['])),
+        )
     }
 }
 

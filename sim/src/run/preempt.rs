@@ -3,6 +3,7 @@
 //! free tier) on the live load of the simulated cluster.
 
 use super::*;
+use fairshare::preempt::Scope;
 
 impl Sim<'_> {
     /// True for a job of the short shape ([`fairshare::priority`]): never
@@ -461,18 +462,25 @@ impl Sim<'_> {
                 if allocated && !points.open(self.now - start) {
                     continue;
                 }
-                match &held.node {
-                    Some(one) if per_node => {
-                        let s = &mut spent[one.node as usize];
+                // Which of the team's victims count together: the plugin's
+                // round scope (fairshare::preempt::Scope), or all of them.
+                let scope = if per_node {
+                    Scope::of_node(nodes, held.node.map(|one| one.node))
+                } else {
+                    Scope::All
+                };
+                match scope {
+                    Scope::Node(node) => {
+                        let s = &mut spent[node as usize];
                         if *s + gpus > budget {
                             continue;
                         }
                         if *s == 0 {
-                            spent_touched.push(one.node);
+                            spent_touched.push(node);
                         }
                         *s += gpus;
                     }
-                    _ => {
+                    Scope::All | Scope::Spanning => {
                         if gpus > left {
                             continue;
                         }
