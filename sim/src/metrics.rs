@@ -142,7 +142,8 @@ pub(crate) struct Metrics {
     pub free_tier_gpu_s: u64,
     pub lost_gpu_s: u64,
     pub team_lost_gpu_s: Vec<u64>,
-    /// Per team: charge unit-seconds of its ended attempts (`allot`).
+    /// Per team: charge of its ended attempts (`allot`), milli-unit-seconds
+    /// ([`fairshare::charge::MILLI_PER_UNIT`] per GPU-second).
     pub team_charged_s: Vec<u64>,
     pub team_preempted: Vec<u64>,
     pub drain_requeues: u64,
@@ -503,7 +504,8 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
             entitled_gpu_hours: entitled[t].iter().sum::<f64>() / 3600.0,
             excess_gpu_hours: excess_gpu_s(&hourly.got[t], &entitled[t]).0 / 3600.0,
             excess_peak_gpus: excess_gpu_s(&hourly.got[t], &entitled[t]).1 / 3600.0,
-            charged_gpu_hours: i.m.team_charged_s[t] as f64 / 3600.0,
+            charged_gpu_hours: i.m.team_charged_s[t] as f64
+                / (3600.0 * fairshare::charge::MILLI_PER_UNIT as f64),
         })
         .collect();
     let owed_sum: f64 = owed.iter().sum();
