@@ -7,7 +7,9 @@
 
 use std::ffi::{c_void, CStr};
 
+use crate::factors::Factors;
 use crate::sys;
+use crate::xlist::for_each_in;
 
 /// Address of a global data symbol of the host process, if it has one.
 fn data_symbol(name: &CStr) -> Option<*mut c_void> {
@@ -112,26 +114,6 @@ fn lock_levels(job_write: bool) -> sys::slurmctld_lock_t {
     }
 }
 
-/// Iterates over an xlist, handing each element to `f`.
-///
-/// # Safety
-/// `list` is NULL or a valid Slurm List whose elements are `T` and stay
-/// valid (the caller holds the lock that protects them).
-pub(crate) unsafe fn for_each_in<T>(list: crate::List, mut f: impl FnMut(*mut T)) {
-    if list.is_null() {
-        return;
-    }
-    let it = sys::list_iterator_create(list);
-    loop {
-        let p = sys::list_next(it) as *mut T;
-        if p.is_null() {
-            break;
-        }
-        f(p);
-    }
-    sys::list_iterator_destroy(it);
-}
-
 /// Takes the slurmctld locks (job read or write; node and partition read,
 /// as multifactor's recalculation does) and hands every job record to `f`.
 /// `false` outside slurmctld.
@@ -198,37 +180,6 @@ pub fn for_each_job_mut(mut f: impl FnMut(&mut crate::job::JobRecordMut<'_>)) ->
     })
 }
 
-/// The factors of one job as sprio shows them. sprio's PRIORITY column is
-/// `age + assoc + fs + js + part + qos + (site - NICE_OFFSET) - (nice -
-/// NICE_OFFSET)` (`get_priority_from_factors` in 22.05 and 24.11), so a
-/// plugin that fills these so that they add up shows its real priority there.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Factors {
-    /// AGE column.
-    pub age: f64,
-    /// FAIRSHARE column.
-    pub fair_share: f64,
-    /// QOS column.
-    pub qos: f64,
-    /// PARTITION column.
-    pub partition: f64,
-    /// SITE column (signed; NICE_OFFSET is added here).
-    pub site: i64,
-    /// NICE column (signed; NICE_OFFSET is added here).
-    pub nice: i64,
-}
-
-impl Factors {
-    /// `priority_site` as Slurm stores it (NICE_OFFSET added, clamped to u32).
-    pub(crate) fn site_raw(&self) -> u32 {
-        (i64::from(sys::NICE_OFFSET) + self.site).clamp(0, i64::from(u32::MAX)) as u32
-    }
-    /// `nice` as Slurm stores it (NICE_OFFSET added, clamped to u32).
-    pub(crate) fn nice_raw(&self) -> u32 {
-        (i64::from(sys::NICE_OFFSET) + self.nice).clamp(0, i64::from(u32::MAX)) as u32
-    }
-}
-
 /// Builds the List answered to `sprio` (`priority_p_get_priority_factors_list`,
 /// exported with [`export_priority_factors_list!`](crate::export_priority_factors_list)):
 /// one object per pending, non-held job that passes the request's job-id,
@@ -271,9 +222,17 @@ pub fn priority_factors_list(
         } else {
             factors(job)
         };
+        let row = crate::release::FactorsRow {
+            job_id: job.job_id(),
+            user_id: job.user_id(),
+            partition: job.partition_ptr(),
+            account: job.account(),
+            direct_prio: job.direct_set_prio().then(|| job.priority()),
+        };
         // SAFETY: inside slurmctld under the job read lock (ours or the
-        // caller's); the object is Slurm-allocated and owned by `ret`.
-        unsafe { sys::list_append(ret, crate::release::new_factors_object(job, f.as_ref())) };
+        // caller's), so the record's strings outlive the reply; the object
+        // is Slurm-allocated and owned by `ret`.
+        unsafe { sys::list_append(ret, crate::release::new_factors_object(&row, f.as_ref())) };
         count += 1;
     };
     if req.job_lock_held {

@@ -10,7 +10,13 @@
 //! - [`log`] writes into slurmctld's log (`slurm_info`, `error`);
 //! - [`xstr`] makes strings that Slurm will `xfree`;
 //! - [`job`] reads `job_record_t` and `job_desc_msg_t`;
-//! - [`release`] holds what differs between the supported Slurm releases.
+//! - [`release`] holds what differs between the supported Slurm releases;
+//! - [`ctld`] asks slurmctld for its state (job list, locks, sprio's list);
+//! - [`xlist`] walks a Slurm `List`, [`factors`] holds sprio's columns.
+//!
+//! The modules form layers, none importing one above it: [`xlist`],
+//! [`factors`] and [`xstr`] at the bottom; [`release`] over them; [`job`]
+//! over [`release`] (the record's details type); [`ctld`] on top.
 //!
 //! Symbols such as `slurm_info` or `xstrdup` are resolved when slurmctld
 //! dlopens a plugin (they live in libslurmfull, which a plugin must not link),
@@ -42,12 +48,14 @@ pub mod sys {
 
 pub mod assoc;
 pub mod ctld;
+pub mod factors;
 pub mod job;
 pub mod log;
 pub mod long_double;
 pub mod plugin;
 pub mod release;
 pub mod spank;
+pub mod xlist;
 pub mod xstr;
 
 /// A Slurm list (`List` in 22.05, `list_t *` in 24.11): a pointer to

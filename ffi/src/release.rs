@@ -13,9 +13,9 @@
 //! assert_eq!(allot_ffi::release::SINCE_24_11, (major, minor) >= (24, 11));
 //! ```
 
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 
-use crate::job::JobRecord;
+use crate::factors::Factors;
 use crate::sys;
 
 /// Whether the build's Slurm is 24.11 or later (for tests and docs; code
@@ -98,6 +98,7 @@ pub struct FactorsRequest {
 /// `req` is NULL or the request slurmctld passed (valid for the call).
 #[cfg(not(slurm_since = "24.11"))]
 pub unsafe fn factors_request(req: *const sys::priority_factors_request_msg_t) -> FactorsRequest {
+    use crate::xlist::for_each_in;
     use std::ffi::CStr;
     let mut out = FactorsRequest {
         job_ids: None,
@@ -108,12 +109,12 @@ pub unsafe fn factors_request(req: *const sys::priority_factors_request_msg_t) -
     if let Some(r) = req.as_ref() {
         if !r.job_id_list.is_null() {
             let mut v = Vec::new();
-            crate::ctld::for_each_in::<u32>(r.job_id_list, |p| v.push(*p));
+            for_each_in::<u32>(r.job_id_list, |p| v.push(*p));
             out.job_ids = Some(v);
         }
         if !r.uid_list.is_null() {
             let mut v = Vec::new();
-            crate::ctld::for_each_in::<u32>(r.uid_list, |p| v.push(*p));
+            for_each_in::<u32>(r.uid_list, |p| v.push(*p));
             out.uids = Some(v);
         }
         if !r.partitions.is_null() {
@@ -171,27 +172,45 @@ macro_rules! export_priority_factors_list {
     };
 }
 
+/// One pending job's row in sprio's answer, as [`new_factors_object`] reads
+/// it: plain values copied from the job record (`job_record_t`) by
+/// [`ctld::priority_factors_list`](crate::ctld::priority_factors_list).
+pub(crate) struct FactorsRow<'a> {
+    /// Slurm job id.
+    pub(crate) job_id: u32,
+    /// Numeric uid of the owner.
+    pub(crate) user_id: u32,
+    /// The record's own `partition` string (NULL or NUL-terminated, alive
+    /// while the job lock is held): 22.05's object points at it, 24.11's
+    /// copies it.
+    pub(crate) partition: *mut c_char,
+    /// The record's account (`None` for NULL or non-UTF-8): 24.11's object
+    /// copies it; 22.05's has no account.
+    #[cfg_attr(not(slurm_since = "24.11"), allow(dead_code))]
+    pub(crate) account: Option<&'a str>,
+    /// The operator-set priority (`direct_set_prio`), shown as such instead
+    /// of factors; `None` when the plugin's priority stands.
+    pub(crate) direct_prio: Option<u32>,
+}
+
 /// Allocates one sprio object with Slurm's allocator and fills it. 22.05:
 /// the factors are fields of `priority_factors_object_t`; the destructor
 /// frees only the TRES arrays, so `partition` points at the job's string.
 ///
 /// # Safety
-/// Inside slurmctld, with the job lock held (the strings of `job` must
-/// outlive the packing of the reply, as multifactor's do).
+/// Inside slurmctld, with the job lock held (the strings `row` points at
+/// must outlive the packing of the reply, as multifactor's do).
 #[cfg(not(slurm_since = "24.11"))]
-pub(crate) unsafe fn new_factors_object(
-    job: &JobRecord<'_>,
-    f: Option<&crate::ctld::Factors>,
-) -> *mut c_void {
+pub(crate) unsafe fn new_factors_object(row: &FactorsRow<'_>, f: Option<&Factors>) -> *mut c_void {
     let o = xcalloc::<sys::priority_factors_object_t>();
     let r = &mut *o;
-    r.job_id = job.job_id();
-    r.user_id = job.user_id();
-    r.partition = job.partition_ptr();
+    r.job_id = row.job_id;
+    r.user_id = row.user_id;
+    r.partition = row.partition;
     r.nice = sys::NICE_OFFSET;
     r.priority_site = sys::NICE_OFFSET;
-    if job.direct_set_prio() {
-        r.direct_prio = f64::from(job.priority());
+    if let Some(prio) = row.direct_prio {
+        r.direct_prio = f64::from(prio);
     } else if let Some(f) = f {
         r.priority_age = f.age;
         r.priority_fs = f.fair_share;
@@ -210,21 +229,23 @@ pub(crate) unsafe fn new_factors_object(
 /// so they are `xstrdup`ed.
 ///
 /// # Safety
-/// Inside slurmctld, with the job lock held.
+/// Inside slurmctld, with the job lock held (`row.partition` is NULL or a
+/// NUL-terminated string valid for the call).
 #[cfg(slurm_since = "24.11")]
-pub(crate) unsafe fn new_factors_object(
-    job: &JobRecord<'_>,
-    f: Option<&crate::ctld::Factors>,
-) -> *mut c_void {
+pub(crate) unsafe fn new_factors_object(row: &FactorsRow<'_>, f: Option<&Factors>) -> *mut c_void {
     let o = xcalloc::<sys::priority_factors_object_t>();
     let r = &mut *o;
-    r.job_id = job.job_id();
-    r.user_id = job.user_id();
+    r.job_id = row.job_id;
+    r.user_id = row.user_id;
     let dup = |s: Option<&str>| s.map_or(std::ptr::null_mut(), crate::xstr::xstrdup);
-    r.partition = dup(job.partition());
-    r.account = dup(job.account());
-    if job.direct_set_prio() {
-        r.direct_prio = f64::from(job.priority());
+    // As the record's accessor reads it: NULL or non-UTF-8 gives no string.
+    let partition = (!row.partition.is_null())
+        .then(|| std::ffi::CStr::from_ptr(row.partition).to_str().ok())
+        .flatten();
+    r.partition = dup(partition);
+    r.account = dup(row.account);
+    if let Some(prio) = row.direct_prio {
+        r.direct_prio = f64::from(prio);
     } else {
         let p = xcalloc::<sys::priority_factors_t>();
         let pf = &mut *p;

@@ -18,7 +18,8 @@
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
-use allot_ffi::ctld::{self, Factors};
+use allot_ffi::ctld;
+use allot_ffi::factors::Factors;
 use allot_ffi::job::{JobRecord, JobState};
 use allot_ffi::{assoc, log, long_double, sys};
 use fairshare::Engine;
