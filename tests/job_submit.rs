@@ -166,3 +166,108 @@ fn min_runtime_cannot_change_once_running() {
     );
     tb.ok("scancel", &[&job]);
 }
+
+/// Runs `cmd` with `sh -c` as the plain user alice (not root: what a
+/// researcher's sbatch sends).
+fn as_alice(tb: &Testbed, cmd: &str) -> std::process::Output {
+    tb.run("su", &["alice", "-c", cmd])
+}
+
+#[test]
+fn min_runtime_above_the_time_limit_is_refused_naming_both() {
+    // Issue 39: `--time=30:00 --min-runtime=4:00:00` was accepted, and the
+    // job charged 4 h after Slurm ended it at 30 min.
+    let tb = Testbed::from_env();
+    for declared in ["--min-runtime=4:00:00", "--comment=min_runtime=4:00:00"] {
+        let out = as_alice(
+            &tb,
+            &format!("sbatch --parsable -H -A a1 --time=30:00 {declared} -o /dev/null --wrap true"),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{declared} must be refused, printed {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(
+            err.contains(
+                "allot: minimum runtime 04:00:00 is above the job's time limit of 00:30:00"
+            ) && err.contains("--min-runtime=00:30:00"),
+            "{declared}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_default_contract_is_capped_at_a_short_time_limit() {
+    let tb = Testbed::from_env();
+    let _one = allot_e2e::serial();
+    let hold = ["-H", "--wrap", "true"];
+    let cases: [(&[&str], &str); 3] = [
+        // The 1 h default on a 10-minute limit: 10 min.
+        (&["-A", "b2", "--time=10:00"], "allot:min_runtime=600"),
+        // Exactly the limit is accepted.
+        (
+            &["-A", "b2", "--time=30:00", "--min-runtime=30:00"],
+            "allot:min_runtime=1800",
+        ),
+        // No --time (the partition's INFINITE): the default, unchanged.
+        (&["-A", "b2"], "allot:min_runtime=3600"),
+    ];
+    for (args, want) in cases {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&hold);
+        let job = tb.sbatch(&all);
+        assert_eq!(tb.admin_comment(job), want, "sbatch {args:?}");
+        tb.ok("scancel", &[&job.to_string()]);
+    }
+    // A job of --time=1 that ends at once is charged its 1-minute limit,
+    // not the 1 h default: the ledger reads sacct's time limit.
+    let since = (allot_e2e::epoch() - 60).to_string();
+    let job = tb.sbatch(&["-A", "b2", "--gres=gpu:1", "--time=1", "--wrap", "sleep 1"]);
+    assert_eq!(tb.admin_comment(job), "allot:min_runtime=60");
+    tb.wait_first_attempt(
+        job,
+        "COMPLETED",
+        "State,TimelimitRaw",
+        std::time::Duration::from_secs(90),
+        "the 1-minute job to complete",
+    );
+    let dir = tb.dir.join("e2e-job-submit");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ledger = allot_e2e::fresh_ledger(&dir, "capped.sqlite");
+    let conf = tb.allot_conf();
+    // A pass may run in the second the job ended, before sacct's time
+    // window lists it: sync again (from the watermark minus the overlap)
+    // until it is there.
+    let r = allot_e2e::wait_until(
+        std::time::Duration::from_secs(30),
+        "allot sync to import the job",
+        || {
+            tb.allot_ok(&[
+                "sync",
+                "--config",
+                conf.to_str().unwrap(),
+                "--ledger",
+                ledger.to_str().unwrap(),
+                "--since",
+                &since,
+            ]);
+            let attempts = allot_ledger::LedgerReader::open(&ledger)
+                .unwrap()
+                .all_attempts()
+                .unwrap();
+            attempts
+                .iter()
+                .find(|a| a.record.job_id == u64::from(job))
+                .map(|a| a.record.clone())
+                .ok_or_else(|| format!("{attempts:?}"))
+        },
+    );
+    let (start, charge_end) = (r.start.unwrap(), r.charge_end.unwrap());
+    assert_eq!(
+        (r.min_runtime, r.min_runtime_recorded, charge_end - start),
+        (60, true, 60),
+        "{r:?}"
+    );
+}

@@ -6,7 +6,10 @@
 //!   told what to write.
 //! - The minimum runtime comes from `--min-runtime` (SPANK), else a
 //!   `min_runtime=<time>` token in `--comment`, else the partition default,
-//!   else the global default; unparsable or above the cap is refused.
+//!   else the global default; unparsable, above the cap or above the time
+//!   limit the job gives (`--time`) is refused, naming both values; a
+//!   default is capped at that time limit
+//!   ([`fairshare::ContractPolicy::min_runtime`]).
 //! - The contract is recorded in AdminComment (`allot:min_runtime=<s>`),
 //!   which only operators can change and which survives restarts.
 //! - A job of the short band is counted against its account's sweep limit
@@ -17,7 +20,7 @@
 //!   default is applied later). The counts live in slurmctld's memory: a
 //!   restart starts them again from zero.
 //! - On modification, the minimum runtime may change only while the job is
-//!   pending; an operator's AdminComment edit keeps the recorded contract
+//!   pending, within the cap and the job's time limit; an operator's AdminComment edit keeps the recorded contract
 //!   and the sweep mark.
 
 use fairshare::contract::ContractError;
@@ -45,7 +48,7 @@ pub struct Submission<'a> {
     pub admin_comment: Option<&'a str>,
     /// GPUs it asks for in all ([`gpus_at_submission`]).
     pub gpus: u64,
-    /// `--time`, seconds (`None`: not given).
+    /// `--time`, seconds (`None`: not given, or unlimited).
     pub time_limit: Option<u64>,
     /// Jobs it makes: 1, or an array's tasks ([`array_tasks`]).
     pub tasks: u64,
@@ -181,13 +184,19 @@ pub fn decide_submit(
     }
     let min_runtime = config
         .contract
-        .min_runtime(declared(s.spank_min_runtime, s.comment), s.partition)
+        .min_runtime(
+            declared(s.spank_min_runtime, s.comment),
+            s.partition,
+            s.time_limit,
+        )
         .map_err(|e| {
             Refusal::MinRuntime(match e {
                 ContractError::Unparsable(_) => format!(
                     "allot: {e}; write e.g. --min-runtime=4:00:00 (or --comment=min_runtime=4:00:00), or --min-runtime=0 for the free preemptible tier"
                 ),
-                ContractError::AboveCap { .. } => format!("allot: {e}"),
+                ContractError::AboveCap { .. } | ContractError::AboveTimeLimit { .. } => {
+                    format!("allot: {e}")
+                }
             })
         })?;
     let short = config
@@ -212,6 +221,9 @@ pub struct Modification<'a> {
     pub current_admin_comment: Option<&'a str>,
     /// The job's partition.
     pub partition: Option<&'a str>,
+    /// The job's time limit, seconds: the request's new one if it sets
+    /// one, else the job's (`None`: unlimited).
+    pub time_limit: Option<u64>,
     /// Whether the job is still pending.
     pub pending: bool,
 }
@@ -245,7 +257,10 @@ pub fn decide_modify(config: &Config, m: &Modification<'_>) -> ModifyDecision {
             );
         }
         let base = m.admin_comment.or(m.current_admin_comment);
-        return match config.contract.min_runtime(Some(text), m.partition) {
+        return match config
+            .contract
+            .min_runtime(Some(text), m.partition, m.time_limit)
+        {
             Ok(secs) if m.admin_comment.is_some() => {
                 ModifyDecision::SetAdminComment(with_record(base, secs, sweep))
             }
@@ -472,6 +487,70 @@ mod tests {
         assert_eq!(
             decide_modify(&c, &m),
             ModifyDecision::SetAdminComment("ticket-7 allot:min_runtime=3600 allot:sweep".into())
+        );
+    }
+
+    #[test]
+    fn min_runtime_above_the_time_limit_is_refused_and_the_default_capped() {
+        // Issue 39: `--time=30:00 --min-runtime=4:00:00` was accepted (and
+        // charged 4 h); `--time=10:00` recorded the 1 h default.
+        let c = config();
+        let job = |min: Option<&'static str>, time| Submission {
+            account: Some("a1"),
+            spank_min_runtime: min,
+            time_limit: time,
+            ..Default::default()
+        };
+        let e = submit(&c, &job(Some("4:00:00"), Some(1800))).unwrap_err();
+        assert!(matches!(e, Refusal::MinRuntime(_)));
+        assert!(
+            e.message().starts_with(
+                "allot: minimum runtime 04:00:00 is above the job's time limit of 00:30:00"
+            ) && e.message().contains("--min-runtime=00:30:00"),
+            "{e:?}"
+        );
+        let e = submit(
+            &c,
+            &Submission {
+                comment: Some("min_runtime=1:00:01"),
+                ..job(None, Some(3600))
+            },
+        )
+        .unwrap_err();
+        assert!(
+            e.message()
+                .contains("01:00:01 is above the job's time limit of 01:00:00"),
+            "{e:?}"
+        );
+        let (_, secs, comment) = submit(&c, &job(Some("30:00"), Some(1800))).unwrap();
+        assert_eq!((secs, comment.as_str()), (1800, "allot:min_runtime=1800"));
+        let (_, secs, comment) = submit(&c, &job(None, Some(600))).unwrap();
+        assert_eq!((secs, comment.as_str()), (600, "allot:min_runtime=600"));
+        // No --time (the partition's limit applies later): unchanged.
+        assert_eq!(submit(&c, &job(Some("4:00:00"), None)).unwrap().1, 14_400);
+        assert_eq!(submit(&c, &job(None, None)).unwrap().1, 3600);
+        // On modification too, against the job's limit.
+        let m = Modification {
+            comment: Some("min_runtime=2:00:00"),
+            current_admin_comment: Some("allot:min_runtime=1800"),
+            time_limit: Some(3600),
+            pending: true,
+            ..Default::default()
+        };
+        match decide_modify(&c, &m) {
+            ModifyDecision::Invalid(msg) => assert!(
+                msg.contains("02:00:00 is above the job's time limit of 01:00:00"),
+                "{msg}"
+            ),
+            d => panic!("{d:?}"),
+        }
+        let m = Modification {
+            comment: Some("min_runtime=1:00:00"),
+            ..m
+        };
+        assert_eq!(
+            decide_modify(&c, &m),
+            ModifyDecision::SetJobAdminComment("allot:min_runtime=3600".into())
         );
     }
 

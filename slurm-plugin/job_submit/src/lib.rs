@@ -159,6 +159,10 @@ fn job_modify_impl(
             admin_comment: d.admin_comment(),
             current_admin_comment: job.admin_comment(),
             partition: job.partition(),
+            time_limit: d
+                .time_limit_minutes()
+                .or(job.time_limit_minutes())
+                .map(|m| u64::from(m) * 60),
             pending: job.state() == JobState::Pending,
         };
         let job_id = job.job_id();

@@ -97,7 +97,7 @@ pub fn contract_token(data: &[u8]) {
         .map_or(3600, |b| u64::from(b) * 97);
     let _ = recorded_min_runtime(comment);
     if let Some(v) = comment_min_runtime(comment) {
-        let _ = ContractPolicy::default().min_runtime(Some(v), Some("gpu"));
+        let _ = ContractPolicy::default().min_runtime(Some(v), Some("gpu"), None);
     }
     let recorded = with_recorded_min_runtime(Some(comment), n);
     assert_eq!(
@@ -153,6 +153,7 @@ pub fn submit(data: &[u8]) {
                 secs <= config.contract.max_min_runtime,
                 "accepted {secs} s above the cap"
             );
+            assert!(secs <= 600, "accepted {secs} s above the 600 s time limit");
             assert_eq!(
                 recorded_min_runtime(&admin),
                 Some(secs),
@@ -164,13 +165,14 @@ pub fn submit(data: &[u8]) {
                 admin_comment: f[6].as_deref(),
                 current_admin_comment: Some(&admin),
                 partition: s.partition,
+                time_limit: s.time_limit,
                 pending,
             };
             match decide_modify(config, &m) {
                 ModifyDecision::SetJobAdminComment(c) | ModifyDecision::SetAdminComment(c) => {
                     let new =
                         recorded_min_runtime(&c).expect("a modification must keep a contract");
-                    assert!(new <= config.contract.max_min_runtime);
+                    assert!(new <= config.contract.max_min_runtime && new <= 600);
                     if !pending {
                         assert_eq!(new, secs, "a running job's contract changed");
                     }
@@ -191,7 +193,8 @@ pub fn submit(data: &[u8]) {
             // A value the SPANK option accepted is never refused as unparsable.
             if spank.is_some() {
                 assert!(
-                    m.contains("above the cluster's cap"),
+                    m.contains("above the cluster's cap")
+                        || m.contains("above the job's time limit of 00:10:00"),
                     "SPANK accepted {spank:?}, job_submit said {m}"
                 );
             }
