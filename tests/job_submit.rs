@@ -271,3 +271,79 @@ fn a_default_contract_is_capped_at_a_short_time_limit() {
         "{r:?}"
     );
 }
+
+#[test]
+fn gpus_per_task_count_as_the_gpus_they_are() {
+    // Issue 39: `-n 8 --gpus-per-task=1 --time=30:00` counted 0 GPUs at
+    // submission: debug work, marked a sweep past the limit, then refused
+    // every victim while the priority plugin ranked it as 8 GPUs.
+    let tb = Testbed::from_env();
+    let _one = allot_e2e::serial();
+    // sweep_jobs = 1: an account's second short job within 15 minutes is a
+    // sweep (a new setting starts the counts from zero).
+    let before = job_submit_reloads(&tb);
+    let restore = tb.conf_with("priority", "sweep_jobs = 1\n");
+    wait_job_submit_reload(&tb, before);
+    let sweep = |job: u32| tb.admin_comment(job).split(' ').any(|t| t == "allot:sweep");
+    let per_task = [
+        "-A",
+        "vision",
+        "-n",
+        "8",
+        "--gpus-per-task=1",
+        "--time=30:00",
+        "-H",
+        "--wrap",
+        "true",
+    ];
+    let eight: Vec<u32> = (0..3).map(|_| tb.sbatch(&per_task)).collect();
+    let marks: Vec<bool> = eight.iter().map(|j| sweep(*j)).collect();
+    assert_eq!(marks, [false; 3], "8 GPUs are not short work");
+    // What the priority and preempt plugins read (tres_req_str): 8 GPUs.
+    let show = tb.ok("scontrol", &["show", "job", &eight[0].to_string()]);
+    assert!(show.contains("gres/gpu=8"), "slurmctld's request: {show}");
+    // One GPU per task for one task is short: counted, the second a sweep.
+    let one = [
+        "-A",
+        "vision",
+        "-n",
+        "1",
+        "--gpus-per-task=1",
+        "--time=10:00",
+        "-H",
+        "--wrap",
+        "true",
+    ];
+    let short: Vec<u32> = (0..2).map(|_| tb.sbatch(&one)).collect();
+    let marks: Vec<bool> = short.iter().map(|j| sweep(*j)).collect();
+    assert_eq!(marks, [false, true], "1-GPU jobs are counted");
+    for j in eight.iter().chain(&short) {
+        tb.ok("scancel", &[&j.to_string()]);
+    }
+    // The next tests submit short jobs: the count is off again first.
+    let before = job_submit_reloads(&tb);
+    drop(restore);
+    wait_job_submit_reload(&tb, before);
+}
+
+/// How many times job_submit/allot has reloaded allot.toml (slurmctld's
+/// log): it polls the file every 5 s, `scontrol reconfigure` does not poke it.
+fn job_submit_reloads(tb: &Testbed) -> usize {
+    std::fs::read_to_string(tb.dir.join("log/slurmctld.log"))
+        .unwrap_or_default()
+        .matches("job_submit/allot: reloaded")
+        .count()
+}
+
+/// Waits until job_submit/allot has reloaded allot.toml since it had done
+/// so `before` times.
+fn wait_job_submit_reload(tb: &Testbed, before: usize) {
+    allot_e2e::wait_until(
+        std::time::Duration::from_secs(20),
+        "job_submit/allot to reload allot.toml",
+        || match job_submit_reloads(tb) {
+            n if n > before => Ok(()),
+            n => Err(format!("{n} reloads")),
+        },
+    );
+}

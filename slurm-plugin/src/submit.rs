@@ -14,8 +14,8 @@
 //!   which only operators can change and which survives restarts.
 //! - A job of the short band is counted against its account's sweep limit
 //!   ([`fairshare::sweep`]); one that passes it is marked `allot:sweep` in
-//!   AdminComment. Its GPUs are what it asks for at submission (`--gpus`,
-//!   else `--gres=gpu` / `--gpus-per-node` times `--nodes`), its time limit
+//!   AdminComment. Its GPUs are what it asks for at submission, in any
+//!   form (per job, node, task or socket: [`gpus_at_submission`]), its time limit
 //!   the one it gives (a job without one is not counted: the partition's
 //!   default is applied later). The counts live in slurmctld's memory: a
 //!   restart starts them again from zero.
@@ -27,6 +27,10 @@ use fairshare::contract::ContractError;
 use fairshare::record::{comment_min_runtime, recorded_min_runtime, recorded_sweep, with_record};
 use fairshare::sweep::SweepCounter;
 use fairshare::{Config, Tier};
+
+mod gpus;
+
+pub use gpus::{gpus_at_submission, GpuRequest};
 
 /// At most this many account names are listed in a message.
 const LIST_MAX: usize = 12;
@@ -52,43 +56,6 @@ pub struct Submission<'a> {
     pub time_limit: Option<u64>,
     /// Jobs it makes: 1, or an array's tasks ([`array_tasks`]).
     pub tasks: u64,
-}
-
-/// GPUs a job asks for at submission: `--gpus` (`tres_per_job`), else the
-/// per-node request (`--gres=gpu...`, `--gpus-per-node`: `tres_per_node`)
-/// times `--nodes` (1 when not given). A TRES item is `gres:gpu:2`,
-/// `gres/gpu:a100:2`, `gpu:2` or `gres/gpu=2`; `gpu` alone is 1. Items
-/// other than GPUs and counts that do not parse count nothing.
-pub fn gpus_at_submission(
-    per_job: Option<&str>,
-    per_node: Option<&str>,
-    nodes: Option<u32>,
-) -> u64 {
-    fn item(item: &str) -> Option<u64> {
-        let item = item.trim();
-        let rest = item
-            .strip_prefix("gres:")
-            .or_else(|| item.strip_prefix("gres/"))
-            .unwrap_or(item)
-            .strip_prefix("gpu")?;
-        if rest.is_empty() {
-            return Some(1);
-        }
-        // `:2`, `:a100:2`, `=2`; `:a100` (a type, no count) is one GPU.
-        let last = rest.strip_prefix([':', '='])?.rsplit([':', '=']).next()?;
-        match last.parse() {
-            Ok(n) => Some(n),
-            Err(_) if !last.is_empty() && !last.starts_with(|c: char| c.is_ascii_digit()) => {
-                Some(1)
-            }
-            Err(_) => None,
-        }
-    }
-    let gpus = |tres: &str| tres.split(',').filter_map(item).sum::<u64>();
-    match per_job.map(gpus).filter(|&g| g > 0) {
-        Some(g) => g,
-        None => per_node.map_or(0, gpus) * u64::from(nodes.unwrap_or(1).max(1)),
-    }
 }
 
 /// Tasks of an `--array` index expression (`0-599%10`, `1,3,5-11:2`); 1 for
@@ -404,29 +371,7 @@ mod tests {
     }
 
     #[test]
-    fn gpus_and_array_tasks_as_the_clients_send_them() {
-        // 22.05 writes `gres:gpu`, 24.11 `gres/gpu`; --gres is passed as given.
-        assert_eq!(gpus_at_submission(Some("gres:gpu:2"), None, Some(4)), 2);
-        assert_eq!(
-            gpus_at_submission(None, Some("gres/gpu:a100:2"), Some(3)),
-            6
-        );
-        assert_eq!(gpus_at_submission(None, Some("gpu:1"), None), 1);
-        assert_eq!(gpus_at_submission(None, Some("gres/gpu=4"), None), 4);
-        assert_eq!(gpus_at_submission(None, Some("gres:gpu"), None), 1);
-        assert_eq!(gpus_at_submission(None, Some("gres:gpu:a100"), None), 1);
-        assert_eq!(
-            gpus_at_submission(None, Some("gres:gpu:1,gres:nic:2"), None),
-            1
-        );
-        assert_eq!(
-            gpus_at_submission(None, Some("gres:gpus:2,gres:shard:4"), None),
-            0
-        );
-        assert_eq!(gpus_at_submission(None, None, Some(2)), 0);
-        // `x2` is a GPU type (one GPU); a count that does not parse counts none.
-        assert_eq!(gpus_at_submission(Some("gres:gpu:x2"), None, None), 1);
-        assert_eq!(gpus_at_submission(Some("gres:gpu:2x"), None, None), 0);
+    fn array_tasks_as_the_clients_send_them() {
         assert_eq!(array_tasks(None), 1);
         assert_eq!(array_tasks(Some("0-599%10")), 600);
         assert_eq!(array_tasks(Some("1,3,5-11:2")), 6);
@@ -488,6 +433,50 @@ mod tests {
             decide_modify(&c, &m),
             ModifyDecision::SetAdminComment("ticket-7 allot:min_runtime=3600 allot:sweep".into())
         );
+    }
+
+    #[test]
+    fn a_job_asking_gpus_per_task_is_neither_short_nor_a_sweep() {
+        // Issue 39: `-n 8 --gpus-per-task=1 --time=30:00` counted 0 GPUs,
+        // was taken for debug work and marked a sweep past the limit.
+        let c = Config::from_toml_str(
+            "[priority]\nshort_max_gpus = 2\nsweep_jobs = 1\nsweep_window = \"15:00\"\n[tree.a1]\nshare = 1\n",
+        )
+        .unwrap();
+        let mut sweeps = SweepCounter::of(&c.priority);
+        let per_task = GpuRequest {
+            per_task: Some("gres:gpu:1"),
+            tasks: Some(8),
+            ..Default::default()
+        };
+        let s = Submission {
+            account: Some("a1"),
+            gpus: gpus_at_submission(&per_task),
+            time_limit: Some(1800),
+            tasks: 1,
+            ..Default::default()
+        };
+        assert_eq!(s.gpus, 8);
+        assert!(!c.priority.is_short(Tier::Allocated, s.gpus, s.time_limit));
+        for now in 0..3 {
+            let comment = decide_submit(&c, &s, &mut sweeps, now).unwrap().2;
+            assert_eq!(comment, "allot:min_runtime=1800", "second {now}");
+        }
+        // One GPU per task for one task is short, and the second is a sweep.
+        let one = Submission {
+            gpus: gpus_at_submission(&GpuRequest {
+                tasks: Some(1),
+                ..per_task
+            }),
+            ..s
+        };
+        assert_eq!(one.gpus, 1);
+        assert!(!recorded_sweep(
+            &decide_submit(&c, &one, &mut sweeps, 10).unwrap().2
+        ));
+        assert!(recorded_sweep(
+            &decide_submit(&c, &one, &mut sweeps, 11).unwrap().2
+        ));
     }
 
     #[test]

@@ -21,8 +21,8 @@ use fairshare::record::{
 use fairshare::sweep::SweepCounter;
 use fairshare::{Config, ContractPolicy, Engine, PendingJob, Tier};
 use slurm_plugin::submit::{
-    array_tasks, decide_modify, decide_submit, gpus_at_submission, Modification, ModifyDecision,
-    Refusal, Submission,
+    array_tasks, decide_modify, decide_submit, gpus_at_submission, GpuRequest, Modification,
+    ModifyDecision, Refusal, Submission,
 };
 
 /// A target: a name (the cargo-fuzz binary and corpus directory) and its body.
@@ -127,7 +127,16 @@ pub fn submit(data: &[u8]) {
         comment: f[3].as_deref(),
         admin_comment: f[4].as_deref(),
         // The TRES and array parsers read the same untrusted text.
-        gpus: gpus_at_submission(f[3].as_deref(), f[4].as_deref(), Some(2)),
+        gpus: gpus_at_submission(&GpuRequest {
+            per_job: f[3].as_deref(),
+            per_node: f[4].as_deref(),
+            per_task: f[5].as_deref(),
+            per_socket: f[6].as_deref(),
+            nodes: Some(2),
+            tasks: Some(3),
+            tasks_per_node: None,
+            sockets_per_node: Some(2),
+        }),
         time_limit: Some(600),
         tasks: array_tasks(f[5].as_deref()),
     };
