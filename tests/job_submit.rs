@@ -63,6 +63,18 @@ fn unknown_account_is_refused_with_the_accounts_to_use() {
     }
 }
 
+/// Submits each case's arguments held (it never runs), checks the
+/// AdminComment job_submit recorded, and cancels the job.
+fn records(tb: &Testbed, cases: &[(&[&str], &str)]) {
+    for (args, want) in cases {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["-H", "--wrap", "true"]);
+        let job = tb.sbatch(&all);
+        assert_eq!(tb.admin_comment(job), *want, "sbatch {args:?}");
+        tb.ok("scancel", &[&job.to_string()]);
+    }
+}
+
 #[test]
 fn contract_is_recorded_in_admin_comment() {
     let tb = Testbed::from_env();
@@ -80,13 +92,7 @@ fn contract_is_recorded_in_admin_comment() {
         (&["-A", "b2"], "allot:min_runtime=3600"), // global default
         (&["-A", "b2", "-p", "debug"], "allot:min_runtime=0"), // partition default
     ];
-    for (args, want) in cases {
-        let mut all = args.to_vec();
-        all.extend_from_slice(&hold);
-        let job = tb.sbatch(&all);
-        assert_eq!(tb.admin_comment(job), want, "sbatch {args:?}");
-        tb.ok("scancel", &[&job.to_string()]);
-    }
+    records(&tb, &cases);
     // No --account: the user's default account (a1 on the testbed) applies.
     let job = tb.sbatch(&hold);
     let acct = tb.ok("squeue", &["-h", "-j", &job.to_string(), "-o", "%a"]);
@@ -202,7 +208,6 @@ fn min_runtime_above_the_time_limit_is_refused_naming_both() {
 fn a_default_contract_is_capped_at_a_short_time_limit() {
     let tb = Testbed::from_env();
     let _one = allot_e2e::serial();
-    let hold = ["-H", "--wrap", "true"];
     let cases: [(&[&str], &str); 3] = [
         // The 1 h default on a 10-minute limit: 10 min.
         (&["-A", "b2", "--time=10:00"], "allot:min_runtime=600"),
@@ -214,13 +219,7 @@ fn a_default_contract_is_capped_at_a_short_time_limit() {
         // No --time (the partition's INFINITE): the default, unchanged.
         (&["-A", "b2"], "allot:min_runtime=3600"),
     ];
-    for (args, want) in cases {
-        let mut all = args.to_vec();
-        all.extend_from_slice(&hold);
-        let job = tb.sbatch(&all);
-        assert_eq!(tb.admin_comment(job), want, "sbatch {args:?}");
-        tb.ok("scancel", &[&job.to_string()]);
-    }
+    records(&tb, &cases);
     // A job of --time=1 that ends at once is charged its 1-minute limit,
     // not the 1 h default: the ledger reads sacct's time limit.
     let since = (allot_e2e::epoch() - 60).to_string();
@@ -285,38 +284,33 @@ fn gpus_per_task_count_as_the_gpus_they_are() {
     let restore = tb.conf_with("priority", "sweep_jobs = 1\n");
     wait_job_submit_reload(&tb, before);
     let sweep = |job: u32| tb.admin_comment(job).split(' ').any(|t| t == "allot:sweep");
-    let per_task = [
-        "-A",
-        "vision",
-        "-n",
-        "8",
-        "--gpus-per-task=1",
-        "--time=30:00",
-        "-H",
-        "--wrap",
-        "true",
-    ];
-    let eight: Vec<u32> = (0..3).map(|_| tb.sbatch(&per_task)).collect();
-    let marks: Vec<bool> = eight.iter().map(|j| sweep(*j)).collect();
-    assert_eq!(marks, [false; 3], "8 GPUs are not short work");
+    // `n` jobs of `tasks` tasks, one GPU each, held.
+    let submit = |n: usize, tasks: &str, time: &str| -> Vec<u32> {
+        (0..n)
+            .map(|_| {
+                tb.sbatch(&[
+                    "-A",
+                    "vision",
+                    "-n",
+                    tasks,
+                    "--gpus-per-task=1",
+                    time,
+                    "-H",
+                    "--wrap",
+                    "true",
+                ])
+            })
+            .collect()
+    };
+    let marks = |jobs: &[u32]| jobs.iter().map(|j| sweep(*j)).collect::<Vec<bool>>();
+    let eight = submit(3, "8", "--time=30:00");
+    assert_eq!(marks(&eight), [false; 3], "8 GPUs are not short work");
     // What the priority and preempt plugins read (tres_req_str): 8 GPUs.
     let show = tb.ok("scontrol", &["show", "job", &eight[0].to_string()]);
     assert!(show.contains("gres/gpu=8"), "slurmctld's request: {show}");
     // One GPU per task for one task is short: counted, the second a sweep.
-    let one = [
-        "-A",
-        "vision",
-        "-n",
-        "1",
-        "--gpus-per-task=1",
-        "--time=10:00",
-        "-H",
-        "--wrap",
-        "true",
-    ];
-    let short: Vec<u32> = (0..2).map(|_| tb.sbatch(&one)).collect();
-    let marks: Vec<bool> = short.iter().map(|j| sweep(*j)).collect();
-    assert_eq!(marks, [false, true], "1-GPU jobs are counted");
+    let short = submit(2, "1", "--time=10:00");
+    assert_eq!(marks(&short), [false, true], "1-GPU jobs are counted");
     for j in eight.iter().chain(&short) {
         tb.ok("scancel", &[&j.to_string()]);
     }
