@@ -47,7 +47,7 @@ fn row(i: u64) -> String {
         i.to_string()
     };
     format!(
-        "{label}|{i}|acct{}|user{}|gpu|billing={gpus},cpu={gpus},gres/gpu:a100={gpus},gres/gpu={gpus},mem=16G,node=1|{}|{start}|{end}|01:00:00|{state}|allot:min_runtime={}",
+        "{label}|{i}|acct{}|user{}|gpu|billing={gpus},cpu={gpus},gres/gpu:a100={gpus},gres/gpu={gpus},mem=16G,node=1|{}|{start}|{end}|01:00:00|{state}||allot:min_runtime={}",
         i as usize % ACCOUNTS,
         i as usize % USERS,
         start - 30,

@@ -74,10 +74,10 @@ fn setup(dir: &Path) -> (PathBuf, PathBuf) {
         &sacct,
         format!(
             "#!/bin/sh\n\
-             echo '11|11|a1|alice|gpu|gres/gpu=2|{s}|{s}|{e}|02:00:00|COMPLETED|'\n\
-             echo '12|12|b1|bob|gpu|gres/gpu=4|{s}|{s}|{m}|01:00:00|COMPLETED|'\n\
-             echo '13|13|a2|carol|gpu|gres/gpu=1|{s}|{s}|{e}|02:00:00|FAILED|'\n\
-             echo '14|14|vision|carol|gpu|gres/gpu=3|{s}|Unknown|Unknown|00:00:00|PENDING|'\n",
+             echo '11|11|a1|alice|gpu|gres/gpu=2|{s}|{s}|{e}|02:00:00|COMPLETED||'\n\
+             echo '12|12|b1|bob|gpu|gres/gpu=4|{s}|{s}|{m}|01:00:00|COMPLETED||'\n\
+             echo '13|13|a2|carol|gpu|gres/gpu=1|{s}|{s}|{e}|02:00:00|FAILED||'\n\
+             echo '14|14|vision|carol|gpu|gres/gpu=3|{s}|Unknown|Unknown|00:00:00|PENDING||'\n",
             m = s + 1800
         ),
     )

@@ -14,6 +14,21 @@
 //!   most today's `max_min_runtime`; else the default of its partition (the
 //!   first of a comma-separated list, as at submission); else the global
 //!   default.
+//! - **Time limit**: a job's minimum runtime is never above its time limit
+//!   (Slurm's `--time`, or the limit slurmctld gave it), since Slurm ends the
+//!   job there: protection past it is never delivered, so it is neither
+//!   promised nor charged. A *declared* minimum runtime above the time limit
+//!   given at submission is refused, naming both ([`ContractPolicy::min_runtime`],
+//!   as Slurm refuses `--time-min` above `--time`); exactly the limit is
+//!   accepted. A *default* minimum runtime, and a record above a limit
+//!   lowered or set since (a partition's `DefaultTime`, `scontrol update
+//!   TimeLimit`), count as the time limit ([`within_time_limit`]), in every
+//!   reader through [`ContractPolicy::job_min_runtime`]: the plugins (from
+//!   the job record), `allot sync` (sacct's `Timelimit`), drain, `allot
+//!   explain` and the simulator (the trace's `time_limit`). Where no limit is
+//!   known (`INFINITE`, `Partition_Limit`, a trace without limits) nothing
+//!   changes. A limit never makes an allocated job free tier: the cap applies
+//!   to limits of at least one second.
 //! - **Tier**: minimum runtime 0 = *unallocated* (free tier): charged
 //!   nothing, preemptible from the first second, below every allocated job.
 //!   Anything above 0 = *allocated*.
@@ -198,6 +213,14 @@ pub enum ContractError {
     /// Not a Slurm time string.
     #[error("minimum runtime: {0}")]
     Unparsable(#[from] DurationError),
+    /// Longer than the job's time limit given at submission.
+    #[error("minimum runtime {requested} is above the job's time limit of {limit}: Slurm ends the job at its time limit, so the protection could never be used; ask for at most --min-runtime={limit}, or raise --time to at least {requested}", requested = SlurmDuration(*.requested), limit = SlurmDuration(*.limit))]
+    AboveTimeLimit {
+        /// Requested seconds.
+        requested: u64,
+        /// The job's time limit, seconds.
+        limit: u64,
+    },
     /// Longer than `max_min_runtime`.
     #[error("minimum runtime {requested} is above the cluster's cap of {cap}; ask for at most {cap} (or 0 for the unallocated free tier)", requested = SlurmDuration(*.requested), cap = SlurmDuration(*.cap))]
     AboveCap {
@@ -209,26 +232,37 @@ pub enum ContractError {
 }
 
 impl ContractPolicy {
-    /// A job's minimum runtime in seconds, from its declared value (Slurm
-    /// time string), else its partition's default, else the global default.
+    /// A job's minimum runtime in seconds at submission, from its declared
+    /// value (Slurm time string), else its partition's default, else the
+    /// global default; `time_limit` is the job's time limit in seconds when
+    /// it gives one (`--time`; `None`: not given or unlimited). A default is
+    /// capped at the time limit ([`within_time_limit`]).
     ///
     /// # Errors
     /// [`ContractError::Unparsable`] for a bad time string,
-    /// [`ContractError::AboveCap`] for more than `max_min_runtime` (equal is
-    /// accepted).
+    /// [`ContractError::AboveCap`] for more than `max_min_runtime`,
+    /// [`ContractError::AboveTimeLimit`] for a declared value above
+    /// `time_limit` (equal is accepted for both).
     pub fn min_runtime(
         &self,
         declared: Option<&str>,
         partition: Option<&str>,
+        time_limit: Option<u64>,
     ) -> Result<u64, ContractError> {
         let secs = match declared {
             Some(text) => parse_slurm_duration(text)?,
-            None => self.default_for(partition),
+            None => return Ok(within_time_limit(self.default_for(partition), time_limit)),
         };
         if secs > self.max_min_runtime {
             return Err(ContractError::AboveCap {
                 requested: secs,
                 cap: self.max_min_runtime,
+            });
+        }
+        if let Some(limit) = time_limit.filter(|_| within_time_limit(secs, time_limit) < secs) {
+            return Err(ContractError::AboveTimeLimit {
+                requested: secs,
+                limit,
             });
         }
         Ok(secs)
@@ -248,12 +282,20 @@ impl ContractPolicy {
     /// with [`crate::record::recorded_min_runtime`]): honoured up to today's
     /// cap ([`ContractPolicy::recorded`]). Without a record (a job submitted
     /// before allot was loaded, or an unreadable record), the default of
-    /// `partition` ([`ContractPolicy::default_for`]).
-    pub fn job_min_runtime(&self, recorded: Option<u64>, partition: Option<&str>) -> u64 {
-        match recorded {
+    /// `partition` ([`ContractPolicy::default_for`]). Either is at most the
+    /// job's `time_limit`, seconds ([`within_time_limit`]; `None`: unlimited
+    /// or unknown).
+    pub fn job_min_runtime(
+        &self,
+        recorded: Option<u64>,
+        partition: Option<&str>,
+        time_limit: Option<u64>,
+    ) -> u64 {
+        let secs = match recorded {
             Some(secs) => self.recorded(secs),
             None => self.default_for(partition),
-        }
+        };
+        within_time_limit(secs, time_limit)
     }
 
     /// The default minimum runtime of a job in `partition`, seconds: the
@@ -287,6 +329,17 @@ impl ContractPolicy {
         } else {
             end
         })
+    }
+}
+
+/// A minimum runtime (seconds) at most the job's time limit (seconds;
+/// `None`: unlimited or unknown): the time-limit rule of the module doc.
+/// A limit of 0 (no limit Slurm would enforce) caps nothing, so an
+/// allocated job stays allocated.
+pub fn within_time_limit(min_runtime: u64, time_limit: Option<u64>) -> u64 {
+    match time_limit {
+        Some(limit) if limit > 0 => min_runtime.min(limit),
+        _ => min_runtime,
     }
 }
 
@@ -493,15 +546,15 @@ mod tests {
         let mut p = ContractPolicy::default();
         p.partition_default.insert("debug".into(), 0);
         // A record wins over every default, the free tier included.
-        assert_eq!(p.job_min_runtime(Some(7200), Some("debug")), 7200);
-        assert_eq!(p.job_min_runtime(Some(0), Some("gpu")), 0);
+        assert_eq!(p.job_min_runtime(Some(7200), Some("debug"), None), 7200);
+        assert_eq!(p.job_min_runtime(Some(0), Some("gpu"), None), 0);
         // Above today's cap it counts as the cap; exactly the cap is kept.
-        assert_eq!(p.job_min_runtime(Some(356_400), None), 8 * 3600);
-        assert_eq!(p.job_min_runtime(Some(8 * 3600), None), 8 * 3600);
+        assert_eq!(p.job_min_runtime(Some(356_400), None, None), 8 * 3600);
+        assert_eq!(p.job_min_runtime(Some(8 * 3600), None, None), 8 * 3600);
         // No record: the partition's default, else the global one.
-        assert_eq!(p.job_min_runtime(None, Some("debug")), 0);
-        assert_eq!(p.job_min_runtime(None, Some("gpu")), 3600);
-        assert_eq!(p.job_min_runtime(None, None), 3600);
+        assert_eq!(p.job_min_runtime(None, Some("debug"), None), 0);
+        assert_eq!(p.job_min_runtime(None, Some("gpu"), None), 3600);
+        assert_eq!(p.job_min_runtime(None, None, None), 3600);
     }
 
     #[test]
@@ -512,9 +565,9 @@ mod tests {
         let mut p = ContractPolicy::default();
         p.partition_default.insert("debug".into(), 0);
         assert_eq!(p.default_for(Some("debug,gpu")), 0);
-        assert_eq!(p.job_min_runtime(None, Some("debug,gpu")), 0);
-        assert_eq!(p.min_runtime(None, Some("debug,gpu")), Ok(0));
-        assert_eq!(p.job_min_runtime(None, Some("gpu,debug")), 3600);
+        assert_eq!(p.job_min_runtime(None, Some("debug,gpu"), None), 0);
+        assert_eq!(p.min_runtime(None, Some("debug,gpu"), None), Ok(0));
+        assert_eq!(p.job_min_runtime(None, Some("gpu,debug"), None), 3600);
         assert_eq!(p.default_for(Some("")), 3600);
     }
 
@@ -522,16 +575,19 @@ mod tests {
     fn min_runtime_sources_and_cap() {
         let mut p = ContractPolicy::default();
         p.partition_default.insert("debug".into(), 0);
-        assert_eq!(p.min_runtime(Some("2:00:00"), Some("debug")), Ok(7200));
-        assert_eq!(p.min_runtime(None, Some("debug")), Ok(0));
-        assert_eq!(p.min_runtime(None, Some("gpu")), Ok(3600));
-        assert_eq!(p.min_runtime(None, None), Ok(3600));
         assert_eq!(
-            p.min_runtime(Some("8:00:00"), None),
+            p.min_runtime(Some("2:00:00"), Some("debug"), None),
+            Ok(7200)
+        );
+        assert_eq!(p.min_runtime(None, Some("debug"), None), Ok(0));
+        assert_eq!(p.min_runtime(None, Some("gpu"), None), Ok(3600));
+        assert_eq!(p.min_runtime(None, None, None), Ok(3600));
+        assert_eq!(
+            p.min_runtime(Some("8:00:00"), None, None),
             Ok(8 * 3600),
             "exactly the cap is accepted"
         );
-        let e = p.min_runtime(Some("8:00:01"), None).unwrap_err();
+        let e = p.min_runtime(Some("8:00:01"), None, None).unwrap_err();
         assert_eq!(
             e,
             ContractError::AboveCap {
@@ -541,9 +597,62 @@ mod tests {
         );
         assert!(e.to_string().contains("at most 08:00:00"), "{e}");
         assert!(matches!(
-            p.min_runtime(Some("4h"), None),
+            p.min_runtime(Some("4h"), None, None),
             Err(ContractError::Unparsable(_))
         ));
+    }
+
+    #[test]
+    fn a_minimum_runtime_is_never_above_the_time_limit() {
+        // Issue 39: --time=30:00 --min-runtime=4:00:00 was accepted and
+        // charged 4 h after Slurm ended the job at 30 min; a 10-minute job
+        // (--time=10:00) was charged the 1 h default.
+        let mut p = ContractPolicy::default(); // 1 h default, 8 h cap
+        p.partition_default.insert("debug".into(), 0);
+        let e = p
+            .min_runtime(Some("4:00:00"), None, Some(1800))
+            .unwrap_err();
+        assert_eq!(
+            e,
+            ContractError::AboveTimeLimit {
+                requested: 14_400,
+                limit: 1800
+            }
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("minimum runtime 04:00:00 is above the job's time limit of 00:30:00")
+                && text.contains("--min-runtime=00:30:00")
+                && text.contains("--time to at least 04:00:00"),
+            "{text}"
+        );
+        // Exactly the limit is accepted; below it, and without a limit, as before.
+        assert_eq!(p.min_runtime(Some("30:00"), None, Some(1800)), Ok(1800));
+        assert_eq!(p.min_runtime(Some("20:00"), None, Some(1800)), Ok(1200));
+        assert_eq!(p.min_runtime(Some("4:00:00"), None, None), Ok(14_400));
+        // The free tier fits every limit; the cap is checked first.
+        assert_eq!(p.min_runtime(Some("0"), None, Some(60)), Ok(0));
+        assert!(matches!(
+            p.min_runtime(Some("9:00:00"), None, Some(1800)),
+            Err(ContractError::AboveCap { .. })
+        ));
+        // A default is capped at the limit: 10 min, not the 1 h default.
+        assert_eq!(p.min_runtime(None, None, Some(600)), Ok(600));
+        assert_eq!(p.min_runtime(None, None, Some(7200)), Ok(3600));
+        assert_eq!(p.min_runtime(None, Some("debug"), Some(600)), Ok(0));
+        // Every reader: the default, and a record above a limit set since.
+        assert_eq!(p.job_min_runtime(None, Some("gpu"), Some(600)), 600);
+        assert_eq!(p.job_min_runtime(Some(14_400), None, Some(1800)), 1800);
+        assert_eq!(p.job_min_runtime(Some(1200), None, Some(1800)), 1200);
+        assert_eq!(
+            p.job_min_runtime(Some(356_400), None, Some(86_400)),
+            8 * 3600
+        );
+        assert_eq!(p.job_min_runtime(None, Some("debug"), Some(600)), 0);
+        // No limit known, or a limit of 0: nothing changes (never free tier).
+        assert_eq!(p.job_min_runtime(None, None, None), 3600);
+        assert_eq!(within_time_limit(3600, Some(0)), 3600);
+        assert_eq!(within_time_limit(3600, Some(1)), 1);
     }
 
     #[test]

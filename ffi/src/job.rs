@@ -281,6 +281,21 @@ impl<'a> JobDesc<'a> {
             n => Some(n),
         }
     }
+    /// `-n`/`--ntasks` (`num_tasks`), `None` when not given.
+    pub fn num_tasks(&self) -> Option<u32> {
+        match self.raw.num_tasks {
+            sys::NO_VAL | 0 => None,
+            n => Some(n),
+        }
+    }
+    /// `--ntasks-per-node`, `None` when not given.
+    pub fn ntasks_per_node(&self) -> Option<u16> {
+        given16(self.raw.ntasks_per_node)
+    }
+    /// `--sockets-per-node`, `None` when not given.
+    pub fn sockets_per_node(&self) -> Option<u16> {
+        given16(self.raw.sockets_per_node)
+    }
 
     str_fields! {
         /// Requested account (`None`: not given; slurmctld may apply the default later).
@@ -295,9 +310,21 @@ impl<'a> JobDesc<'a> {
         tres_per_node: tres_per_node;
         /// `--gpus` style per-job TRES request.
         tres_per_job: tres_per_job;
+        /// `--gpus-per-task` TRES request (22.05 `gres:gpu:1`; 24.11
+        /// `gres/gpu=1`, with `cpu=N` for `--cpus-per-task`).
+        tres_per_task: tres_per_task;
+        /// `--gpus-per-socket` TRES request (`gres:gpu:1`, `gres/gpu:1`).
+        tres_per_socket: tres_per_socket;
         /// `--array` index expression (`0-599%10`), `None` for a single job.
         array_inx: array_inx;
     }
+}
+
+/// A `uint16_t` count of a request: `None` for `NO_VAL16` (not given),
+/// `INFINITE16` or 0.
+fn given16(n: u16) -> Option<u16> {
+    // NO_VAL16 is 0xfffe, INFINITE16 0xffff.
+    (n != 0 && u32::from(n) < sys::NO_VAL16).then_some(n)
 }
 
 /// Replaces an xmalloc'ed string field with an `xstrdup` of `text`.
@@ -460,6 +487,43 @@ mod tests {
         assert!(job.requeue());
         assert_eq!(job.comment(), None);
         assert!(unsafe { JobRecord::from_ptr(std::ptr::null()) }.is_none());
+    }
+
+    #[test]
+    fn desc_gpu_request_fields() {
+        // `sbatch -n 8 --gpus-per-task=1` on 24.11; NO_VAL16 and INFINITE16
+        // are "not given".
+        let per_task = c"gres/gpu=1".as_ptr() as *mut c_char;
+        let per_socket = c"gres/gpu:2".as_ptr() as *mut c_char;
+        let raw = sys::job_desc_msg_t {
+            tres_per_task: per_task,
+            tres_per_socket: per_socket,
+            num_tasks: 8,
+            min_nodes: sys::NO_VAL,
+            ntasks_per_node: sys::NO_VAL16 as u16,
+            sockets_per_node: u16::MAX,
+            ..Default::default()
+        };
+        // SAFETY: raw and its strings outlive `d`.
+        let d = unsafe { JobDesc::from_ptr(&raw) }.unwrap();
+        assert_eq!(d.tres_per_task(), Some("gres/gpu=1"));
+        assert_eq!(d.tres_per_socket(), Some("gres/gpu:2"));
+        assert_eq!(d.num_tasks(), Some(8));
+        assert_eq!(d.min_nodes(), None);
+        assert_eq!(d.ntasks_per_node(), None);
+        assert_eq!(d.sockets_per_node(), None);
+        let raw = sys::job_desc_msg_t {
+            num_tasks: sys::NO_VAL,
+            ntasks_per_node: 4,
+            sockets_per_node: 2,
+            ..raw
+        };
+        // SAFETY: as above.
+        let d = unsafe { JobDesc::from_ptr(&raw) }.unwrap();
+        assert_eq!(
+            (d.num_tasks(), d.ntasks_per_node(), d.sockets_per_node()),
+            (None, Some(4), Some(2))
+        );
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! This file only *applies* the engine's rules; it defines none:
 //! - the minimum runtime is [`fairshare::ContractPolicy::job_min_runtime`]
 //!   of the one recorded on the job (`AdminComment`, read by
-//!   [`fairshare::record::recorded_min_runtime`]) and of its partition;
+//!   [`fairshare::record::recorded_min_runtime`]), of its partition and of
+//!   its time limit (sacct's `Timelimit`: the minimum runtime charged is at
+//!   most that);
 //! - the charge rate (milli-units per second; 1000 per GPU with the default
 //!   weights) is [`fairshare::charge::ChargeWeights::rate`] of the
 //!   allocated TRES: Slurm's unrounded billing, so a 1-core job at
@@ -64,9 +66,9 @@ impl Charging {
     /// charged milli-unit-seconds (1000 per GPU-second by default; 0 while running, for a
     /// job that never started, and for an unallocated job).
     pub fn record(&self, a: &Attempt) -> AttemptRecord {
-        let min_runtime = self
-            .policy
-            .job_min_runtime(a.min_runtime, a.partition.as_deref());
+        let min_runtime =
+            self.policy
+                .job_min_runtime(a.min_runtime, a.partition.as_deref(), a.time_limit);
         let recorded = a.min_runtime.is_some();
         let rate = self.rate(a);
         let mut record = AttemptRecord {
@@ -150,7 +152,7 @@ mod tests {
     #[test]
     fn short_allocated_job_pays_its_minimum_runtime() {
         let r = rules().record(&attempt(
-            "1|1|a1|alice|gpu|gres/gpu=2|0|1000|1600|00:10:00|COMPLETED|",
+            "1|1|a1|alice|gpu|gres/gpu=2|0|1000|1600|00:10:00|COMPLETED||",
         ));
         assert_eq!((r.min_runtime, r.min_runtime_recorded), (3600, false));
         assert_eq!(r.charge_end, Some(4600));
@@ -158,10 +160,43 @@ mod tests {
     }
 
     #[test]
+    fn the_minimum_runtime_charged_is_at_most_the_time_limit() {
+        // Issue 39: a job of --time=10:00 was charged the 1 h default, one
+        // of --time=30:00 --min-runtime=4:00:00 4 h after Slurm ended it at
+        // 30 min (TimelimitRaw: minutes).
+        let ten = rules().record(&attempt(
+            "9|9|a1|alice|gpu|gres/gpu=2|0|1000|1600|00:10:00|COMPLETED|10|",
+        ));
+        assert_eq!((ten.min_runtime, ten.charge_end), (600, Some(1600)));
+        assert_eq!(ten.charged, 2000 * 600);
+        let timeout = rules().record(&attempt(
+            "10|10|a1|alice|gpu|gres/gpu=8|0|1000|2800|00:30:00|TIMEOUT|30|allot:min_runtime=14400",
+        ));
+        assert_eq!(
+            (timeout.min_runtime, timeout.min_runtime_recorded),
+            (1800, true)
+        );
+        assert_eq!(timeout.charged, 8000 * 1800);
+        // A job ended early still pays the capped contract: 5 min of a
+        // 30 min limit is charged 30 min, not the 1 h default.
+        let early = rules().record(&attempt(
+            "11|11|a1|alice|gpu|gres/gpu=1|0|1000|1300|00:05:00|CANCELLED|30|",
+        ));
+        assert_eq!((early.min_runtime, early.charged), (1800, 1000 * 1800));
+        // No limit known: unchanged.
+        for limit in ["UNLIMITED", "Partition_Limit", ""] {
+            let r = rules().record(&attempt(&format!(
+                "12|12|a1|alice|gpu|gres/gpu=1|0|1000|1600|00:10:00|COMPLETED|{limit}|"
+            )));
+            assert_eq!((r.min_runtime, r.charged), (3600, 1000 * 3600), "{limit:?}");
+        }
+    }
+
+    #[test]
     fn recorded_contract_above_the_cap_counts_as_the_cap() {
         // 99 h recorded by hand; the cap is 8 h: a 1 h job pays 8 h, not 99.
         let r = rules().record(&attempt(
-            "3|3|a1|alice|gpu|gres/gpu=1|0|1000|4600|01:00:00|COMPLETED|allot:min_runtime=356400",
+            "3|3|a1|alice|gpu|gres/gpu=1|0|1000|4600|01:00:00|COMPLETED||allot:min_runtime=356400",
         ));
         assert_eq!((r.min_runtime, r.min_runtime_recorded), (8 * 3600, true));
         assert_eq!(r.charged, 1000 * 8 * 3600);
@@ -170,7 +205,7 @@ mod tests {
     #[test]
     fn long_job_pays_its_runtime_and_recorded_contract_wins() {
         let r = rules().record(&attempt(
-            "2|2|a1|alice|gpu|gres/gpu=4|0|1000|11000|02:46:40|COMPLETED|allot:min_runtime=7200",
+            "2|2|a1|alice|gpu|gres/gpu=4|0|1000|11000|02:46:40|COMPLETED||allot:min_runtime=7200",
         ));
         assert_eq!((r.min_runtime, r.min_runtime_recorded), (7200, true));
         assert_eq!(r.charged, 4000 * 10_000);
@@ -179,7 +214,7 @@ mod tests {
     #[test]
     fn unallocated_running_and_never_started_are_free() {
         let free = rules().record(&attempt(
-            "3|3|a1|bob|debug|gres/gpu=1|0|1000|5000|01:06:40|COMPLETED|",
+            "3|3|a1|bob|debug|gres/gpu=1|0|1000|5000|01:06:40|COMPLETED||",
         ));
         assert_eq!(
             (free.min_runtime, free.charge_end, free.charged),
@@ -187,17 +222,19 @@ mod tests {
         );
         assert_eq!(free.gpus, 1);
         let run = rules().record(&attempt(
-            "4|4|a1|bob|gpu|gres/gpu=1|0|1000|Unknown|00:10:00|RUNNING|",
+            "4|4|a1|bob|gpu|gres/gpu=1|0|1000|Unknown|00:10:00|RUNNING||",
         ));
         assert_eq!((run.charge_end, run.charged, run.rate), (None, 0, 1000));
-        let pend = rules().record(&attempt("5|5|a1|bob|gpu||0|None|Unknown|00:00:00|PENDING|"));
+        let pend = rules().record(&attempt(
+            "5|5|a1|bob|gpu||0|None|Unknown|00:00:00|PENDING||",
+        ));
         assert_eq!((pend.charge_end, pend.charged, pend.rate), (None, 0, 0));
     }
 
     #[test]
     fn typed_only_gpus_are_charged() {
         let r = rules().record(&attempt(
-            "6|6|a1|bob|gpu|gres/gpu:a100=3|0|0|3600|01:00:00|COMPLETED|",
+            "6|6|a1|bob|gpu|gres/gpu:a100=3|0|0|3600|01:00:00|COMPLETED||",
         ));
         assert_eq!((r.gpus, r.rate, r.charged), (3, 3000, 3000 * 3600));
     }
@@ -223,7 +260,7 @@ mod tests {
         .enumerate()
         .map(|(i, tres)| {
             let r = rules.record(&attempt(&format!(
-                "{i}|{i}|a1|bob|gpu|{tres}|0|0|3600|01:00:00|COMPLETED|"
+                "{i}|{i}|a1|bob|gpu|{tres}|0|0|3600|01:00:00|COMPLETED||"
             )));
             (r.rate, fairshare::charge::unit_hours(r.charged))
         })
@@ -239,12 +276,12 @@ mod tests {
         // A partition list was looked up whole (the global 1 h) where the
         // plugins take the first partition's default (debug: 0).
         let r = rules().record(&attempt(
-            "7|7|a1|bob|debug,gpu|gres/gpu=1|0|1000|1600|00:10:00|CANCELLED|",
+            "7|7|a1|bob|debug,gpu|gres/gpu=1|0|1000|1600|00:10:00|CANCELLED||",
         ));
         assert_eq!((r.min_runtime, r.charged), (0, 0));
         // A hand-written Slurm time is a record here as everywhere.
         let r = rules().record(&attempt(
-            "8|8|a1|bob|gpu|gres/gpu=1|0|1000|1600|00:10:00|COMPLETED|allot:min_runtime=2:00:00",
+            "8|8|a1|bob|gpu|gres/gpu=1|0|1000|1600|00:10:00|COMPLETED||allot:min_runtime=2:00:00",
         ));
         assert_eq!((r.min_runtime, r.min_runtime_recorded), (7200, true));
     }

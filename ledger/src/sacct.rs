@@ -28,6 +28,10 @@
 //! - `Elapsed` is `[d-]hh:mm:ss` or `mm:ss`.
 //! - GPUs come from `AllocTRES` via [`fairshare::tres::gpu_count`]
 //!   (`gres/gpu:a100=2,gres/gpu=2` is 2 GPUs).
+//! - The time limit comes from `TimelimitRaw` (minutes), else `Timelimit`
+//!   (`[d-]hh:mm:ss`); `UNLIMITED` and `Partition_Limit` are no limit
+//!   known. The minimum runtime charged is at most it
+//!   ([`fairshare::ContractPolicy::job_min_runtime`]).
 //! - The contract comes from the `AdminComment` token
 //!   `allot:min_runtime=<seconds>` that job_submit/allot records, read with
 //!   the engine's one parser, [`fairshare::record::recorded_min_runtime`];
@@ -46,7 +50,9 @@ use fairshare::duration::{parse_slurm_duration, LATEST_PLAUSIBLE_TIME, MAX_PLAUS
 mod fields;
 
 use fields::parse_label;
-pub use fields::{is_placeholder, is_step_id, parse_elapsed, parse_time, PLAUSIBLE_FROM};
+pub use fields::{
+    is_placeholder, is_step_id, parse_elapsed, parse_time, parse_time_limit, PLAUSIBLE_FROM,
+};
 
 /// Fields `allot sync` asks sacct for, in this order. `AdminComment` is last
 /// because it is free text: a `|` inside it is joined back into the field.
@@ -62,6 +68,7 @@ pub const LIVE_FIELDS: &[&str] = &[
     "End",
     "Elapsed",
     "State",
+    "TimelimitRaw",
     "AdminComment",
 ];
 
@@ -72,8 +79,9 @@ pub const REQUIRED_FIELDS: &[&str] = &["JobIDRaw", "Account", "AllocTRES", "Star
 
 /// Fields read when present: `JobID` (the printed label; without it
 /// `JobIDRaw` stands in), `Submit` (without it an attempt is keyed by its
-/// start), `User`, `Partition`, `State`, `Elapsed` (stored for reference)
-/// and `AdminComment` (the contract token). `Cluster` (what `sacct -M all`
+/// start), `User`, `Partition`, `State`, `Elapsed` (stored for reference),
+/// `TimelimitRaw` or `Timelimit` (the time limit, which caps the minimum
+/// runtime charged) and `AdminComment` (the contract token). `Cluster` (what `sacct -M all`
 /// adds) is only checked: a dump may hold one cluster's jobs
 /// ([`one_cluster`]).
 pub const OPTIONAL_FIELDS: &[&str] = &[
@@ -83,6 +91,8 @@ pub const OPTIONAL_FIELDS: &[&str] = &[
     "Partition",
     "State",
     "Elapsed",
+    "TimelimitRaw",
+    "Timelimit",
     "AdminComment",
     "Cluster",
 ];
@@ -260,6 +270,9 @@ pub struct Attempt {
     pub state: String,
     /// Minimum runtime recorded on the job (`AdminComment`), seconds.
     pub min_runtime: Option<u64>,
+    /// Time limit, seconds (`TimelimitRaw` or `Timelimit`); `None` when
+    /// unlimited, left to the partition, or not in the dump.
+    pub time_limit: Option<u64>,
 }
 
 impl Attempt {
@@ -297,6 +310,8 @@ pub struct Parser {
     end: usize,
     state: Option<usize>,
     elapsed: Option<usize>,
+    /// `TimelimitRaw` (true: minutes) or `Timelimit` (false: a duration).
+    time_limit: Option<(usize, bool)>,
     admin_comment: Option<usize>,
     cluster: Option<usize>,
 }
@@ -364,6 +379,9 @@ impl Parser {
             end: req("End"),
             state: find("State"),
             elapsed: find("Elapsed"),
+            time_limit: find("TimelimitRaw")
+                .map(|i| (i, true))
+                .or_else(|| find("Timelimit").map(|i| (i, false))),
             admin_comment: find("AdminComment"),
             cluster: find("Cluster"),
         })
@@ -566,6 +584,11 @@ impl Parser {
             Some(i) => parse_elapsed(f(i)).map_err(|r| err("Elapsed", f(i), r))?,
             None => None,
         };
+        let time_limit = match self.time_limit {
+            Some((i, raw)) => parse_time_limit(f(i), raw)
+                .map_err(|r| err(if raw { "TimelimitRaw" } else { "Timelimit" }, f(i), r))?,
+            None => None,
+        };
         let state_text = self.state.map_or("UNKNOWN", |i| f(i).trim());
         let state = state_text
             .split_whitespace()
@@ -603,6 +626,7 @@ impl Parser {
             elapsed,
             state,
             min_runtime,
+            time_limit,
         })))
     }
 }

@@ -16,7 +16,12 @@
 //!   `max_min_runtime`), else the first matching `[[sim.rule]]`, else the
 //!   job's default (its partition's, else `contract.default_min_runtime`);
 //!   record and default as the plugins read them
-//!   ([`fairshare::ContractPolicy::job_min_runtime`]). Resumable: the trace, else the first
+//!   ([`fairshare::ContractPolicy::job_min_runtime`]). Each is at most the
+//!   job's time limit where the trace gives one
+//!   ([`fairshare::contract::within_time_limit`]: Slurm ends the job
+//!   there, and job_submit refuses a declared minimum runtime above it, so
+//!   a rule's value counts as the limit too); a trace without limits is
+//!   unchanged. Resumable: the trace, else the first
 //!   matching rule that sets it, else `[sim] resumable`.
 //! - Classes (for wait-time percentiles): **debug** = at most 2 GPUs and at
 //!   most 1 hour of runtime; **large** = 8 GPUs or more (a whole 8-GPU node or
@@ -32,6 +37,7 @@ use serde::Serialize;
 use super::trace::Trace;
 use crate::settings::{ClusterSpec, RuleMinRuntime, SimSettings};
 use fairshare::config::Config;
+use fairshare::contract::within_time_limit;
 use fairshare::tree::LeafId;
 
 /// Job class for wait-time metrics.
@@ -490,19 +496,26 @@ impl Workload {
                 .rules
                 .iter()
                 .position(|r| r.min_runtime.is_some() && r.matches(team, part, j.gpus, j.duration));
+            // A job runs no longer than its limit: a limit below the
+            // runtime is read as the runtime.
+            let time_limit = j.time_limit.map(|t| t.max(j.duration));
             // A recorded contract, else a rule, else the job's default, the
-            // record and the default read as every reader reads them.
+            // record and the default read as every reader reads them; never
+            // above the time limit.
             let (min_runtime, decided) = match (j.min_runtime, rule) {
                 (None, Some(i)) => (
-                    match sim.rules[i].min_runtime {
-                        Some(RuleMinRuntime::Fixed(m)) => m,
-                        Some(RuleMinRuntime::Runtime) => j.duration.min(cap).max(1),
-                        None => unreachable!("filtered on min_runtime"),
-                    },
+                    within_time_limit(
+                        match sim.rules[i].min_runtime {
+                            Some(RuleMinRuntime::Fixed(m)) => m,
+                            Some(RuleMinRuntime::Runtime) => j.duration.min(cap).max(1),
+                            None => unreachable!("filtered on min_runtime"),
+                        },
+                        time_limit,
+                    ),
                     i + 1,
                 ),
                 (recorded, _) => (
-                    config.contract.job_min_runtime(recorded, part),
+                    config.contract.job_min_runtime(recorded, part, time_limit),
                     if recorded.is_some() {
                         0
                     } else {
@@ -531,9 +544,7 @@ impl Workload {
                 resumable,
                 class: JobClass::of(j.gpus, j.duration),
                 sweep: false,
-                // A job runs no longer than its limit: a limit below the
-                // runtime is read as the runtime.
-                time_limit: j.time_limit.map(|t| t.max(j.duration)),
+                time_limit,
                 submit_ms: j.submit_ms,
             });
         }

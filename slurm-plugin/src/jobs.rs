@@ -9,7 +9,8 @@ use fairshare::{
 };
 
 /// The job's minimum runtime: [`fairshare::ContractPolicy::job_min_runtime`]
-/// of the one job_submit recorded in AdminComment and of its partition.
+/// of the one job_submit recorded in AdminComment, of its partition and of
+/// its time limit ([`time_limit`]: the minimum runtime is at most that).
 pub fn min_runtime(engine: &Engine, job: &JobRecord<'_>) -> u64 {
     recorded(engine, job).0
 }
@@ -19,10 +20,11 @@ pub fn min_runtime(engine: &Engine, job: &JobRecord<'_>) -> u64 {
 /// ([`fairshare::sweep`]).
 fn recorded(engine: &Engine, job: &JobRecord<'_>) -> (u64, bool) {
     let comment = job.admin_comment();
-    let min_runtime = engine
-        .config()
-        .contract
-        .job_min_runtime(comment.and_then(recorded_min_runtime), job.partition());
+    let min_runtime = engine.config().contract.job_min_runtime(
+        comment.and_then(recorded_min_runtime),
+        job.partition(),
+        time_limit(job),
+    );
     (min_runtime, comment.is_some_and(recorded_sweep))
 }
 
@@ -333,6 +335,31 @@ mod tests {
         assert_eq!(min(c"allot:min_runtime=356400", c"gpu"), 8 * 3600);
         assert_eq!(min(c"", c"debug,gpu"), 0);
         assert_eq!(min(c"allot:min_runtime=4h", c"gpu"), 3600);
+    }
+
+    #[test]
+    fn min_runtime_is_at_most_the_time_limit() {
+        // Issue 39: a 10-minute job counted (and was protected) as the 1 h
+        // default; a record above a limit lowered since counts as the limit.
+        let config = fairshare::Config::from_toml_str("[tree.a1]\nshare = 1\n").unwrap();
+        let (engine, _) = Engine::from_account_usage(std::sync::Arc::new(config), [], 0);
+        let min = |admin_comment: &std::ffi::CStr, time_limit: u32| {
+            let rec = sys::job_record_t {
+                admin_comment: admin_comment.as_ptr() as *mut c_char,
+                partition: c"gpu".as_ptr() as *mut c_char,
+                time_limit,
+                ..Default::default()
+            };
+            // SAFETY: the record and its strings outlive the view.
+            min_runtime(&engine, &unsafe { JobRecord::from_ptr(&rec) }.unwrap())
+        };
+        assert_eq!(min(c"", 10), 600);
+        assert_eq!(min(c"allot:min_runtime=14400", 30), 1800);
+        assert_eq!(min(c"allot:min_runtime=1200", 30), 1200);
+        assert_eq!(min(c"allot:min_runtime=0", 30), 0);
+        // INFINITE and NO_VAL: no limit known, nothing changes.
+        assert_eq!(min(c"", sys::INFINITE), 3600);
+        assert_eq!(min(c"allot:min_runtime=14400", sys::NO_VAL), 14_400);
     }
 
     #[test]

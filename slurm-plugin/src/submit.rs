@@ -6,24 +6,31 @@
 //!   told what to write.
 //! - The minimum runtime comes from `--min-runtime` (SPANK), else a
 //!   `min_runtime=<time>` token in `--comment`, else the partition default,
-//!   else the global default; unparsable or above the cap is refused.
+//!   else the global default; unparsable, above the cap or above the time
+//!   limit the job gives (`--time`) is refused, naming both values; a
+//!   default is capped at that time limit
+//!   ([`fairshare::ContractPolicy::min_runtime`]).
 //! - The contract is recorded in AdminComment (`allot:min_runtime=<s>`),
 //!   which only operators can change and which survives restarts.
 //! - A job of the short band is counted against its account's sweep limit
 //!   ([`fairshare::sweep`]); one that passes it is marked `allot:sweep` in
-//!   AdminComment. Its GPUs are what it asks for at submission (`--gpus`,
-//!   else `--gres=gpu` / `--gpus-per-node` times `--nodes`), its time limit
+//!   AdminComment. Its GPUs are what it asks for at submission, in any
+//!   form (per job, node, task or socket: [`gpus_at_submission`]), its time limit
 //!   the one it gives (a job without one is not counted: the partition's
 //!   default is applied later). The counts live in slurmctld's memory: a
 //!   restart starts them again from zero.
 //! - On modification, the minimum runtime may change only while the job is
-//!   pending; an operator's AdminComment edit keeps the recorded contract
+//!   pending, within the cap and the job's time limit; an operator's AdminComment edit keeps the recorded contract
 //!   and the sweep mark.
 
 use fairshare::contract::ContractError;
 use fairshare::record::{comment_min_runtime, recorded_min_runtime, recorded_sweep, with_record};
 use fairshare::sweep::SweepCounter;
 use fairshare::{Config, Tier};
+
+mod gpus;
+
+pub use gpus::{gpus_at_submission, GpuRequest};
 
 /// At most this many account names are listed in a message.
 const LIST_MAX: usize = 12;
@@ -45,47 +52,10 @@ pub struct Submission<'a> {
     pub admin_comment: Option<&'a str>,
     /// GPUs it asks for in all ([`gpus_at_submission`]).
     pub gpus: u64,
-    /// `--time`, seconds (`None`: not given).
+    /// `--time`, seconds (`None`: not given, or unlimited).
     pub time_limit: Option<u64>,
     /// Jobs it makes: 1, or an array's tasks ([`array_tasks`]).
     pub tasks: u64,
-}
-
-/// GPUs a job asks for at submission: `--gpus` (`tres_per_job`), else the
-/// per-node request (`--gres=gpu...`, `--gpus-per-node`: `tres_per_node`)
-/// times `--nodes` (1 when not given). A TRES item is `gres:gpu:2`,
-/// `gres/gpu:a100:2`, `gpu:2` or `gres/gpu=2`; `gpu` alone is 1. Items
-/// other than GPUs and counts that do not parse count nothing.
-pub fn gpus_at_submission(
-    per_job: Option<&str>,
-    per_node: Option<&str>,
-    nodes: Option<u32>,
-) -> u64 {
-    fn item(item: &str) -> Option<u64> {
-        let item = item.trim();
-        let rest = item
-            .strip_prefix("gres:")
-            .or_else(|| item.strip_prefix("gres/"))
-            .unwrap_or(item)
-            .strip_prefix("gpu")?;
-        if rest.is_empty() {
-            return Some(1);
-        }
-        // `:2`, `:a100:2`, `=2`; `:a100` (a type, no count) is one GPU.
-        let last = rest.strip_prefix([':', '='])?.rsplit([':', '=']).next()?;
-        match last.parse() {
-            Ok(n) => Some(n),
-            Err(_) if !last.is_empty() && !last.starts_with(|c: char| c.is_ascii_digit()) => {
-                Some(1)
-            }
-            Err(_) => None,
-        }
-    }
-    let gpus = |tres: &str| tres.split(',').filter_map(item).sum::<u64>();
-    match per_job.map(gpus).filter(|&g| g > 0) {
-        Some(g) => g,
-        None => per_node.map_or(0, gpus) * u64::from(nodes.unwrap_or(1).max(1)),
-    }
 }
 
 /// Tasks of an `--array` index expression (`0-599%10`, `1,3,5-11:2`); 1 for
@@ -181,13 +151,19 @@ pub fn decide_submit(
     }
     let min_runtime = config
         .contract
-        .min_runtime(declared(s.spank_min_runtime, s.comment), s.partition)
+        .min_runtime(
+            declared(s.spank_min_runtime, s.comment),
+            s.partition,
+            s.time_limit,
+        )
         .map_err(|e| {
             Refusal::MinRuntime(match e {
                 ContractError::Unparsable(_) => format!(
                     "allot: {e}; write e.g. --min-runtime=4:00:00 (or --comment=min_runtime=4:00:00), or --min-runtime=0 for the free preemptible tier"
                 ),
-                ContractError::AboveCap { .. } => format!("allot: {e}"),
+                ContractError::AboveCap { .. } | ContractError::AboveTimeLimit { .. } => {
+                    format!("allot: {e}")
+                }
             })
         })?;
     let short = config
@@ -212,6 +188,9 @@ pub struct Modification<'a> {
     pub current_admin_comment: Option<&'a str>,
     /// The job's partition.
     pub partition: Option<&'a str>,
+    /// The job's time limit, seconds: the request's new one if it sets
+    /// one, else the job's (`None`: unlimited).
+    pub time_limit: Option<u64>,
     /// Whether the job is still pending.
     pub pending: bool,
 }
@@ -245,7 +224,10 @@ pub fn decide_modify(config: &Config, m: &Modification<'_>) -> ModifyDecision {
             );
         }
         let base = m.admin_comment.or(m.current_admin_comment);
-        return match config.contract.min_runtime(Some(text), m.partition) {
+        return match config
+            .contract
+            .min_runtime(Some(text), m.partition, m.time_limit)
+        {
             Ok(secs) if m.admin_comment.is_some() => {
                 ModifyDecision::SetAdminComment(with_record(base, secs, sweep))
             }
@@ -389,29 +371,7 @@ mod tests {
     }
 
     #[test]
-    fn gpus_and_array_tasks_as_the_clients_send_them() {
-        // 22.05 writes `gres:gpu`, 24.11 `gres/gpu`; --gres is passed as given.
-        assert_eq!(gpus_at_submission(Some("gres:gpu:2"), None, Some(4)), 2);
-        assert_eq!(
-            gpus_at_submission(None, Some("gres/gpu:a100:2"), Some(3)),
-            6
-        );
-        assert_eq!(gpus_at_submission(None, Some("gpu:1"), None), 1);
-        assert_eq!(gpus_at_submission(None, Some("gres/gpu=4"), None), 4);
-        assert_eq!(gpus_at_submission(None, Some("gres:gpu"), None), 1);
-        assert_eq!(gpus_at_submission(None, Some("gres:gpu:a100"), None), 1);
-        assert_eq!(
-            gpus_at_submission(None, Some("gres:gpu:1,gres:nic:2"), None),
-            1
-        );
-        assert_eq!(
-            gpus_at_submission(None, Some("gres:gpus:2,gres:shard:4"), None),
-            0
-        );
-        assert_eq!(gpus_at_submission(None, None, Some(2)), 0);
-        // `x2` is a GPU type (one GPU); a count that does not parse counts none.
-        assert_eq!(gpus_at_submission(Some("gres:gpu:x2"), None, None), 1);
-        assert_eq!(gpus_at_submission(Some("gres:gpu:2x"), None, None), 0);
+    fn array_tasks_as_the_clients_send_them() {
         assert_eq!(array_tasks(None), 1);
         assert_eq!(array_tasks(Some("0-599%10")), 600);
         assert_eq!(array_tasks(Some("1,3,5-11:2")), 6);
@@ -472,6 +432,114 @@ mod tests {
         assert_eq!(
             decide_modify(&c, &m),
             ModifyDecision::SetAdminComment("ticket-7 allot:min_runtime=3600 allot:sweep".into())
+        );
+    }
+
+    #[test]
+    fn a_job_asking_gpus_per_task_is_neither_short_nor_a_sweep() {
+        // Issue 39: `-n 8 --gpus-per-task=1 --time=30:00` counted 0 GPUs,
+        // was taken for debug work and marked a sweep past the limit.
+        let c = Config::from_toml_str(
+            "[priority]\nshort_max_gpus = 2\nsweep_jobs = 1\nsweep_window = \"15:00\"\n[tree.a1]\nshare = 1\n",
+        )
+        .unwrap();
+        let mut sweeps = SweepCounter::of(&c.priority);
+        let per_task = GpuRequest {
+            per_task: Some("gres:gpu:1"),
+            tasks: Some(8),
+            ..Default::default()
+        };
+        let s = Submission {
+            account: Some("a1"),
+            gpus: gpus_at_submission(&per_task),
+            time_limit: Some(1800),
+            tasks: 1,
+            ..Default::default()
+        };
+        assert_eq!(s.gpus, 8);
+        assert!(!c.priority.is_short(Tier::Allocated, s.gpus, s.time_limit));
+        for now in 0..3 {
+            let comment = decide_submit(&c, &s, &mut sweeps, now).unwrap().2;
+            assert_eq!(comment, "allot:min_runtime=1800", "second {now}");
+        }
+        // One GPU per task for one task is short, and the second is a sweep.
+        let one = Submission {
+            gpus: gpus_at_submission(&GpuRequest {
+                tasks: Some(1),
+                ..per_task
+            }),
+            ..s
+        };
+        assert_eq!(one.gpus, 1);
+        assert!(!recorded_sweep(
+            &decide_submit(&c, &one, &mut sweeps, 10).unwrap().2
+        ));
+        assert!(recorded_sweep(
+            &decide_submit(&c, &one, &mut sweeps, 11).unwrap().2
+        ));
+    }
+
+    #[test]
+    fn min_runtime_above_the_time_limit_is_refused_and_the_default_capped() {
+        // Issue 39: `--time=30:00 --min-runtime=4:00:00` was accepted (and
+        // charged 4 h); `--time=10:00` recorded the 1 h default.
+        let c = config();
+        let job = |min: Option<&'static str>, time| Submission {
+            account: Some("a1"),
+            spank_min_runtime: min,
+            time_limit: time,
+            ..Default::default()
+        };
+        let e = submit(&c, &job(Some("4:00:00"), Some(1800))).unwrap_err();
+        assert!(matches!(e, Refusal::MinRuntime(_)));
+        assert!(
+            e.message().starts_with(
+                "allot: minimum runtime 04:00:00 is above the job's time limit of 00:30:00"
+            ) && e.message().contains("--min-runtime=00:30:00"),
+            "{e:?}"
+        );
+        let e = submit(
+            &c,
+            &Submission {
+                comment: Some("min_runtime=1:00:01"),
+                ..job(None, Some(3600))
+            },
+        )
+        .unwrap_err();
+        assert!(
+            e.message()
+                .contains("01:00:01 is above the job's time limit of 01:00:00"),
+            "{e:?}"
+        );
+        let (_, secs, comment) = submit(&c, &job(Some("30:00"), Some(1800))).unwrap();
+        assert_eq!((secs, comment.as_str()), (1800, "allot:min_runtime=1800"));
+        let (_, secs, comment) = submit(&c, &job(None, Some(600))).unwrap();
+        assert_eq!((secs, comment.as_str()), (600, "allot:min_runtime=600"));
+        // No --time (the partition's limit applies later): unchanged.
+        assert_eq!(submit(&c, &job(Some("4:00:00"), None)).unwrap().1, 14_400);
+        assert_eq!(submit(&c, &job(None, None)).unwrap().1, 3600);
+        // On modification too, against the job's limit.
+        let m = Modification {
+            comment: Some("min_runtime=2:00:00"),
+            current_admin_comment: Some("allot:min_runtime=1800"),
+            time_limit: Some(3600),
+            pending: true,
+            ..Default::default()
+        };
+        match decide_modify(&c, &m) {
+            ModifyDecision::Invalid(msg) => assert!(
+                msg.contains("02:00:00 is above the job's time limit of 01:00:00"),
+                "{msg}"
+            ),
+            d => panic!("{d:?}"),
+        }
+        let m = Modification {
+            comment: Some("min_runtime=1:00:00"),
+            ..m
+        };
+        assert_eq!(
+            decide_modify(&c, &m),
+            ModifyDecision::SetJobAdminComment("allot:min_runtime=3600".into())
         );
     }
 

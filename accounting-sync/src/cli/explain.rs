@@ -53,11 +53,13 @@ struct LiveJob {
 }
 
 impl LiveJob {
-    /// Its minimum runtime, read as the plugins read it.
+    /// Its minimum runtime, read as the plugins read it (at most its time
+    /// limit).
     fn min_runtime(&self, policy: &ContractPolicy) -> u64 {
         policy.job_min_runtime(
             recorded_min_runtime(&self.admin_comment),
             Some(&self.partition),
+            self.time_limit,
         )
     }
 }
@@ -421,5 +423,16 @@ mod tests {
         );
         assert_eq!(job("", "debug,gpu").min_runtime(&policy), 0);
         assert_eq!(job("ticket-9", "gpu").min_runtime(&policy), 3600);
+        // At most its time limit (issue 39).
+        let limited = |admin_comment: &str, time_limit| LiveJob {
+            time_limit,
+            ..job(admin_comment, "gpu")
+        };
+        assert_eq!(limited("", Some(600)).min_runtime(&policy), 600);
+        assert_eq!(
+            limited("allot:min_runtime=14400", Some(1800)).min_runtime(&policy),
+            1800
+        );
+        assert_eq!(limited("", None).min_runtime(&policy), 3600);
     }
 }

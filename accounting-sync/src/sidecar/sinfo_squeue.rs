@@ -78,7 +78,7 @@ pub fn parse_sinfo(text: &str) -> Vec<DrainingNode> {
 /// The squeue `-O` format [`parse_squeue`] reads: `|`-separated, the free
 /// text AdminComment last.
 pub const SQUEUE_FORMAT: &str =
-    "JobID:|,StateCompact:|,TimeUsed:|,Partition:|,Requeue:|,admin_comment:";
+    "JobID:|,StateCompact:|,TimeUsed:|,Partition:|,Requeue:|,TimeLimit:|,admin_comment:";
 
 /// A job line of `squeue -h -w NODE -t R,S -O` [`SQUEUE_FORMAT`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +93,9 @@ pub struct SqueueJob {
     pub partition: String,
     /// Slurm's `Requeue` flag (false for `--no-requeue`).
     pub requeue: bool,
+    /// Time limit, seconds (squeue's `TimeLimit`); `None` for `UNLIMITED`
+    /// or `NOT_SET`.
+    pub time_limit: Option<u64>,
     /// The recorded minimum runtime, seconds, when AdminComment has one.
     pub recorded_min_runtime: Option<u64>,
 }
@@ -103,10 +106,10 @@ pub fn parse_squeue(text: &str) -> Vec<Result<SqueueJob, String>> {
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|line| {
-            let f: Vec<&str> = line.splitn(6, '|').collect();
-            let [id, state, used, part, requeue, comment] = f.as_slice() else {
+            let f: Vec<&str> = line.splitn(7, '|').collect();
+            let [id, state, used, part, requeue, limit, comment] = f.as_slice() else {
                 return Err(format!(
-                    "squeue line {line:?}: expected 6 |-separated fields"
+                    "squeue line {line:?}: expected 7 |-separated fields"
                 ));
             };
             let job_id = id
@@ -115,6 +118,13 @@ pub fn parse_squeue(text: &str) -> Vec<Result<SqueueJob, String>> {
                 .map_err(|_| format!("squeue line {line:?}: JobID {id:?} is not a number"))?;
             let run_time = fairshare::duration::parse_slurm_duration(used.trim())
                 .map_err(|e| format!("squeue line {line:?}: TimeUsed {used:?}: {e}"))?;
+            let time_limit = match limit.trim() {
+                "UNLIMITED" | "NOT_SET" | "INVALID" => None,
+                l => Some(
+                    fairshare::duration::parse_slurm_duration(l)
+                        .map_err(|e| format!("squeue line {line:?}: TimeLimit {limit:?}: {e}"))?,
+                ),
+            };
             let comment = comment.trim();
             Ok(SqueueJob {
                 job_id,
@@ -122,6 +132,7 @@ pub fn parse_squeue(text: &str) -> Vec<Result<SqueueJob, String>> {
                 run_time,
                 partition: part.trim().to_string(),
                 requeue: requeue.trim() != "0",
+                time_limit,
                 recorded_min_runtime: (comment != "(null)")
                     .then(|| recorded_min_runtime(comment))
                     .flatten(),
@@ -132,10 +143,15 @@ pub fn parse_squeue(text: &str) -> Vec<Result<SqueueJob, String>> {
 
 impl SqueueJob {
     /// The job's contract at `now` (epoch s): its minimum runtime
-    /// ([`ContractPolicy::job_min_runtime`] of its record and partition);
+    /// ([`ContractPolicy::job_min_runtime`] of its record, partition and
+    /// time limit);
     /// its clock has run `run_time` seconds and runs on unless suspended.
     pub fn node_job(&self, policy: &ContractPolicy, now: u64) -> NodeJob {
-        let min_runtime = policy.job_min_runtime(self.recorded_min_runtime, Some(&self.partition));
+        let min_runtime = policy.job_min_runtime(
+            self.recorded_min_runtime,
+            Some(&self.partition),
+            self.time_limit,
+        );
         NodeJob {
             job_id: self.job_id,
             contract: Contract {
@@ -209,9 +225,9 @@ mod tests {
 
     #[test]
     fn squeue_lines_and_contracts() {
-        let text = "101|R|0:07|gpu|1|allot:min_runtime=5\n\
-                    102|S|1:00:00|debug|0|ticket-9 allot:min_runtime=7200\n\
-                    103|R|2-00:00:00|gpu|1|(null)\n\
+        let text = "101|R|0:07|gpu|1|UNLIMITED|allot:min_runtime=5\n\
+                    102|S|1:00:00|debug|0|NOT_SET|ticket-9 allot:min_runtime=7200\n\
+                    103|R|2-00:00:00|gpu|1|3-00:00:00|(null)\n\
                     oops\n";
         let rows = parse_squeue(text);
         assert_eq!(rows.len(), 4);
@@ -236,7 +252,7 @@ mod tests {
         assert!(rows[3]
             .as_ref()
             .unwrap_err()
-            .contains("6 |-separated fields"));
+            .contains("7 |-separated fields"));
 
         let policy = ContractPolicy::default();
         let now = 10_000;
@@ -264,9 +280,9 @@ mod tests {
         let mut policy = ContractPolicy::default();
         policy.partition_default.insert("debug".into(), 0);
         let rows = parse_squeue(
-            "201|R|9:00:00|gpu|1|allot:min_runtime=356400\n\
-             202|R|0:01|debug,gpu|1|(null)\n\
-             203|R|1:00|gpu|1|allot:min_runtime=4:00:00\n",
+            "201|R|9:00:00|gpu|1|UNLIMITED|allot:min_runtime=356400\n\
+             202|R|0:01|debug,gpu|1|UNLIMITED|(null)\n\
+             203|R|1:00|gpu|1|UNLIMITED|allot:min_runtime=4:00:00\n",
         );
         let now = 100_000;
         let job = |i: usize| rows[i].clone().unwrap().node_job(&policy, now);
@@ -274,5 +290,24 @@ mod tests {
         assert_eq!(plan(&[job(0)], now).requeue, vec![201], "9 h run, 8 h cap");
         assert_eq!(job(1).contract.min_runtime, 0);
         assert_eq!(job(2).contract.min_runtime, 4 * 3600);
+    }
+
+    #[test]
+    fn drain_caps_the_contract_at_the_time_limit() {
+        // Issue 39: a job's minimum runtime is at most its time limit
+        // (squeue prints it as it prints TimeUsed).
+        let policy = ContractPolicy::default();
+        let rows = parse_squeue(
+            "301|R|5:00|gpu|1|30:00|allot:min_runtime=14400\n\
+             302|R|5:00|gpu|1|10:00|(null)\n\
+             303|R|5:00|gpu|1|soon|(null)\n",
+        );
+        let now = 100_000;
+        let job = |i: usize| rows[i].clone().unwrap().node_job(&policy, now);
+        assert_eq!(rows[0].as_ref().unwrap().time_limit, Some(1800));
+        assert_eq!(job(0).contract.min_runtime, 1800);
+        assert_eq!(job(1).contract.min_runtime, 600);
+        assert_eq!(plan(&[job(1)], now).wait, vec![(302, Some(now + 300))]);
+        assert!(rows[2].as_ref().unwrap_err().contains("TimeLimit \"soon\""));
     }
 }

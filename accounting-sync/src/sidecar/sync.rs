@@ -481,7 +481,7 @@ mod backoff_tests {
             format!(
                 "#!/bin/sh\nn=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}\n\
                  if [ $n -lt 2 ]; then echo 'sacct: error: Problem talking to the database: Connection refused' >&2; exit 1; fi\n\
-                 echo '7|7|a1|alice|gpu|gres/gpu=1|100|110|200|00:01:30|COMPLETED|'\n",
+                 echo '7|7|a1|alice|gpu|gres/gpu=1|100|110|200|00:01:30|COMPLETED||'\n",
                 c = counter.display()
             ),
         )

@@ -77,6 +77,30 @@ pub fn parse_elapsed(s: &str) -> Result<Option<u64>, String> {
     parse_slurm_duration(s).map(Some).map_err(|e| e.to_string())
 }
 
+/// Parses sacct's time limit into seconds: `TimelimitRaw` (`raw`: minutes,
+/// `30`) or `Timelimit` (`[d-]hh:mm:ss`, `00:30:00`). `UNLIMITED`,
+/// `Partition_Limit` (no limit of its own; sacct does not say the
+/// partition's) and placeholders give `Ok(None)`: no limit known.
+///
+/// # Errors
+/// Any other text.
+pub fn parse_time_limit(s: &str, raw: bool) -> Result<Option<u64>, String> {
+    let s = s.trim();
+    if is_placeholder(s)
+        || s.eq_ignore_ascii_case("UNLIMITED")
+        || s.eq_ignore_ascii_case("Partition_Limit")
+    {
+        return Ok(None);
+    }
+    if raw {
+        return s
+            .parse::<u64>()
+            .map(|minutes| Some(minutes.saturating_mul(60)))
+            .map_err(|_| "expected minutes, UNLIMITED or Partition_Limit".into());
+    }
+    parse_slurm_duration(s).map(Some).map_err(|e| e.to_string())
+}
+
 /// Reads `123`, `123_4` (array task) and `93+1` (het component).
 pub(crate) fn parse_label(
     label: &str,

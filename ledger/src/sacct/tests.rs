@@ -35,6 +35,43 @@ fn elapsed_formats() {
 }
 
 #[test]
+fn time_limits_raw_and_formatted() {
+    assert_eq!(parse_time_limit("30", true), Ok(Some(1800)));
+    assert_eq!(parse_time_limit("00:30:00", false), Ok(Some(1800)));
+    assert_eq!(parse_time_limit("1-00:00:00", false), Ok(Some(86_400)));
+    for none in ["UNLIMITED", "Partition_Limit", "", "Unknown"] {
+        assert_eq!(parse_time_limit(none, true), Ok(None), "{none:?}");
+        assert_eq!(parse_time_limit(none, false), Ok(None), "{none:?}");
+    }
+    assert!(parse_time_limit("00:30:00", true).is_err());
+    // Either column of a dump; TimelimitRaw wins when both are there.
+    let p = Parser::from_header_line(
+        "JobIDRaw|Account|AllocTRES|Start|End|Timelimit|TimelimitRaw",
+        utc(),
+    )
+    .unwrap();
+    let a = match p.parse("5|a1|gres/gpu=1|100|700|00:20:00|10").unwrap() {
+        RowOutcome::Attempt(a) => a,
+        o => panic!("{o:?}"),
+    };
+    assert_eq!(a.time_limit, Some(600));
+    let p =
+        Parser::from_header_line("JobIDRaw|Account|AllocTRES|Start|End|Timelimit", utc()).unwrap();
+    let a = match p.parse("5|a1|gres/gpu=1|100|700|00:20:00").unwrap() {
+        RowOutcome::Attempt(a) => a,
+        o => panic!("{o:?}"),
+    };
+    assert_eq!(a.time_limit, Some(1200));
+    let e = p.parse("5|a1|gres/gpu=1|100|700|soon").unwrap_err();
+    assert_eq!((e.field, e.value.as_str()), ("Timelimit", "soon"));
+    // A dump without either: no limit known.
+    assert_eq!(
+        attempt("7|7|a1|alice|gpu|gres/gpu=1|100|110|200|00:01:30|COMPLETED|").time_limit,
+        None
+    );
+}
+
+#[test]
 fn array_task_keeps_both_ids() {
     let a =
         attempt("1043074_91|1043166|a1|alice|gpu|cpu=1,gres/gpu=1|100|110|200|00:01:30|COMPLETED|");

@@ -54,3 +54,27 @@ fn contracts_without_a_rule_are_the_plugins_contracts() {
     let min: Vec<u64> = w.jobs.iter().map(|j| j.min_runtime).collect();
     assert_eq!(min, vec![0, 3600, 8 * 3600, 3600]);
 }
+
+#[test]
+fn contracts_are_at_most_the_traces_time_limits() {
+    // Issue 39: a 10-minute job of a 10-minute limit was given (and charged)
+    // the 1 h default; a record or a rule above the limit counts as the limit.
+    let c = config(&format!(
+        "{TWO_TEAMS}\n[sim]\n[[sim.rule]]\nteams = [\"t2\"]\nmin_runtime = \"2:00:00\"\n"
+    ));
+    let mut jobs = vec![
+        limited(1, "t1", 0, 600, 1),
+        limited(2, "t1", 0, 600, 1),
+        limited(3, "t2", 0, 1800, 1),
+        job(4, "t1", 0, 600, 1),
+        limited(5, "t1", 0, 600, 1),
+    ];
+    jobs[1].min_runtime = Some(4 * 3600); // recorded above its 10-minute limit
+    jobs[4].time_limit = Some(300); // a limit below the runtime reads as the runtime
+    let w = Workload::prepare(&trace::from_jobs(jobs, vec![]), &c, &sim_of(&c), ONE_NODE);
+    let min: Vec<(u64, u64)> = w.jobs.iter().map(|j| (j.id, j.min_runtime)).collect();
+    assert_eq!(
+        min,
+        vec![(1, 600), (2, 600), (3, 1800), (4, 3600), (5, 600)]
+    );
+}

@@ -15,8 +15,8 @@ use fairshare::record::SPANK_ENV;
 use fairshare::sweep::SweepCounter;
 use slurm_plugin::config::{start_in_slurmctld, ConfigWatcher};
 use slurm_plugin::submit::{
-    array_tasks, decide_modify, decide_submit, gpus_at_submission, Modification, ModifyDecision,
-    Refusal, Submission,
+    array_tasks, decide_modify, decide_submit, gpus_at_submission, GpuRequest, Modification,
+    ModifyDecision, Refusal, Submission,
 };
 use slurm_plugin::{guard, start_once};
 
@@ -87,7 +87,16 @@ pub extern "C" fn job_submit(
             spank_min_runtime: spank_value(&d),
             comment: d.comment(),
             admin_comment: d.admin_comment(),
-            gpus: gpus_at_submission(d.tres_per_job(), d.tres_per_node(), d.min_nodes()),
+            gpus: gpus_at_submission(&GpuRequest {
+                per_job: d.tres_per_job(),
+                per_node: d.tres_per_node(),
+                per_task: d.tres_per_task(),
+                per_socket: d.tres_per_socket(),
+                nodes: d.min_nodes(),
+                tasks: d.num_tasks(),
+                tasks_per_node: d.ntasks_per_node(),
+                sockets_per_node: d.sockets_per_node(),
+            }),
             time_limit: d.time_limit_minutes().map(|m| u64::from(m) * 60),
             tasks: array_tasks(d.array_inx()),
         };
@@ -159,6 +168,10 @@ fn job_modify_impl(
             admin_comment: d.admin_comment(),
             current_admin_comment: job.admin_comment(),
             partition: job.partition(),
+            time_limit: d
+                .time_limit_minutes()
+                .or(job.time_limit_minutes())
+                .map(|m| u64::from(m) * 60),
             pending: job.state() == JobState::Pending,
         };
         let job_id = job.job_id();

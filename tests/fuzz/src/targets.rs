@@ -21,8 +21,8 @@ use fairshare::record::{
 use fairshare::sweep::SweepCounter;
 use fairshare::{Config, ContractPolicy, Engine, PendingJob, Tier};
 use slurm_plugin::submit::{
-    array_tasks, decide_modify, decide_submit, gpus_at_submission, Modification, ModifyDecision,
-    Refusal, Submission,
+    array_tasks, decide_modify, decide_submit, gpus_at_submission, GpuRequest, Modification,
+    ModifyDecision, Refusal, Submission,
 };
 
 /// A target: a name (the cargo-fuzz binary and corpus directory) and its body.
@@ -97,7 +97,7 @@ pub fn contract_token(data: &[u8]) {
         .map_or(3600, |b| u64::from(b) * 97);
     let _ = recorded_min_runtime(comment);
     if let Some(v) = comment_min_runtime(comment) {
-        let _ = ContractPolicy::default().min_runtime(Some(v), Some("gpu"));
+        let _ = ContractPolicy::default().min_runtime(Some(v), Some("gpu"), None);
     }
     let recorded = with_recorded_min_runtime(Some(comment), n);
     assert_eq!(
@@ -127,7 +127,16 @@ pub fn submit(data: &[u8]) {
         comment: f[3].as_deref(),
         admin_comment: f[4].as_deref(),
         // The TRES and array parsers read the same untrusted text.
-        gpus: gpus_at_submission(f[3].as_deref(), f[4].as_deref(), Some(2)),
+        gpus: gpus_at_submission(&GpuRequest {
+            per_job: f[3].as_deref(),
+            per_node: f[4].as_deref(),
+            per_task: f[5].as_deref(),
+            per_socket: f[6].as_deref(),
+            nodes: Some(2),
+            tasks: Some(3),
+            tasks_per_node: None,
+            sockets_per_node: Some(2),
+        }),
         time_limit: Some(600),
         tasks: array_tasks(f[5].as_deref()),
     };
@@ -153,6 +162,7 @@ pub fn submit(data: &[u8]) {
                 secs <= config.contract.max_min_runtime,
                 "accepted {secs} s above the cap"
             );
+            assert!(secs <= 600, "accepted {secs} s above the 600 s time limit");
             assert_eq!(
                 recorded_min_runtime(&admin),
                 Some(secs),
@@ -164,13 +174,14 @@ pub fn submit(data: &[u8]) {
                 admin_comment: f[6].as_deref(),
                 current_admin_comment: Some(&admin),
                 partition: s.partition,
+                time_limit: s.time_limit,
                 pending,
             };
             match decide_modify(config, &m) {
                 ModifyDecision::SetJobAdminComment(c) | ModifyDecision::SetAdminComment(c) => {
                     let new =
                         recorded_min_runtime(&c).expect("a modification must keep a contract");
-                    assert!(new <= config.contract.max_min_runtime);
+                    assert!(new <= config.contract.max_min_runtime && new <= 600);
                     if !pending {
                         assert_eq!(new, secs, "a running job's contract changed");
                     }
@@ -191,7 +202,8 @@ pub fn submit(data: &[u8]) {
             // A value the SPANK option accepted is never refused as unparsable.
             if spank.is_some() {
                 assert!(
-                    m.contains("above the cluster's cap"),
+                    m.contains("above the cluster's cap")
+                        || m.contains("above the job's time limit of 00:10:00"),
                     "SPANK accepted {spank:?}, job_submit said {m}"
                 );
             }
