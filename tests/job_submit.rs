@@ -320,13 +320,14 @@ fn gpus_per_task_count_as_the_gpus_they_are() {
     wait_job_submit_reload(&tb, before);
 }
 
-/// How many times job_submit/allot has reloaded allot.toml (slurmctld's
-/// log): it polls the file every 5 s, `scontrol reconfigure` does not poke it.
+/// How many times job_submit/allot has read allot.toml (slurmctld's log):
+/// it polls the file every 5 s ("reloaded"), and Slurm 24.11's `scontrol
+/// reconfigure` starts a new slurmctld whose plugins read it afresh
+/// ("loaded"); 22.05's does not poke it.
 fn job_submit_reloads(tb: &Testbed) -> usize {
-    std::fs::read_to_string(tb.dir.join("log/slurmctld.log"))
-        .unwrap_or_default()
-        .matches("job_submit/allot: reloaded")
-        .count()
+    let log = std::fs::read_to_string(tb.dir.join("log/slurmctld.log")).unwrap_or_default();
+    log.matches("job_submit/allot: reloaded").count()
+        + log.matches("job_submit/allot: loaded").count()
 }
 
 /// Waits until job_submit/allot has reloaded allot.toml since it had done
