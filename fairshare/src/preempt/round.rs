@@ -38,6 +38,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::grounds::{Decision, Grounds};
 use super::{Preemptor, RunningJob, Verdict, VictimTally};
 use crate::engine::Engine;
 use crate::entitlement::Entitlements;
@@ -117,30 +118,48 @@ impl Round {
         load: &Entitlements,
         now: u64,
     ) -> Verdict {
+        self.decide(engine, p, r, gpus, nodes, load, now).verdict
+    }
+
+    /// [`Round::judge`] with the clause that allowed it and the covered
+    /// entitlement the victims' leaves lose together ([`Decision`]; for a
+    /// candidate spanning nodes, the most any node's victims lose).
+    #[allow(clippy::too_many_arguments)]
+    pub fn decide(
+        &mut self,
+        engine: &Engine,
+        p: &Preemptor<'_>,
+        r: &RunningJob<'_>,
+        gpus: u64,
+        nodes: Option<&str>,
+        load: &Entitlements,
+        now: u64,
+    ) -> Decision {
         let scope = Scope::of(p.nodes, nodes);
-        let (verdict, charged) = match scope {
-            Scope::All => engine.verdict_beside(p, r, gpus, &self.all, load, now),
+        let decision = match scope {
+            Scope::All => engine.decide_beside(p, r, gpus, &self.all, load, now),
             Scope::Node(node) => {
                 let beside = match self.per_node.get(node) {
                     Some(here) => here.with(&self.spanning),
                     None => self.spanning.clone(),
                 };
-                engine.verdict_beside(p, r, gpus, &beside, load, now)
+                engine.decide_beside(p, r, gpus, &beside, load, now)
             }
             Scope::Spanning => {
                 // Beside every node's victims: the worst of them decides.
-                let mut worst = engine.verdict_beside(p, r, gpus, &self.spanning, load, now);
+                let mut worst = engine.decide_beside(p, r, gpus, &self.spanning, load, now);
                 for t in self.per_node.values() {
-                    let v = engine.verdict_beside(p, r, gpus, &t.with(&self.spanning), load, now);
-                    if v.0 != Verdict::Allowed {
-                        worst = v;
+                    let d = engine.decide_beside(p, r, gpus, &t.with(&self.spanning), load, now);
+                    if d.verdict != Verdict::Allowed {
+                        worst = d;
                         break;
                     }
+                    worst.lost = worst.lost.max(d.lost);
                 }
                 worst
             }
         };
-        if let Some(leaf) = charged {
+        if let Some(leaf) = decision.charged {
             match scope {
                 Scope::All => self.all.add(leaf, gpus),
                 Scope::Node(node) => self
@@ -151,7 +170,7 @@ impl Round {
                 Scope::Spanning => self.spanning.add(leaf, gpus),
             }
         }
-        verdict
+        decision
     }
 }
 
@@ -216,6 +235,22 @@ impl Rounds {
         c: Candidate<'_, '_>,
         now: u64,
     ) -> Option<Verdict> {
+        self.judge_with_grounds(engine, id, p, p_gpus, c, now)
+            .map(|(v, _)| v)
+    }
+
+    /// [`Rounds::judge`] with, for an allowed candidate, the clause and
+    /// the figures it was judged on ([`Grounds`]: the load as judged,
+    /// without the preemptor's own move).
+    pub fn judge_with_grounds(
+        &mut self,
+        engine: &Engine,
+        id: u64,
+        p: &Preemptor<'_>,
+        p_gpus: u64,
+        c: Candidate<'_, '_>,
+        now: u64,
+    ) -> Option<(Verdict, Option<Grounds>)> {
         let load = self.load.as_mut()?;
         self.round.ask(c.id);
         let leaf = engine.leaf_of(p.account);
@@ -223,18 +258,21 @@ impl Rounds {
         if let (Some(l), Some(g)) = (leaf, already) {
             load.shift(l, -(g as i64));
         }
-        let verdict = self
+        let d = self
             .round
-            .judge(engine, p, c.job, c.gpus, c.nodes, load, now);
+            .decide(engine, p, c.job, c.gpus, c.nodes, load, now);
+        let grounds = d
+            .rule
+            .and_then(|rule| engine.grounds(rule, d.lost, p, c.job, c.gpus, load, now));
         match (leaf, already) {
             (Some(l), Some(g)) => load.shift(l, g as i64),
-            (Some(l), None) if verdict == Verdict::Allowed => {
+            (Some(l), None) if d.verdict == Verdict::Allowed => {
                 load.shift(l, p_gpus as i64);
                 self.counted.insert(id, p_gpus);
             }
             _ => {}
         }
-        Some(verdict)
+        Some((d.verdict, grounds))
     }
 }
 

@@ -132,3 +132,45 @@ fn an_allowed_preemptor_counts_on_its_leaf_until_the_next_count() {
         Some(Verdict::Allowed)
     );
 }
+
+#[test]
+fn an_allowed_candidate_comes_with_its_grounds_on_the_load_it_was_judged_on() {
+    let e = pair();
+    let mut rounds = Rounds::default();
+    let r = running(1, "a", H, 2 * H, N0);
+    let c = Candidate {
+        id: 1,
+        job: &r,
+        gpus: 4,
+        nodes: Some("n0"),
+    };
+    rounds.set_load(load(&e, 16, &[("a", 16, 0), ("b", 0, 8)]));
+    rounds.enter(100, 7);
+    let (v, g) = rounds
+        .judge_with_grounds(&e, 100, &pending("b", H, 4), 4, c, NOW)
+        .unwrap();
+    assert_eq!(v, Verdict::Allowed);
+    let g = g.expect("grounds of an allowed candidate");
+    assert_eq!(g.rule, crate::preempt::Rule::NetGain);
+    assert_eq!((g.preemptor_leaf.running, g.preemptor_leaf.entitled), (0, 8.0));
+    assert_eq!(g.victim_leaf.as_ref().map(|l| l.running), Some(16));
+    assert_eq!((g.gain, g.allowance, g.lost), (4.0, Some(2.0), 0.0));
+    // Asked again, the preemptor is judged without its own move: the same
+    // figures. A young candidate is refused, without grounds.
+    rounds.enter(100, 7);
+    let (_, again) = rounds
+        .judge_with_grounds(&e, 100, &pending("b", H, 4), 4, c, NOW)
+        .unwrap();
+    assert_eq!(again.map(|g| g.preemptor_leaf.running), Some(0));
+    let young = running(2, "a", H, 60, N0);
+    let c = Candidate {
+        id: 2,
+        job: &young,
+        ..c
+    };
+    let (v, g) = rounds
+        .judge_with_grounds(&e, 100, &pending("b", H, 4), 4, c, NOW)
+        .unwrap();
+    assert!(matches!(v, Verdict::Protected { .. }));
+    assert_eq!(g, None);
+}
