@@ -74,6 +74,28 @@ pub struct Preemption {
     pub grounds: serde_json::Value,
 }
 
+impl Preemption {
+    /// The record of `victim` (of `victim_account`) preempted at `time`
+    /// (epoch seconds) for `preemptor` (of `preemptor_account`) on
+    /// `grounds`.
+    pub fn new(
+        time: i64,
+        (victim, victim_account): (u64, &str),
+        (preemptor, preemptor_account): (u64, &str),
+        grounds: &fairshare::preempt::Grounds,
+    ) -> Preemption {
+        Preemption {
+            time,
+            victim,
+            victim_account: victim_account.to_string(),
+            preemptor,
+            preemptor_account: preemptor_account.to_string(),
+            rule: grounds.rule.as_str().to_string(),
+            grounds: serde_json::to_value(grounds).unwrap_or(serde_json::Value::Null),
+        }
+    }
+}
+
 /// Appends `records` to the preemption log at `path` (created mode 0640),
 /// one JSON line each, and syncs the file to disk. For preempt/allot's
 /// own thread, never slurmctld's call path.
