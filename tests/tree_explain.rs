@@ -106,7 +106,10 @@ fn explain_names_the_preemptor_of_a_requeued_job() {
     assert_eq!(r["preempted_by"], u64::from(b2), "{json}");
     assert_eq!(r["preemptor_account"], "b2", "{json}");
     assert_eq!(r["rule"], "net_gain", "{json}");
-    assert_eq!(r["grounds"]["victim_leaf"]["leaf"], "tree.perception.b1", "{json}");
+    assert_eq!(
+        r["grounds"]["victim_leaf"]["leaf"], "tree.perception.b1",
+        "{json}"
+    );
     assert!(r["guessed_preemptor"].is_null(), "{json}");
     let out = allot(&tb, &["explain", &b2.to_string()]);
     assert!(

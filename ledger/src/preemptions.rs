@@ -183,7 +183,9 @@ impl Ledger {
             Err(e) => return Err(io(e)),
         };
         let len = f.metadata().map_err(io)?.len();
-        let mut offset = meta_i64(&self.conn, OFFSET).map_err(self.sql())?.unwrap_or(0) as u64;
+        let mut offset = meta_i64(&self.conn, OFFSET)
+            .map_err(self.sql())?
+            .unwrap_or(0) as u64;
         if offset > len {
             // Rotated or truncated: read it all again (records are stored once).
             offset = 0;

@@ -252,7 +252,10 @@ mod tests {
             (p.time, p.victim, p.victim_account.as_str(), p.preemptor),
             (1000, 1, "a", 100)
         );
-        assert_eq!((p.preemptor_account.as_str(), p.rule.as_str()), ("b", "net_gain"));
+        assert_eq!(
+            (p.preemptor_account.as_str(), p.rule.as_str()),
+            ("b", "net_gain")
+        );
         assert_eq!(p.grounds["victim_leaf"]["running"], 16);
         assert_eq!(c.taken(1, 1001), None, "recorded once");
         // Another preemptor's round forgets the last one's candidates.
@@ -276,11 +279,20 @@ mod tests {
             r.send(c.taken(v, 1000 + u64::from(v)).unwrap());
         }
         r.stop();
-        r.send(Preemption::new(2000, (1, "a"), (100, "b"), &grounds(Rule::NetGain)));
+        r.send(Preemption::new(
+            2000,
+            (1, "a"),
+            (100, "b"),
+            &grounds(Rule::NetGain),
+        ));
         // What allot sync reads of it.
         let mut l = allot_ledger::Ledger::open(&ledger).unwrap();
         let got = l.import_preemption_log().unwrap();
-        assert_eq!((got.new, got.unreadable), (50, 0), "every record, none after stop");
+        assert_eq!(
+            (got.new, got.unreadable),
+            (50, 0),
+            "every record, none after stop"
+        );
         let last = l.reader().unwrap().preemptions_of(50).unwrap();
         assert_eq!(last[0].preemption.time, 1050);
         assert_eq!(last[0].preemption.grounds["gain"], 4.0);

@@ -53,7 +53,10 @@ pub struct Guess {
 
 /// The record of the preemption that ended `a`: the last one taken while
 /// it ran (`start <= time <= end`).
-fn record_of<'r>(a: &StoredAttempt, records: &'r [StoredPreemption]) -> Option<&'r StoredPreemption> {
+fn record_of<'r>(
+    a: &StoredAttempt,
+    records: &'r [StoredPreemption],
+) -> Option<&'r StoredPreemption> {
     let (start, end) = (a.record.start?, a.record.end?);
     records
         .iter()
@@ -120,7 +123,10 @@ pub fn requeues(reader: &LedgerReader, attempts: &[StoredAttempt]) -> anyhow::Re
 pub fn figures(grounds: &serde_json::Value) -> Option<String> {
     let g: Grounds = serde_json::from_value(grounds.clone()).ok()?;
     let leaf = |l: &fairshare::preempt::grounds::LeafFigures| {
-        format!("{} held {} of {:.2} GPUs entitled", l.leaf, l.running, l.entitled)
+        format!(
+            "{} held {} of {:.2} GPUs entitled",
+            l.leaf, l.running, l.entitled
+        )
     };
     let mut s = format!("{}; ", leaf(&g.preemptor_leaf));
     match &g.victim_leaf {

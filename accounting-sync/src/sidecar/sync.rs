@@ -559,7 +559,7 @@ mod backoff_tests {
             grounds: serde_json::json!({"gain": 4.0}),
         };
         let log = allot_ledger::preemptions::log_path(&path);
-        allot_ledger::preemptions::append_to_log(&log, &[record.clone()]).unwrap();
+        allot_ledger::preemptions::append_to_log(&log, std::slice::from_ref(&record)).unwrap();
         let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
         let opts = SyncOptions {
             sacct: sacct.display().to_string(),
@@ -569,7 +569,12 @@ mod backoff_tests {
         };
         let stats = sync_once(&mut ledger, &charging, &opts, 1000).unwrap();
         assert_eq!(stats.preemptions, 1);
-        assert_eq!(sync_once(&mut ledger, &charging, &opts, 1010).unwrap().preemptions, 0);
+        assert_eq!(
+            sync_once(&mut ledger, &charging, &opts, 1010)
+                .unwrap()
+                .preemptions,
+            0
+        );
         let got = ledger.reader().unwrap().preemptions_of(7).unwrap();
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].preemption, record);

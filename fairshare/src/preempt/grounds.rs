@@ -250,13 +250,24 @@ mod tests {
             (d.verdict, d.rule, d.lost),
             (Verdict::Allowed, Some(Rule::NetGain), 0.0)
         );
-        let g = e.grounds(Rule::NetGain, d.lost, &p, &past, 4, &l, NOW).unwrap();
+        let g = e
+            .grounds(Rule::NetGain, d.lost, &p, &past, 4, &l, NOW)
+            .unwrap();
         assert_eq!(g.preemptor_leaf.leaf, "tree.b");
-        assert_eq!((g.preemptor_leaf.running, g.preemptor_leaf.entitled), (0, 8.0));
+        assert_eq!(
+            (g.preemptor_leaf.running, g.preemptor_leaf.entitled),
+            (0, 8.0)
+        );
         let v = g.victim_leaf.as_ref().unwrap();
-        assert_eq!((v.leaf.as_str(), v.running, v.entitled), ("tree.a", 12, 8.0));
+        assert_eq!(
+            (v.leaf.as_str(), v.running, v.entitled),
+            ("tree.a", 12, 8.0)
+        );
         assert_eq!((g.gain, g.allowance), (8.0, Some(4.0)));
-        assert_eq!((g.victim.min_runtime, g.victim.run_time, g.victim.gpus), (H, 2 * H, 4));
+        assert_eq!(
+            (g.victim.min_runtime, g.victim.run_time, g.victim.gpus),
+            (H, 2 * H, 4)
+        );
         // Beside 8 GPUs of a already allowed, 4 more uncover 4: refused.
         let mut tally = VictimTally::default();
         tally.add(e.leaf_of("a").unwrap(), 8);
@@ -270,7 +281,14 @@ mod tests {
 
         // A free-tier victim: any allocated job, even of its own account.
         let free = running(2, "a", 0, 60, FOUR);
-        let d = e.decide_beside(&pending("a", H, 4), &free, 4, &VictimTally::default(), &l, NOW);
+        let d = e.decide_beside(
+            &pending("a", H, 4),
+            &free,
+            4,
+            &VictimTally::default(),
+            &l,
+            NOW,
+        );
         assert_eq!(d.rule, Some(Rule::FreeTier));
         let g = e
             .grounds(Rule::FreeTier, 0.0, &pending("a", H, 4), &free, 4, &l, NOW)
@@ -281,7 +299,9 @@ mod tests {
         let stray = running(3, "zz", H, 2 * H, FOUR);
         let d = e.decide_beside(&p, &stray, 4, &VictimTally::default(), &l, NOW);
         assert_eq!(d.rule, Some(Rule::VictimNotInTree));
-        let g = e.grounds(Rule::VictimNotInTree, 0.0, &p, &stray, 4, &l, NOW).unwrap();
+        let g = e
+            .grounds(Rule::VictimNotInTree, 0.0, &p, &stray, 4, &l, NOW)
+            .unwrap();
         assert_eq!(g.victim_leaf, None);
 
         // With a at 9 (entitled 8), a's and b's lanes are open: a short job
@@ -297,7 +317,9 @@ mod tests {
         assert_eq!(d.rule, Some(Rule::ShortOwnLeaf));
         let d = e.decide_beside(&short("b"), &past, 2, &VictimTally::default(), &l9, NOW);
         assert_eq!(d.rule, Some(Rule::ShortSlack));
-        let g = e.grounds(Rule::ShortSlack, 0.0, &short("b"), &past, 2, &l9, NOW).unwrap();
+        let g = e
+            .grounds(Rule::ShortSlack, 0.0, &short("b"), &past, 2, &l9, NOW)
+            .unwrap();
         assert!(g.preemptor_short);
         assert_eq!(g.allowance, None);
         // Refusals carry no clause.

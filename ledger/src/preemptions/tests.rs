@@ -45,7 +45,11 @@ fn a_version_3_ledger_gains_the_table_and_keeps_its_attempts() {
         .unwrap();
     }
     let old = LedgerReader::open(&path).unwrap();
-    assert_eq!(old.preemptions_of(17).unwrap(), vec![], "no table yet: none");
+    assert_eq!(
+        old.preemptions_of(17).unwrap(),
+        vec![],
+        "no table yet: none"
+    );
     assert_eq!(old.preemptions_by_rule().unwrap(), vec![]);
     drop(old);
     let l = Ledger::open(&path).unwrap();
@@ -61,7 +65,10 @@ fn a_version_3_ledger_gains_the_table_and_keeps_its_attempts() {
     let got = r.preemptions_of(17).unwrap();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].preemption, record(17, 4990, 18));
-    assert_eq!(r.preemptions_by_rule().unwrap(), vec![("net_gain".into(), 1)]);
+    assert_eq!(
+        r.preemptions_by_rule().unwrap(),
+        vec![("net_gain".into(), 1)]
+    );
 }
 
 #[test]
@@ -71,7 +78,11 @@ fn the_log_is_read_from_where_it_stopped_and_each_record_stored_once() {
     let mut l = Ledger::open(&path).unwrap();
     let log = log_path(&path);
     assert_eq!(log, dir.join("l.sqlite.preemptions"));
-    assert_eq!(l.import_preemption_log().unwrap(), LogImport::default(), "no log yet");
+    assert_eq!(
+        l.import_preemption_log().unwrap(),
+        LogImport::default(),
+        "no log yet"
+    );
     append_to_log(&log, &[record(1, 100, 9), record(2, 100, 9)]).unwrap();
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&log).unwrap().permissions().mode() & 0o777;
@@ -80,21 +91,47 @@ fn the_log_is_read_from_where_it_stopped_and_each_record_stored_once() {
     let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
     f.write_all(b"not json\n{\"time\": 3").unwrap();
     let got = l.import_preemption_log().unwrap();
-    assert_eq!(got, LogImport { new: 2, unreadable: 1 });
-    assert_eq!(l.import_preemption_log().unwrap(), LogImport::default(), "read once");
+    assert_eq!(
+        got,
+        LogImport {
+            new: 2,
+            unreadable: 1
+        }
+    );
+    assert_eq!(
+        l.import_preemption_log().unwrap(),
+        LogImport::default(),
+        "read once"
+    );
     // The rest of the line arrives, then another record.
     let rest = serde_json::to_string(&record(3, 300, 10)).unwrap();
-    f.write_all(&rest.as_bytes()[rest.find(',').unwrap()..]).unwrap();
+    f.write_all(&rest.as_bytes()[rest.find(',').unwrap()..])
+        .unwrap();
     f.write_all(b"\n").unwrap();
     append_to_log(&log, &[record(4, 400, 10)]).unwrap();
     let got = l.import_preemption_log().unwrap();
-    assert_eq!(got, LogImport { new: 2, unreadable: 0 });
+    assert_eq!(
+        got,
+        LogImport {
+            new: 2,
+            unreadable: 0
+        }
+    );
     let r = l.reader().unwrap();
     assert_eq!(r.preemptions_of(3).unwrap()[0].preemption.preemptor, 10);
     // Rotated: a shorter log is read from its start; known records stay once.
     std::fs::remove_file(&log).unwrap();
     append_to_log(&log, &[record(4, 400, 10), record(5, 500, 11)]).unwrap();
     let got = l.import_preemption_log().unwrap();
-    assert_eq!(got, LogImport { new: 1, unreadable: 0 });
-    assert_eq!(r.preemptions_by_rule().unwrap(), vec![("net_gain".into(), 5)]);
+    assert_eq!(
+        got,
+        LogImport {
+            new: 1,
+            unreadable: 0
+        }
+    );
+    assert_eq!(
+        r.preemptions_by_rule().unwrap(),
+        vec![("net_gain".into(), 5)]
+    );
 }

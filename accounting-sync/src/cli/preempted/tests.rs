@@ -67,12 +67,22 @@ fn a_recorded_attempt_names_its_preemptor_and_rule_and_only_others_are_guessed()
     assert_eq!(got.len(), 2);
     let (first, second) = (&got[0], &got[1]);
     assert_eq!(
-        (first.preempted_by, first.preemptor_account.as_deref(), first.rule.as_deref()),
+        (
+            first.preempted_by,
+            first.preemptor_account.as_deref(),
+            first.rule.as_deref()
+        ),
         (Some(8), Some("b1"), Some("net_gain"))
     );
     assert_eq!(first.preempted_at, Some(1000));
-    assert!(first.guessed_preemptor.is_none(), "a record leaves no guess");
-    assert_eq!(first.grounds.as_ref().unwrap()["victim_leaf"]["running"], 16);
+    assert!(
+        first.guessed_preemptor.is_none(),
+        "a record leaves no guess"
+    );
+    assert_eq!(
+        first.grounds.as_ref().unwrap()["victim_leaf"]["running"],
+        16
+    );
     assert_eq!(second.preempted_by, None);
     assert_eq!(second.guessed_preemptor.as_ref().map(|g| g.job_id), Some(9));
 
@@ -86,7 +96,10 @@ fn a_recorded_attempt_names_its_preemptor_and_rule_and_only_others_are_guessed()
         text.contains("tree.b.b1 held 0 of 8.00 GPUs entitled; victim's leaf tree.a.a1 held 16 of 8.00 GPUs entitled; the preemptor's 4 GPU(s) cover 4.00 GPUs of entitlement, the victims' leaves lose 0.00 (must be < 2.00)"),
         "{text}"
     );
-    assert!(text.contains("ran 02:00:00 of its minimum runtime 01:00:00"), "{text}");
+    assert!(
+        text.contains("ran 02:00:00 of its minimum runtime 01:00:00"),
+        "{text}"
+    );
     let text = render(second, when);
     assert!(
         text.contains("no preemption record; guessed by time (not recorded): job 9 of account b2 started at 3010"),
@@ -99,5 +112,8 @@ fn a_recorded_attempt_names_its_preemptor_and_rule_and_only_others_are_guessed()
 fn figures_of_another_allot_fall_back_to_the_rule() {
     assert_eq!(figures(&serde_json::json!({"rule": "net_gain"})), None);
     assert_eq!(rule_words("free_tier"), Rule::FreeTier.describe());
-    assert_eq!(rule_words("later_rule"), "a clause this allot does not know");
+    assert_eq!(
+        rule_words("later_rule"),
+        "a clause this allot does not know"
+    );
 }

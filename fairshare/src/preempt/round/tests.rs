@@ -152,7 +152,10 @@ fn an_allowed_candidate_comes_with_its_grounds_on_the_load_it_was_judged_on() {
     assert_eq!(v, Verdict::Allowed);
     let g = g.expect("grounds of an allowed candidate");
     assert_eq!(g.rule, crate::preempt::Rule::NetGain);
-    assert_eq!((g.preemptor_leaf.running, g.preemptor_leaf.entitled), (0, 8.0));
+    assert_eq!(
+        (g.preemptor_leaf.running, g.preemptor_leaf.entitled),
+        (0, 8.0)
+    );
     assert_eq!(g.victim_leaf.as_ref().map(|l| l.running), Some(16));
     assert_eq!((g.gain, g.allowance, g.lost), (4.0, Some(2.0), 0.0));
     // Asked again, the preemptor is judged without its own move: the same
