@@ -64,8 +64,7 @@ pub fn may_preempt(
         nodes: preemptee.nodes(),
     };
     let p = facts.at(now);
-    let judged =
-        rounds.judge_with_grounds(&engine, u64::from(id), &p, facts.gpus(), candidate, now);
+    let judged = rounds.judge(&engine, u64::from(id), &p, facts.gpus(), candidate, now);
     let (allowed, grounds) = match judged {
         Some((fairshare::Verdict::Allowed, grounds)) => (true, grounds),
         _ => (false, None),

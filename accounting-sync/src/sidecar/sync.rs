@@ -479,6 +479,19 @@ mod backoff_tests {
         assert_eq!(tiny.next_delay(), Duration::from_millis(300));
     }
 
+    /// Options running `body` as sacct (a shell script written at `path`).
+    fn fake_sacct(path: &std::path::Path, body: &str) -> SyncOptions {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        SyncOptions {
+            sacct: path.display().to_string(),
+            overlap: 3600,
+            first_start: 0,
+            batch: 100,
+        }
+    }
+
     #[test]
     fn retries_a_failing_sacct_until_it_works() {
         let dir = std::env::temp_dir().join(format!("allot-retry-{}", std::process::id()));
@@ -486,26 +499,17 @@ mod backoff_tests {
         // A sacct that fails twice (slurmdbd down), then lists one job.
         let counter = dir.join("calls");
         let sacct = dir.join("sacct");
-        std::fs::write(
+        let opts = fake_sacct(
             &sacct,
-            format!(
-                "#!/bin/sh\nn=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}\n\
+            &format!(
+                "n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}\n\
                  if [ $n -lt 2 ]; then echo 'sacct: error: Problem talking to the database: Connection refused' >&2; exit 1; fi\n\
-                 echo '7|7|a1|alice|gpu|gres/gpu=1|100|110|200|00:01:30|COMPLETED|'\n",
+                 echo '7|7|a1|alice|gpu|gres/gpu=1|100|110|200|00:01:30|COMPLETED|'",
                 c = counter.display()
             ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&sacct, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         let mut ledger = Ledger::open(&dir.join("ledger.sqlite")).unwrap();
         let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
-        let opts = SyncOptions {
-            sacct: sacct.display().to_string(),
-            overlap: 3600,
-            first_start: 0,
-            batch: 100,
-        };
         let t0 = std::time::Instant::now();
         let stats = sync_with_retry(
             &mut ledger,
@@ -543,10 +547,7 @@ mod backoff_tests {
     fn a_pass_stores_the_plugins_preemption_records_once() {
         let dir = std::env::temp_dir().join(format!("allot-precords-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let sacct = dir.join("sacct");
-        std::fs::write(&sacct, "#!/bin/sh\nexit 0\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&sacct, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let opts = fake_sacct(&dir.join("sacct"), "exit 0");
         let path = dir.join("ledger.sqlite");
         let mut ledger = Ledger::open(&path).unwrap();
         let record = allot_ledger::preemptions::Preemption {
@@ -561,12 +562,6 @@ mod backoff_tests {
         let log = allot_ledger::preemptions::log_path(&path);
         allot_ledger::preemptions::append_to_log(&log, std::slice::from_ref(&record)).unwrap();
         let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
-        let opts = SyncOptions {
-            sacct: sacct.display().to_string(),
-            overlap: 3600,
-            first_start: 0,
-            batch: 100,
-        };
         let stats = sync_once(&mut ledger, &charging, &opts, 1000).unwrap();
         assert_eq!(stats.preemptions, 1);
         assert_eq!(

@@ -3,7 +3,7 @@
 //! on. preempt/allot records these for every preemption slurmctld carries
 //! out, and `allot explain` shows them for the victim's attempt.
 //!
-//! # The clauses ([`Rule`]), in the order [`Engine::verdict_beside`] tries them
+//! # The clauses ([`Rule`]), in the order [`Engine::decide_beside`] tries them
 //! 1. [`Rule::FreeTier`]: the victim is unallocated (minimum runtime 0),
 //!    past its protection; any allocated job may take it, its own
 //!    account's included.

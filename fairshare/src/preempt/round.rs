@@ -7,7 +7,7 @@
 //! preempts any subset of the candidates allowed. Rule 4 of
 //! [`super::verdict`] bounds what the victims' leaves lose *together*, so
 //! each candidate is judged beside those already allowed in its round
-//! ([`Engine::verdict_beside`]), and an allowed one joins them:
+//! ([`Engine::decide_beside`]), and an allowed one joins them:
 //! - a round is one preemptor and one engine snapshot; the same preemptor
 //!   asked again a second later keeps its round (a round may straddle a
 //!   tick), and a candidate asked about again starts a new one (slurmctld
@@ -105,25 +105,10 @@ impl Round {
     }
 
     /// `r`'s verdict beside the victims allowed in this round (it holds
-    /// `gpus` GPUs in total and runs on `nodes`, Slurm's node list); an
-    /// allowed one joins them.
-    #[allow(clippy::too_many_arguments)]
-    pub fn judge(
-        &mut self,
-        engine: &Engine,
-        p: &Preemptor<'_>,
-        r: &RunningJob<'_>,
-        gpus: u64,
-        nodes: Option<&str>,
-        load: &Entitlements,
-        now: u64,
-    ) -> Verdict {
-        self.decide(engine, p, r, gpus, nodes, load, now).verdict
-    }
-
-    /// [`Round::judge`] with the clause that allowed it and the covered
-    /// entitlement the victims' leaves lose together ([`Decision`]; for a
-    /// candidate spanning nodes, the most any node's victims lose).
+    /// `gpus` GPUs in total and runs on `nodes`, Slurm's node list), with
+    /// the clause that allowed it and the covered entitlement the victims'
+    /// leaves lose together ([`Decision`]; for a candidate spanning nodes,
+    /// the most any node's victims lose); an allowed one joins them.
     #[allow(clippy::too_many_arguments)]
     pub fn decide(
         &mut self,
@@ -224,25 +209,11 @@ impl Rounds {
     /// May preemptor `id` (`p`, wanting `p_gpus` GPUs in total) preempt
     /// candidate `c` at `now` (epoch seconds)? Judged on the live load
     /// without the preemptor's own move and beside the round's allowed
-    /// victims; an allowed preemptor's GPUs then count on its leaf. `None`
-    /// before a load was counted. Call [`Rounds::enter`] first.
+    /// victims; an allowed preemptor's GPUs then count on its leaf. With
+    /// the verdict, for an allowed candidate, the clause and the figures
+    /// it was judged on ([`Grounds`]: the load as judged). `None` before a
+    /// load was counted. Call [`Rounds::enter`] first.
     pub fn judge(
-        &mut self,
-        engine: &Engine,
-        id: u64,
-        p: &Preemptor<'_>,
-        p_gpus: u64,
-        c: Candidate<'_, '_>,
-        now: u64,
-    ) -> Option<Verdict> {
-        self.judge_with_grounds(engine, id, p, p_gpus, c, now)
-            .map(|(v, _)| v)
-    }
-
-    /// [`Rounds::judge`] with, for an allowed candidate, the clause and
-    /// the figures it was judged on ([`Grounds`]: the load as judged,
-    /// without the preemptor's own move).
-    pub fn judge_with_grounds(
         &mut self,
         engine: &Engine,
         id: u64,

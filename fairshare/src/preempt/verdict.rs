@@ -263,8 +263,8 @@ impl Engine {
         load: &Entitlements,
         now: u64,
     ) -> Verdict {
-        self.verdict_beside(p, r, gpus, &VictimTally::default(), load, now)
-            .0
+        self.decide_beside(p, r, gpus, &VictimTally::default(), load, now)
+            .verdict
     }
 
     /// [`Engine::preempt_verdict_with_gpus`] for `r` beside the victims
@@ -287,32 +287,18 @@ impl Engine {
         load: &Entitlements,
         now: u64,
     ) -> Verdict {
-        let (v, charged) = self.verdict_beside(p, r, gpus, tally, load, now);
-        if let Some(l) = charged {
+        let d = self.decide_beside(p, r, gpus, tally, load, now);
+        if let Some(l) = d.charged {
             tally.add(l, gpus);
         }
-        v
+        d.verdict
     }
 
     /// The verdict for `r` (holding `gpus` GPUs) beside the victims in
-    /// `tally`, and the leaf whose tally it joins if allowed (an allocated
-    /// job of another leaf; `None` for one that costs no entitlement).
-    pub fn verdict_beside(
-        &self,
-        p: &Preemptor<'_>,
-        r: &RunningJob<'_>,
-        gpus: u64,
-        tally: &VictimTally,
-        load: &Entitlements,
-        now: u64,
-    ) -> (Verdict, Option<LeafId>) {
-        let d = self.decide_beside(p, r, gpus, tally, load, now);
-        (d.verdict, d.charged)
-    }
-
-    /// [`Engine::verdict_beside`] with the clause that allowed it and the
-    /// covered entitlement its victims' leaves lose together
-    /// ([`super::grounds`]).
+    /// `tally`, the leaf whose tally it joins if allowed (an allocated job
+    /// of another leaf; `None` for one that costs no entitlement), the
+    /// clause that allowed it and the covered entitlement its victims'
+    /// leaves lose together ([`Decision`], [`super::grounds`]).
     pub fn decide_beside(
         &self,
         p: &Preemptor<'_>,
