@@ -28,9 +28,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{meta_i64, set_meta, Ledger, LedgerError, LedgerReader, Result};
 
-/// Migration 3 -> 4: the `preemptions` table.
+/// Migration 3 -> 4: the `preemptions` table (`IF NOT EXISTS`: a ledger
+/// whose version was set back, as tests of older migrations do, keeps it).
 pub(super) const MIGRATION_4: &str = r#"
-CREATE TABLE preemptions (
+CREATE TABLE IF NOT EXISTS preemptions (
     id                INTEGER PRIMARY KEY,
     time              INTEGER NOT NULL,  -- epoch s: slurmctld preempted the victim
     victim            INTEGER NOT NULL,  -- Slurm job id
@@ -41,7 +42,7 @@ CREATE TABLE preemptions (
     grounds           TEXT NOT NULL,     -- JSON: the figures (fairshare::preempt::Grounds)
     UNIQUE (victim, time, preemptor)
 );
-CREATE INDEX preemptions_time ON preemptions(time);
+CREATE INDEX IF NOT EXISTS preemptions_time ON preemptions(time);
 "#;
 
 /// The preemption log of the ledger at `ledger`: `<ledger>.preemptions`.

@@ -33,6 +33,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -120,6 +121,8 @@ pub struct Recorder {
     tx: Mutex<Option<SyncSender<Preemption>>>,
     done: Mutex<Option<Receiver<()>>>,
     log_error: fn(&str),
+    /// True while records are being dropped (the queue full).
+    dropping: AtomicBool,
 }
 
 impl Recorder {
@@ -171,19 +174,26 @@ impl Recorder {
             tx: Mutex::new(Some(tx)),
             done: Mutex::new(Some(done)),
             log_error,
+            dropping: AtomicBool::new(false),
         })
     }
 
-    /// Queues `p` for the log; never waits. A full queue drops it (logged).
+    /// Queues `p` for the log; never waits. A full queue drops it: the
+    /// first drop of a run of them is logged, with the job ids.
     pub fn send(&self, p: Preemption) {
         let Ok(tx) = self.tx.lock() else { return };
         let Some(tx) = tx.as_ref() else { return };
         match tx.try_send(p) {
-            Ok(()) => {}
-            Err(TrySendError::Full(p)) => (self.log_error)(&format!(
-                "preemption of job {} for job {} not recorded: {QUEUE} records wait for the log",
-                p.victim, p.preemptor
-            )),
+            Ok(()) => self.dropping.store(false, Ordering::Relaxed),
+            Err(TrySendError::Full(p)) => {
+                if !self.dropping.swap(true, Ordering::Relaxed) {
+                    (self.log_error)(&format!(
+                        "preemption of job {} for job {} not recorded, nor any other until the \
+                         log takes records again: {QUEUE} records wait for it",
+                        p.victim, p.preemptor
+                    ))
+                }
+            }
             Err(TrySendError::Disconnected(_)) => {}
         }
     }
