@@ -53,11 +53,10 @@ fn a_version_3_ledger_gains_the_table_and_keeps_its_attempts() {
     assert_eq!(old.preemptions_by_rule().unwrap(), vec![]);
     drop(old);
     let l = Ledger::open(&path).unwrap();
-    let version: i64 = l
-        .conn
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .unwrap();
-    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(
+        crate::schema_version(&l.conn, &path).unwrap(),
+        SCHEMA_VERSION
+    );
     let r = l.reader().unwrap();
     assert_eq!(r.attempts_of_job(17).unwrap().len(), 1, "attempts kept");
     assert!(l.record_preemption(&record(17, 4990, 18)).unwrap());
