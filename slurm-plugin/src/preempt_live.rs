@@ -1,8 +1,8 @@
 //! preempt/allot's state between slurmctld's calls: the live load, the
 //! round of candidates ([`fairshare::preempt::round`]) and the allowed
 //! candidates whose preemption is recorded ([`crate::preempt_record`]),
-//! fed from Slurm's job records. The cdylib only converts slurmctld's pointers and calls
-//! these.
+//! fed from Slurm's job records. The cdylib only converts slurmctld's
+//! pointers and calls these.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
