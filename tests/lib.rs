@@ -563,13 +563,14 @@ impl Testbed {
         });
     }
 
-    /// Replaces the ledger with one holding exactly these finished jobs,
+    /// Replaces the ledger (and preempt/allot's preemption log beside it)
+    /// with one holding exactly these finished jobs,
     /// `(account, gpus, seconds before now it started, seconds it ran,
     /// minimum runtime)`, imported with `allot sync --from`. The plugins
     /// read it at their next refresh (every 2 s on the testbed): tests wait
     /// for what they expect to see (sprio's fair-share, a job starting).
     pub fn reset_ledger(&self, jobs: &[(&str, u32, i64, i64, u64)]) {
-        for suffix in ["", "-wal", "-shm"] {
+        for suffix in ["", "-wal", "-shm", ".preemptions"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", self.ledger().display()));
         }
         let fmt = |t: i64| {

@@ -121,6 +121,9 @@ fn cancel_mode_ends_victims_preempted_after_their_contract() {
     );
     let v: serde_json::Value = serde_json::from_str(&explain).unwrap();
     assert_eq!(v["requeues"][0]["state"], "PREEMPTED", "{explain}");
+    // ... preempted for b2's job, as preempt/allot recorded it.
+    assert_eq!(v["requeues"][0]["preempted_by"], u64::from(b2), "{explain}");
+    assert_eq!(v["requeues"][0]["rule"], "net_gain", "{explain}");
     tb.cancel_all();
 }
 

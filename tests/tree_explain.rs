@@ -1,5 +1,6 @@
 //! `allot tree plan|apply|import` against the testbed's slurmdbd, and
-//! `allot explain` on a job that preempt/allot requeued (issue 5).
+//! `allot explain` on a job that preempt/allot requeued (issue 5), with the
+//! preemptor and the rule preempt/allot recorded (issue 40).
 
 use std::time::Duration;
 
@@ -89,12 +90,27 @@ fn explain_names_the_preemptor_of_a_requeued_job() {
         },
     );
     allot(&tb, &["sync"]);
+    // preempt/allot recorded the preemption: the preemptor and the rule,
+    // not a guess.
     let out = allot(&tb, &["explain", &requeued.to_string()]);
     assert!(
-        out.contains(&format!("most likely for job {b2} of account b2")),
+        out.contains(&format!("preempted for job {b2} of account b2 (")),
         "{out}"
     );
+    assert!(out.contains("rule net_gain"), "{out}");
+    assert!(!out.contains("guessed"), "{out}");
     assert!(out.contains("account b1"), "{out}");
+    let json = allot(&tb, &["explain", &requeued.to_string(), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let r = &v["requeues"][0];
+    assert_eq!(r["preempted_by"], u64::from(b2), "{json}");
+    assert_eq!(r["preemptor_account"], "b2", "{json}");
+    assert_eq!(r["rule"], "net_gain", "{json}");
+    assert_eq!(
+        r["grounds"]["victim_leaf"]["leaf"], "tree.perception.b1",
+        "{json}"
+    );
+    assert!(r["guessed_preemptor"].is_null(), "{json}");
     let out = allot(&tb, &["explain", &b2.to_string()]);
     assert!(
         out.contains("(RUNNING)") && out.contains("Contract: minimum runtime 00:00:01"),

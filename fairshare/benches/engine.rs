@@ -132,7 +132,9 @@ fn bench_round(c: &mut Criterion) {
                     nodes: Some(node),
                 };
                 allowed += usize::from(
-                    rounds.judge(&engine, 1, &p, 8, black_box(cand), NOW)
+                    rounds
+                        .judge(&engine, 1, &p, 8, black_box(cand), NOW)
+                        .map(|j| j.0)
                         == Some(fairshare::Verdict::Allowed),
                 );
             }

@@ -6,6 +6,8 @@
 //!   sequence of preemptions can cycle (what strictly increases);
 //! - [`victims`]: the smallest allowed set of running jobs that lets a
 //!   pending job start ([`Engine::choose_victims`], the simulator's);
+//! - [`grounds`]: the clause that allowed a preemption and the figures
+//!   behind it (what preempt/allot records);
 //! - [`round`]: the candidates of one pending job judged together, as
 //!   slurmctld asks preempt/allot about them one at a time;
 //! - `victim_order`: the candidate order as one `u32` for Slurm
@@ -17,11 +19,13 @@ use crate::contract::Contract;
 #[cfg(doc)]
 use crate::engine::Engine;
 
+pub mod grounds;
 pub mod round;
 pub mod verdict;
 mod victim_order;
 pub mod victims;
 
+pub use grounds::{Grounds, Rule};
 pub use round::{Round, Scope};
 pub use verdict::{Verdict, VictimTally, UNCOVER_FRACTION};
 pub use victim_order::pack_victim_order;

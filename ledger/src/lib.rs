@@ -70,7 +70,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 use serde::Serialize;
 
 /// Current schema version (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The first schema version whose charges are milli-units (see the crate
 /// doc); older ones stored whole units.
@@ -142,6 +142,7 @@ CREATE TABLE buckets (
 "#,
     events::MIGRATION_2,
     MIGRATION_3,
+    preemptions::MIGRATION_4,
 ];
 
 /// Ledger failures. Each message names the file and what to do.
@@ -441,6 +442,7 @@ pub use writer::{lock_path, set_owner, Ledger};
 
 pub mod charge;
 pub mod events;
+pub mod preemptions;
 pub mod sacct;
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod config;
 pub mod jobs;
 pub mod preempt_live;
 pub mod preempt_mode;
+pub mod preempt_record;
 pub mod shares;
 pub mod snapshot;
 pub mod submit;

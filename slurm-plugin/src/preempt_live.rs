@@ -1,7 +1,8 @@
-//! preempt/allot's state between slurmctld's calls: the live load and the
-//! round of candidates ([`fairshare::preempt::round`]), fed from Slurm's
-//! job records. The cdylib only converts slurmctld's pointers and calls
-//! these.
+//! preempt/allot's state between slurmctld's calls: the live load, the
+//! round of candidates ([`fairshare::preempt::round`]) and the allowed
+//! candidates whose preemption is recorded ([`crate::preempt_record`]),
+//! fed from Slurm's job records. The cdylib only converts slurmctld's
+//! pointers and calls these.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -11,6 +12,7 @@ use fairshare::preempt::round::{Candidate, Rounds};
 use fairshare::{Engine, NodeGpus, RunningJob};
 
 use crate::jobs;
+use crate::preempt_record::{Candidates, Recorder};
 use crate::snapshot::{now, EngineState};
 
 /// The engine's verdict, after the cheap part: only a running (or
@@ -31,7 +33,11 @@ pub fn may_preempt(
     let Ok(mut live) = live().lock() else {
         return false;
     };
-    let Live { rounds, facts } = &mut *live;
+    let Live {
+        rounds,
+        facts,
+        candidates,
+    } = &mut *live;
     if !rounds.has_load() {
         return false;
     }
@@ -57,23 +63,40 @@ pub fn may_preempt(
         gpus: jobs::allocated_gpus(preemptee).max(1),
         nodes: preemptee.nodes(),
     };
-    let verdict = rounds.judge(
-        &engine,
-        u64::from(id),
-        &facts.at(now),
-        facts.gpus(),
-        candidate,
-        now,
+    let p = facts.at(now);
+    let judged = rounds.judge(&engine, u64::from(id), &p, facts.gpus(), candidate, now);
+    let (allowed, grounds) = match judged {
+        Some((fairshare::Verdict::Allowed, grounds)) => (true, grounds),
+        _ => (false, None),
+    };
+    candidates.note(
+        (id, p.account),
+        (preemptee.job_id(), preemptee.account().unwrap_or("")),
+        grounds,
     );
-    verdict == Some(fairshare::Verdict::Allowed)
+    allowed
 }
 
-/// The rounds and live load ([`Rounds`]), and the last preemptor read:
-/// (job id, second, engine snapshot) and what was read.
+/// slurmctld preempts `victim` now (it asked the victim's grace time:
+/// [`crate::preempt_record`]): queues its record for `recorder` if it is
+/// an allowed candidate of the preemptor asked about last. No I/O.
+pub fn taken(victim: &JobRecord<'_>, recorder: &Recorder) {
+    let Ok(mut live) = live().lock() else {
+        return;
+    };
+    if let Some(p) = live.candidates.taken(victim.job_id(), now()) {
+        recorder.send(p);
+    }
+}
+
+/// The rounds and live load ([`Rounds`]), the last preemptor read (job
+/// id, second, engine snapshot) and what was read, and its allowed
+/// candidates with their grounds ([`Candidates`]).
 #[derive(Default)]
 struct Live {
     rounds: Rounds,
     facts: Option<((u32, u64, usize), jobs::PreemptorFacts)>,
+    candidates: Candidates,
 }
 
 static LIVE_CELL: OnceLock<Mutex<Live>> = OnceLock::new();

@@ -1,13 +1,13 @@
 //! `allot explain JOBID`: why a job has its priority, whether it is
 //! protected and until when, what could preempt it, and for a requeued job
-//! which job most likely preempted it. Reuses the engine's
+//! which job preempted it and by which rule ([`super::preempted`]). Reuses the engine's
 //! [`fairshare::Explanation`] over the ledger's window usage, as the
 //! plugins compute it.
 
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
-use allot_ledger::{LedgerReader, StoredAttempt};
+use allot_ledger::LedgerReader;
 use anyhow::{bail, Context};
 use fairshare::duration::SlurmDuration;
 use fairshare::record::{recorded_min_runtime, recorded_sweep};
@@ -15,6 +15,7 @@ use fairshare::{Contract, ContractPolicy, Engine, Explanation, PendingJob, RunCl
 use serde::Serialize;
 
 use super::common::{load, now, ConfigArg, LedgerArg};
+use super::preempted::{requeues, Requeue};
 
 /// `allot explain` arguments.
 #[derive(clap::Args, Debug)]
@@ -122,62 +123,12 @@ fn live_job(id: u64) -> anyhow::Result<Option<LiveJob>> {
     }))
 }
 
-/// One earlier attempt that ended by preemption, and its likely preemptor.
-#[derive(Debug, Serialize)]
-struct Requeue {
-    attempt: u32,
-    ended: i64,
-    state: String,
-    /// The allocated job of another account that started first at or after
-    /// the end (within 60 s): slurmd's accounting does not name preemptors.
-    likely_preemptor: Option<Preemptor>,
-}
-
-#[derive(Debug, Serialize)]
-struct Preemptor {
-    job_id: u64,
-    account: String,
-    started: i64,
-}
-
 #[derive(Debug, Serialize)]
 struct Output {
     job_id: u64,
     live: Option<LiveJob>,
     explanation: Explanation,
     requeues: Vec<Requeue>,
-}
-
-fn requeues(reader: &LedgerReader, attempts: &[StoredAttempt]) -> anyhow::Result<Vec<Requeue>> {
-    let mut out = Vec::new();
-    for a in attempts.iter().filter(|a| {
-        a.record.state.starts_with("PREEMPTED") || a.record.state.starts_with("REQUEUE")
-    }) {
-        let Some(end) = a.record.end else { continue };
-        let likely = reader
-            .attempts_overlapping(end, end + 60)?
-            .into_iter()
-            .filter(|o| o.record.account != a.record.account && o.record.min_runtime > 0)
-            .filter_map(|o| {
-                o.record
-                    .start
-                    .filter(|s| (end..=end + 60).contains(s))
-                    .map(|s| (s, o))
-            })
-            .min_by_key(|(s, o)| (*s, o.record.job_id))
-            .map(|(s, o)| Preemptor {
-                job_id: o.record.job_id,
-                account: o.record.account,
-                started: s,
-            });
-        out.push(Requeue {
-            attempt: a.attempt,
-            ended: end,
-            state: a.record.state.clone(),
-            likely_preemptor: likely,
-        });
-    }
-    Ok(out)
 }
 
 /// Runs `allot explain`.
@@ -375,24 +326,7 @@ fn render(o: &Output, now: i64) -> String {
         }
     }
     for r in &o.requeues {
-        let by = r.likely_preemptor.as_ref().map_or(
-            "no preemptor found in the ledger".to_string(),
-            |p| {
-                format!(
-                    "most likely for job {} of account {} (started {})",
-                    p.job_id,
-                    p.account,
-                    when(p.started, now)
-                )
-            },
-        );
-        let _ = writeln!(
-            s,
-            "  Attempt {} ended {} ({}): {by}",
-            r.attempt,
-            when(r.ended, now),
-            r.state
-        );
+        let _ = writeln!(s, "{}", super::preempted::render(r, |t| when(t, now)));
     }
     s
 }

@@ -8,6 +8,7 @@ pub mod common;
 pub mod config;
 pub mod explain;
 pub mod health;
+pub mod preempted;
 pub mod report;
 pub mod shares;
 pub mod sync;

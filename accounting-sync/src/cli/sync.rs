@@ -93,7 +93,7 @@ fn program_exists(program: &str) -> bool {
 
 fn summary(s: &ImportStats) -> String {
     format!(
-        "{} rows: {} new attempts, {} updated, {} unchanged, {} not jobs, {}{} unreadable (logged)",
+        "{} rows: {} new attempts, {} updated, {} unchanged, {} not jobs, {}{} unreadable (logged){}",
         s.rows,
         s.written.inserted,
         s.written.updated,
@@ -108,7 +108,12 @@ fn summary(s: &ImportStats) -> String {
         } else {
             String::new()
         },
-        s.bad
+        s.bad,
+        if s.preemptions > 0 {
+            format!("; {} preemptions recorded", s.preemptions)
+        } else {
+            String::new()
+        }
     )
 }
 
@@ -490,5 +495,8 @@ mod tests {
         assert!(summary(&s).contains(", 1 job step (skipped"));
         s.steps = 0;
         assert!(!summary(&s).contains("step"));
+        assert!(!summary(&s).contains("preemption"));
+        s.preemptions = 2;
+        assert!(summary(&s).ends_with("(logged); 2 preemptions recorded"));
     }
 }

@@ -71,6 +71,7 @@ pub struct SidecarMetrics {
     node_events: Family<Labels, Counter>,
     requeues: Family<Labels, Counter>,
     preemptions: Family<Labels, Counter>,
+    recorded_preemptions: Family<Labels, Counter>,
     health_drains: Family<Labels, Counter>,
     drain_emptied_after: Family<Labels, IGauge>,
     draining_jobs: Family<Labels, IGauge>,
@@ -118,6 +119,7 @@ impl SidecarMetrics {
             node_events: Default::default(),
             requeues: Default::default(),
             preemptions: Default::default(),
+            recorded_preemptions: Default::default(),
             health_drains: Default::default(),
             drain_emptied_after: Default::default(),
             draining_jobs: Default::default(),
@@ -214,6 +216,12 @@ impl SidecarMetrics {
             "allot_preemptions",
             "Job attempts in the ledger that ended PREEMPTED (requeued or cancelled), by account and tier",
             m.preemptions.clone(),
+        );
+        r.register(
+            "allot_preemptions_recorded",
+            "Preemptions preempt/allot recorded (the ledger's preemptions), by the clause that allowed them \
+             (rule: free_tier, short_own_leaf, victim_not_in_tree, short_slack, net_gain)",
+            m.recorded_preemptions.clone(),
         );
         r.register(
             "allot_health_drains",

@@ -42,6 +42,8 @@ pub struct ImportStats {
     pub first_bad: Option<String>,
     /// Ledger writes.
     pub written: BatchStats,
+    /// Preemption records read from preempt/allot's log (live passes).
+    pub preemptions: u64,
 }
 
 impl ImportStats {
@@ -337,7 +339,9 @@ pub fn sacct_timeout() -> Duration {
 
 /// One live pass at `now` (seconds since the epoch): reads sacct from the
 /// watermark minus the overlap, re-asks for attempts still open in the
-/// ledger that sacct did not list, then moves the watermark to `now`.
+/// ledger that sacct did not list, stores preempt/allot's new preemption
+/// records ([`Ledger::import_preemption_log`]), then moves the watermark
+/// to `now`.
 ///
 /// # Errors
 /// sacct cannot run or fails (the watermark then stays), ledger errors.
@@ -374,6 +378,12 @@ pub fn sync_once(
             stats.first_bad = s.first_bad;
         }
         stats.add(s.written);
+    }
+    // preempt/allot's records; a log that cannot be read waits for the
+    // next pass and never fails this one.
+    match ledger.import_preemption_log() {
+        Ok(p) => stats.preemptions = p.new,
+        Err(e) => tracing::warn!("{e}; preemption records are read at the next pass"),
     }
     ledger.write_batch(&[], Some(now), charging)?;
     Ok(stats)
@@ -469,6 +479,19 @@ mod backoff_tests {
         assert_eq!(tiny.next_delay(), Duration::from_millis(300));
     }
 
+    /// Options running `body` as sacct (a shell script written at `path`).
+    fn fake_sacct(path: &std::path::Path, body: &str) -> SyncOptions {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        SyncOptions {
+            sacct: path.display().to_string(),
+            overlap: 3600,
+            first_start: 0,
+            batch: 100,
+        }
+    }
+
     #[test]
     fn retries_a_failing_sacct_until_it_works() {
         let dir = std::env::temp_dir().join(format!("allot-retry-{}", std::process::id()));
@@ -476,26 +499,17 @@ mod backoff_tests {
         // A sacct that fails twice (slurmdbd down), then lists one job.
         let counter = dir.join("calls");
         let sacct = dir.join("sacct");
-        std::fs::write(
+        let opts = fake_sacct(
             &sacct,
-            format!(
-                "#!/bin/sh\nn=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}\n\
+            &format!(
+                "n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}\n\
                  if [ $n -lt 2 ]; then echo 'sacct: error: Problem talking to the database: Connection refused' >&2; exit 1; fi\n\
                  echo '7|7|a1|alice|gpu|gres/gpu=1|100|110|200|00:01:30|COMPLETED||'\n",
                 c = counter.display()
             ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&sacct, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         let mut ledger = Ledger::open(&dir.join("ledger.sqlite")).unwrap();
         let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
-        let opts = SyncOptions {
-            sacct: sacct.display().to_string(),
-            overlap: 3600,
-            first_start: 0,
-            batch: 100,
-        };
         let t0 = std::time::Instant::now();
         let stats = sync_with_retry(
             &mut ledger,
@@ -526,6 +540,39 @@ mod backoff_tests {
         .unwrap_err();
         assert!(format!("{e:#}").contains("Connection refused"), "{e:#}");
         assert_eq!(ledger.watermark().unwrap(), Some(1000));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_pass_stores_the_plugins_preemption_records_once() {
+        let dir = std::env::temp_dir().join(format!("allot-precords-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let opts = fake_sacct(&dir.join("sacct"), "exit 0");
+        let path = dir.join("ledger.sqlite");
+        let mut ledger = Ledger::open(&path).unwrap();
+        let record = allot_ledger::preemptions::Preemption {
+            time: 900,
+            victim: 7,
+            victim_account: "a1".into(),
+            preemptor: 8,
+            preemptor_account: "b1".into(),
+            rule: "net_gain".into(),
+            grounds: serde_json::json!({"gain": 4.0}),
+        };
+        let log = allot_ledger::preemptions::log_path(&path);
+        allot_ledger::preemptions::append_to_log(&log, std::slice::from_ref(&record)).unwrap();
+        let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
+        let stats = sync_once(&mut ledger, &charging, &opts, 1000).unwrap();
+        assert_eq!(stats.preemptions, 1);
+        assert_eq!(
+            sync_once(&mut ledger, &charging, &opts, 1010)
+                .unwrap()
+                .preemptions,
+            0
+        );
+        let got = ledger.reader().unwrap().preemptions_of(7).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].preemption, record);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

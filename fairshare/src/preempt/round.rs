@@ -7,7 +7,7 @@
 //! preempts any subset of the candidates allowed. Rule 4 of
 //! [`super::verdict`] bounds what the victims' leaves lose *together*, so
 //! each candidate is judged beside those already allowed in its round
-//! ([`Engine::verdict_beside`]), and an allowed one joins them:
+//! ([`Engine::decide_beside`]), and an allowed one joins them:
 //! - a round is one preemptor and one engine snapshot; the same preemptor
 //!   asked again a second later keeps its round (a round may straddle a
 //!   tick), and a candidate asked about again starts a new one (slurmctld
@@ -38,6 +38,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::grounds::{Decision, Grounds};
 use super::{Preemptor, RunningJob, Verdict, VictimTally};
 use crate::engine::Engine;
 use crate::entitlement::Entitlements;
@@ -117,10 +118,12 @@ impl Round {
     }
 
     /// `r`'s verdict beside the victims allowed in this round (it holds
-    /// `gpus` GPUs in total and runs on `nodes`, Slurm's node list); an
-    /// allowed one joins them.
+    /// `gpus` GPUs in total and runs on `nodes`, Slurm's node list), with
+    /// the clause that allowed it and the covered entitlement the victims'
+    /// leaves lose together ([`Decision`]; for a candidate spanning nodes,
+    /// the most any node's victims lose); an allowed one joins them.
     #[allow(clippy::too_many_arguments)]
-    pub fn judge(
+    pub fn decide(
         &mut self,
         engine: &Engine,
         p: &Preemptor<'_>,
@@ -129,31 +132,32 @@ impl Round {
         nodes: Option<&str>,
         load: &Entitlements,
         now: u64,
-    ) -> Verdict {
+    ) -> Decision {
         let scope = Scope::of(p.nodes, nodes);
-        let (verdict, charged) = match scope {
-            Scope::All => engine.verdict_beside(p, r, gpus, &self.all, load, now),
+        let decision = match scope {
+            Scope::All => engine.decide_beside(p, r, gpus, &self.all, load, now),
             Scope::Node(node) => {
                 let beside = match self.per_node.get(node) {
                     Some(here) => here.with(&self.spanning),
                     None => self.spanning.clone(),
                 };
-                engine.verdict_beside(p, r, gpus, &beside, load, now)
+                engine.decide_beside(p, r, gpus, &beside, load, now)
             }
             Scope::Spanning => {
                 // Beside every node's victims: the worst of them decides.
-                let mut worst = engine.verdict_beside(p, r, gpus, &self.spanning, load, now);
+                let mut worst = engine.decide_beside(p, r, gpus, &self.spanning, load, now);
                 for t in self.per_node.values() {
-                    let v = engine.verdict_beside(p, r, gpus, &t.with(&self.spanning), load, now);
-                    if v.0 != Verdict::Allowed {
-                        worst = v;
+                    let d = engine.decide_beside(p, r, gpus, &t.with(&self.spanning), load, now);
+                    if d.verdict != Verdict::Allowed {
+                        worst = d;
                         break;
                     }
+                    worst.lost = worst.lost.max(d.lost);
                 }
                 worst
             }
         };
-        if let Some(leaf) = charged {
+        if let Some(leaf) = decision.charged {
             match scope {
                 Scope::All => self.all.add(leaf, gpus),
                 Scope::Node(node) => self
@@ -164,7 +168,7 @@ impl Round {
                 Scope::Spanning => self.spanning.add(leaf, gpus),
             }
         }
-        verdict
+        decision
     }
 }
 
@@ -218,8 +222,10 @@ impl Rounds {
     /// May preemptor `id` (`p`, wanting `p_gpus` GPUs in total) preempt
     /// candidate `c` at `now` (epoch seconds)? Judged on the live load
     /// without the preemptor's own move and beside the round's allowed
-    /// victims; an allowed preemptor's GPUs then count on its leaf. `None`
-    /// before a load was counted. Call [`Rounds::enter`] first.
+    /// victims; an allowed preemptor's GPUs then count on its leaf. With
+    /// the verdict, for an allowed candidate, the clause and the figures
+    /// it was judged on ([`Grounds`]: the load as judged). `None` before a
+    /// load was counted. Call [`Rounds::enter`] first.
     pub fn judge(
         &mut self,
         engine: &Engine,
@@ -228,7 +234,7 @@ impl Rounds {
         p_gpus: u64,
         c: Candidate<'_, '_>,
         now: u64,
-    ) -> Option<Verdict> {
+    ) -> Option<(Verdict, Option<Grounds>)> {
         let load = self.load.as_mut()?;
         self.round.ask(c.id);
         let leaf = engine.leaf_of(p.account);
@@ -236,18 +242,21 @@ impl Rounds {
         if let (Some(l), Some(g)) = (leaf, already) {
             load.shift(l, -(g as i64));
         }
-        let verdict = self
+        let d = self
             .round
-            .judge(engine, p, c.job, c.gpus, c.nodes, load, now);
+            .decide(engine, p, c.job, c.gpus, c.nodes, load, now);
+        let grounds = d
+            .rule
+            .and_then(|rule| engine.grounds(rule, d.lost, p, c.job, c.gpus, load, now));
         match (leaf, already) {
             (Some(l), Some(g)) => load.shift(l, g as i64),
-            (Some(l), None) if verdict == Verdict::Allowed => {
+            (Some(l), None) if d.verdict == Verdict::Allowed => {
                 load.shift(l, p_gpus as i64);
                 self.counted.insert(id, p_gpus);
             }
             _ => {}
         }
-        Some(verdict)
+        Some((d.verdict, grounds))
     }
 }
 

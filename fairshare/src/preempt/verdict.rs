@@ -97,6 +97,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::grounds::{Decision, Rule};
 use super::{Preemptor, RunningJob};
 use crate::contract::{protected, protected_until, requeues_used, Tier};
 use crate::engine::Engine;
@@ -262,8 +263,8 @@ impl Engine {
         load: &Entitlements,
         now: u64,
     ) -> Verdict {
-        self.verdict_beside(p, r, gpus, &VictimTally::default(), load, now)
-            .0
+        self.decide_beside(p, r, gpus, &VictimTally::default(), load, now)
+            .verdict
     }
 
     /// [`Engine::preempt_verdict_with_gpus`] for `r` beside the victims
@@ -286,17 +287,19 @@ impl Engine {
         load: &Entitlements,
         now: u64,
     ) -> Verdict {
-        let (v, charged) = self.verdict_beside(p, r, gpus, tally, load, now);
-        if let Some(l) = charged {
+        let d = self.decide_beside(p, r, gpus, tally, load, now);
+        if let Some(l) = d.charged {
             tally.add(l, gpus);
         }
-        v
+        d.verdict
     }
 
     /// The verdict for `r` (holding `gpus` GPUs) beside the victims in
-    /// `tally`, and the leaf whose tally it joins if allowed (an allocated
-    /// job of another leaf; `None` for one that costs no entitlement).
-    pub fn verdict_beside(
+    /// `tally`, the leaf whose tally it joins if allowed (an allocated job
+    /// of another leaf; `None` for one that costs no entitlement), the
+    /// clause that allowed it and the covered entitlement its victims'
+    /// leaves lose together ([`Decision`], [`super::grounds`]).
+    pub fn decide_beside(
         &self,
         p: &Preemptor<'_>,
         r: &RunningJob<'_>,
@@ -304,8 +307,9 @@ impl Engine {
         tally: &VictimTally,
         load: &Entitlements,
         now: u64,
-    ) -> (Verdict, Option<LeafId>) {
-        let v = |v: Verdict| (v, None);
+    ) -> Decision {
+        let v = |v: Verdict| Decision::plain(v, None);
+        let allowed = |rule: Rule| Decision::plain(Verdict::Allowed, Some(rule));
         if Tier::of(p.min_runtime) == Tier::Unallocated {
             return v(Verdict::PreemptorUnallocated);
         }
@@ -318,7 +322,7 @@ impl Engine {
             });
         }
         if Tier::of(r.contract.min_runtime) == Tier::Unallocated {
-            return v(Verdict::Allowed);
+            return allowed(Rule::FreeTier);
         }
         let max = self.config().contract.max_requeues;
         if requeues_used(r.contract.min_runtime, r.requeues, max) {
@@ -352,11 +356,11 @@ impl Engine {
         if p.account == r.account || rl == Some(pl) {
             // A short job may take its own leaf's GPUs: the leaf trades
             // batch work for debug work inside what it holds.
-            return v(if p.short {
-                Verdict::Allowed
+            return if p.short {
+                allowed(Rule::ShortOwnLeaf)
             } else {
-                Verdict::SameAccount
-            });
+                v(Verdict::SameAccount)
+            };
         }
         if !p.short && !load.below(pl) {
             return v(Verdict::PreemptorServed {
@@ -365,13 +369,17 @@ impl Engine {
             });
         }
         let Some(rl) = rl else {
-            return v(Verdict::Allowed);
+            return allowed(Rule::VictimNotInTree);
         };
         // This leaf's GPUs with the victims already allowed beside it, and
         // what the other leaves already lose.
         let with = tally.gpus.get(&rl).copied().unwrap_or(0) + gpus;
-        let refused = match self.allowance(p, load) {
-            None => load.surplus_with(rl, self.slack(p)) < with,
+        let (refused, rule, lost) = match self.allowance(p, load) {
+            None => (
+                load.surplus_with(rl, self.slack(p)) < with,
+                Rule::ShortSlack,
+                0.0,
+            ),
             Some(a) => {
                 let others: f64 = tally
                     .gpus
@@ -379,7 +387,8 @@ impl Engine {
                     .filter(|(&l, _)| l != rl)
                     .map(|(&l, &g)| load.loss(l, g))
                     .sum();
-                !within_allowance(others + load.loss(rl, with), a)
+                let lost = others + load.loss(rl, with);
+                (!within_allowance(lost, a), Rule::NetGain, lost)
             }
         };
         if refused {
@@ -388,7 +397,12 @@ impl Engine {
                 entitled: load.entitled(rl),
             });
         }
-        (Verdict::Allowed, Some(rl))
+        Decision {
+            verdict: Verdict::Allowed,
+            charged: Some(rl),
+            rule: Some(rule),
+            lost,
+        }
     }
 
     /// Why `preemptor` may or may not preempt `preemptee` at `now` (epoch

@@ -11,6 +11,10 @@
 //! those that lose least work, `--no-requeue` jobs last (which are
 //! cancelled, not requeued).
 //!
+//! Each preemption slurmctld carries out is recorded, with its preemptor,
+//! the clause that allowed it and the figures, in the preemption log
+//! beside the ledger ([`slurm_plugin::preempt_record`]).
+//!
 //! This plugin is its own dlopen handle: it keeps its own engine snapshot,
 //! rebuilt from the same ledger and config on the same interval as the
 //! priority plugin's, so both rank accounts identically up to one refresh.
@@ -29,6 +33,7 @@ use allot_ffi::{log, sys};
 use fairshare::Engine;
 use slurm_plugin::preempt_live;
 use slurm_plugin::preempt_mode::{self, Honoured};
+use slurm_plugin::preempt_record::{self, Recorder};
 use slurm_plugin::snapshot::{now, EngineState};
 use slurm_plugin::{guard, start_once};
 
@@ -37,6 +42,8 @@ allot_ffi::slurm_plugin!(name: "allot preempt plugin", kind: "preempt/allot");
 const P: &str = "preempt/allot: ";
 
 static STATE: OnceLock<EngineState> = OnceLock::new();
+/// The queue of preemption records and its thread ([`preempt_record`]).
+static RECORDER: OnceLock<Recorder> = OnceLock::new();
 /// slurm.conf's PreemptMode, checked at init.
 static MODE: OnceLock<Honoured> = OnceLock::new();
 
@@ -74,6 +81,13 @@ pub extern "C" fn init() -> c_int {
             error(&e);
             return sys::SLURM_ERROR;
         }
+        // The log beside the ledger; allot.toml is not reloaded for it.
+        let ledger = STATE.get().map(|s| s.config.get().ledger_path.clone());
+        let log = preempt_record::log_of(&ledger.unwrap_or_default());
+        let started = start_once(&RECORDER, error, || Recorder::start(log, info, error));
+        if started != sys::SLURM_SUCCESS as c_int {
+            return started;
+        }
         sys::SLURM_SUCCESS as c_int
     })
 }
@@ -83,6 +97,9 @@ pub extern "C" fn init() -> c_int {
 pub extern "C" fn fini() -> c_int {
     guard(P, "fini", sys::SLURM_SUCCESS as c_int, || {
         preempt_live::stop();
+        if let Some(r) = RECORDER.get() {
+            r.stop();
+        }
         if let Some(s) = STATE.get() {
             s.stop();
         }
@@ -133,7 +150,9 @@ pub extern "C" fn preempt_p_job_preempt_check(
 
 /// ENABLED, MODE (slurm.conf's: requeue, with cancel for `--no-requeue`
 /// jobs; or cancel), PRIO (victim order) and GRACE_TIME (`[preempt]
-/// grace_time`, seconds).
+/// grace_time`, seconds). slurmctld asks GRACE_TIME once per job it
+/// preempts, as it preempts it: that question queues the preemption's
+/// record ([`preempt_record`]).
 #[no_mangle]
 pub extern "C" fn preempt_p_get_data(
     job_ptr: *mut sys::job_record_t,
@@ -166,6 +185,10 @@ pub extern "C" fn preempt_p_get_data(
                 unsafe { *(data as *mut u32) = prio }
             }
             sys::slurm_preempt_data_type_t_PREEMPT_DATA_GRACE_TIME => {
+                // Asked only as slurmctld preempts the job: the record.
+                if let (Some(j), Some(r)) = (job, RECORDER.get()) {
+                    preempt_live::taken(&j, r);
+                }
                 let grace = state.map_or(0, |s| s.config.get().preempt_grace_time);
                 unsafe { *(data as *mut u32) = grace.min(u64::from(u32::MAX)) as u32 }
             }

@@ -1,6 +1,7 @@
 //! The metrics read from the ledger after each successful pass: the
 //! per-node values of the budget report, the open jobs per account, the
-//! event, requeue, preemption and health-drain counters, drain durations.
+//! event, requeue, preemption (and recorded preemption, by rule) and
+//! health-drain counters, drain durations.
 
 use super::*;
 use crate::reports::budget;
@@ -24,6 +25,7 @@ impl SidecarMetrics {
         let open = reader.open_gpus()?;
         let events = reader.events(i64::MIN, i64::MAX)?;
         let rows = reader.attempt_count()?;
+        let by_rule = reader.preemptions_by_rule()?;
         let mut interrupted = self.interrupted.lock().unwrap_or_else(|e| e.into_inner());
         interrupted.update(reader)?;
 
@@ -152,6 +154,9 @@ impl SidecarMetrics {
         }
         for (labels, n) in preemptions {
             bring_up(&self.preemptions, &labels, n);
+        }
+        for (rule, n) in by_rule {
+            bring_up(&self.recorded_preemptions, &vec![("rule", rule)], n);
         }
         self.drain_emptied_after.clear();
         for d in crate::reports::health::build(events).drains {

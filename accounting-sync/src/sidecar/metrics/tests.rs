@@ -227,6 +227,19 @@ fn requeues_preemptions_health_and_drains() {
     ] {
         append_event(&path, &event).unwrap();
     }
+    // preempt/allot's records: two by the net rule, one of a free-tier job.
+    for (victim, rule) in [(10, "net_gain"), (15, "free_tier"), (17, "net_gain")] {
+        let p = allot_ledger::preemptions::Preemption {
+            time: e,
+            victim,
+            victim_account: "a1".into(),
+            preemptor: 13,
+            preemptor_account: "b1".into(),
+            rule: rule.into(),
+            grounds: serde_json::Value::Null,
+        };
+        ledger.record_preemption(&p).unwrap();
+    }
     let reader = ledger.reader().unwrap();
     let m = SidecarMetrics::new();
     // Twice: counters follow the ledger's counts, never add them up.
@@ -281,6 +294,10 @@ fn requeues_preemptions_health_and_drains() {
     };
     assert_eq!(pre("allocated"), Some(1.0));
     assert_eq!(pre("free"), Some(1.0));
+    let recorded = |rule| get(&v, "allot_preemptions_recorded_total", &[("rule", rule)]);
+    assert_eq!(recorded("net_gain"), Some(2.0), "{text}");
+    assert_eq!(recorded("free_tier"), Some(1.0));
+    assert_eq!(recorded("short_slack"), None);
     let health = |node, check| {
         get(
             &v,
