@@ -87,18 +87,18 @@ pub fn pending<'a>(engine: &Engine, job: &JobRecord<'a>) -> PendingJob<'a> {
 pub const SHARE_HOLD: &str = "allot: ";
 
 /// The Reason `squeue` shows for a pending job that has used its requeues
-/// and waits for its team's share ([`fairshare::contract::waits_for_share`]),
-/// or `None` when it may start: [`SHARE_HOLD`], the requeues used and the
-/// account.
-pub fn waits_for_share(engine: &Engine, job: &JobRecord<'_>) -> Option<String> {
-    let account = job.account().unwrap_or("");
-    let (min_runtime, _) = recorded(engine, job);
+/// (`requeues`: Slurm's `Restarts`) and waits for its team's share
+/// ([`fairshare::contract::waits_for_share`]), or `None` when it may start:
+/// [`SHARE_HOLD`], the requeues used and the account. `job` is the job as
+/// [`pending`] read it, so its contract is parsed once per recalculation.
+pub fn waits_for_share(engine: &Engine, job: &PendingJob<'_>, requeues: u32) -> Option<String> {
     engine
-        .waits_for_share(account, min_runtime, job.restarts())
+        .waits_for_share(job.account, job.min_runtime, requeues)
         .then(|| {
             format!(
-                "{SHARE_HOLD}used its {} requeues; starts when account {account} holds less than its entitlement",
-                engine.config().contract.max_requeues
+                "{SHARE_HOLD}used its {} requeues; starts when account {} holds less than its entitlement",
+                engine.config().contract.max_requeues,
+                job.account
             )
         })
 }

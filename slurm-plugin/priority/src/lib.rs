@@ -58,11 +58,13 @@ fn recalculate(engine: &Engine) {
         if job.priority() == 0 && !ours {
             return;
         }
-        match jobs::waits_for_share(engine, &job) {
+        // The job's contract (AdminComment) is read once, for both.
+        let pending = jobs::pending(engine, &job);
+        match jobs::waits_for_share(engine, &pending, job.restarts()) {
             Some(why) if !ours => j.hold(&why),
             Some(_) => {}
             None => {
-                let p = engine.priority(&jobs::pending(engine, &job));
+                let p = engine.priority(&pending);
                 if ours {
                     j.release(p);
                 } else {
