@@ -8,6 +8,8 @@
 //! - [`sidecar`]: `allot sync` and its `--follow` loop: the import, the
 //!   draining pass, Prometheus metrics over HTTP; and `allot tree`'s sync of
 //!   the org tree with slurmdbd;
+//! - [`server`]: a bounded, read-only HTTP/1.1 server (GET and HEAD) for
+//!   the sidecar's pages and JSON;
 //! - [`reports`]: `allot report`: the budget report (text, JSON), the HTML
 //!   budget page, the health report;
 //! - [`health`]: GPU health checks through NVML (`allot health`).
@@ -19,4 +21,5 @@
 
 pub mod health;
 pub mod reports;
+pub mod server;
 pub mod sidecar;
