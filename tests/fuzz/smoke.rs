@@ -68,6 +68,14 @@ const DICT: &[&[u8]] = &[
     b"_",
     b"+",
     b"%",
+    b"GET ",
+    b"HEAD ",
+    b"HTTP/1.1",
+    b"\r\n\r\n",
+    b"Content-Length: ",
+    b"Transfer-Encoding: ",
+    b"%2F",
+    b"?",
 ];
 
 /// The message of the last panic a target raised (the hook is silenced so

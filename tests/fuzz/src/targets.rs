@@ -14,6 +14,7 @@ use allot_ledger::charge::Charging;
 use allot_ledger::sacct::{self, Parser, RowOutcome};
 use allot_sync::health::fixture::FixtureSource;
 use allot_sync::health::{check_node, Verdict};
+use allot_sync::server::http::{parse_head, parse_head_len, Limits};
 use fairshare::duration::{format_slurm_duration, parse_slurm_duration};
 use fairshare::record::{
     comment_min_runtime, recorded_min_runtime, recorded_sweep, with_recorded_min_runtime,
@@ -38,6 +39,7 @@ pub const TARGETS: &[Target] = &[
     ("sacct", sacct_rows),
     ("health_fixture", health_fixture),
     ("trace", trace),
+    ("http_request", http_request),
 ];
 
 fn text(data: &[u8]) -> std::borrow::Cow<'_, str> {
@@ -357,5 +359,68 @@ pub fn trace(data: &[u8]) {
                 "times are normalised to the first submission"
             );
         }
+    }
+}
+
+/// The sidecar's HTTP request heads (`allot_sync::server::http::parse_head`,
+/// default limits): an accepted request has a path that starts with `/`, no
+/// control character in its target, lower-cased header names and a head
+/// within the size limit that parses alone to the same request; no prefix
+/// shorter than the head is a request (a reader feeding the bytes as they
+/// arrive never answers early).
+pub fn http_request(data: &[u8]) {
+    let limits = Limits::default();
+    let full = parse_head_len(data, &limits);
+    assert_eq!(
+        parse_head(data, &limits),
+        full.clone().map(|r| r.map(|(req, _)| req)),
+        "parse_head and parse_head_len disagree"
+    );
+    // Prefixes shorter than `end` must not be a request.
+    let end = match &full {
+        Ok(Some((req, len))) => {
+            assert!(req.path.starts_with('/'), "path {:?}", req.path);
+            let mut target = req
+                .path
+                .chars()
+                .chain(req.query.iter().flat_map(|q| q.chars()));
+            assert!(
+                !target.any(char::is_control),
+                "control character in {:?} {:?}",
+                req.path,
+                req.query
+            );
+            assert!(req
+                .headers
+                .iter()
+                .all(|(k, _)| !k.bytes().any(|b| b.is_ascii_uppercase())));
+            assert!(
+                *len <= data.len() && *len <= limits.max_head_bytes,
+                "head of {len} bytes"
+            );
+            assert_eq!(
+                parse_head(&data[..*len], &limits),
+                Ok(Some(req.clone())),
+                "the head alone parses differently"
+            );
+            *len
+        }
+        _ => data.len() + 1,
+    };
+    let below = end.min(data.len() + 1);
+    // Every prefix up to 1024 bytes; beyond, 1024 spread evenly plus the 64
+    // just before the end (every prefix of an 8 KiB input would be 32 MiB of
+    // parsing per input).
+    let check = |k: usize| {
+        assert!(
+            !matches!(parse_head(&data[..k], &limits), Ok(Some(_))),
+            "a request after {k} of {end} bytes"
+        );
+    };
+    if below <= 1024 {
+        (0..below).for_each(check);
+    } else {
+        (0..1024).map(|i| i * below / 1024).for_each(check);
+        (below.saturating_sub(64)..below).for_each(check);
     }
 }
