@@ -23,6 +23,9 @@
 //! path = "/var/lib/allot/ledger.sqlite"
 //! [sync]
 //! interval = "1:00"
+//! [server]                       # the sidecar's page and API, for users' `allot` commands
+//! url = "http://slurm-head:9817"
+//! munge_socket = "/run/munge/munge.socket.2"
 //! [tree.nlp]                     # a node: `share`, optional `accounts`, child tables
 //! share = 60
 //! [tree.nlp.a1]
@@ -84,6 +87,14 @@ pub struct Config {
     /// Seconds a pending short-band job waits for GPUs to come free before
     /// it may preempt (`[preempt] short_wait`; default 0: at once).
     pub preempt_short_wait: u64,
+    /// The sidecar's address for users' commands (`[server] url`,
+    /// `http://HOST:PORT` without a path): `allot explain` and `allot
+    /// report` ask it when the ledger is not readable. `None`: not set.
+    pub server_url: Option<String>,
+    /// The munge socket that users' commands and the sidecar use to
+    /// attribute a request to a user (`[server] munge_socket`; `None`:
+    /// munge's own default).
+    pub munge_socket: Option<String>,
     /// The org tree.
     pub tree: Tree,
     /// `[sim]` as written (how `allot sim` replays traces): the engine and
@@ -275,6 +286,18 @@ impl Config {
                 message: "must be > 0; remove the key to use the cluster's GPU count".into(),
             });
         }
+        let server_url = raw
+            .server
+            .url
+            .as_deref()
+            .and_then(|u| server_url(u).map_err(|e| errors.push(e)).ok());
+        if raw.server.munge_socket.as_deref() == Some("") {
+            errors.push(ConfigError::Invalid {
+                path: "server.munge_socket".into(),
+                message: "is empty; remove the key for munge's default socket or give its path"
+                    .into(),
+            });
+        }
         let charge = match &raw.charge {
             None => ChargeWeights::default(),
             Some(w) => ChargeWeights::new(w.clone()).unwrap_or_else(|mut e| {
@@ -315,6 +338,8 @@ impl Config {
                 sync_interval,
                 preempt_grace_time,
                 preempt_short_wait,
+                server_url,
+                munge_socket: raw.server.munge_socket,
                 tree,
                 sim: raw.sim,
             }),
@@ -335,6 +360,8 @@ impl Config {
             sync_interval: DEFAULT_SYNC_INTERVAL,
             preempt_grace_time: 0,
             preempt_short_wait: 0,
+            server_url: None,
+            munge_socket: None,
             tree,
             sim: None,
         }
@@ -517,6 +544,8 @@ struct RawConfig {
     sync: RawSync,
     #[serde(default)]
     preempt: RawPreempt,
+    #[serde(default)]
+    server: RawServer,
     sim: Option<toml::Value>,
     tree: Option<toml::Table>,
 }
@@ -564,6 +593,41 @@ struct RawLedger {
 #[serde(deny_unknown_fields)]
 struct RawSync {
     interval: Option<toml::Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    url: Option<String>,
+    munge_socket: Option<String>,
+}
+
+/// `[server] url`: `http://HOST:PORT` (no path, no https: the sidecar
+/// serves plain HTTP; put a TLS proxy in front and name it here only if it
+/// speaks plain HTTP to users).
+fn server_url(url: &str) -> Result<String, ConfigError> {
+    let bad = |why: &str| {
+        ConfigError::Invalid {
+        path: "server.url".into(),
+        message: format!(
+            "{url:?} {why}; write the sidecar's --listen address as url = \"http://HOST:PORT\", e.g. \"http://slurm-head:9817\""
+        ),
+    }
+    };
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| bad("does not start with http://"))?;
+    let hostport = rest.strip_suffix('/').unwrap_or(rest);
+    if hostport.contains('/') || hostport.contains('?') {
+        return Err(bad("has a path"));
+    }
+    let (host, port) = hostport
+        .rsplit_once(':')
+        .ok_or_else(|| bad("has no :PORT"))?;
+    if host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
+        return Err(bad("has no host or no valid port"));
+    }
+    Ok(format!("http://{hostport}"))
 }
 
 #[derive(Deserialize, Default)]

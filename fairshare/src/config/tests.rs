@@ -321,3 +321,31 @@ fn the_lane_and_the_requeue_bound() {
     let e = errors("window = \"0\"\n[contract]\nmax_requeues = -1\n[priority]\nshort_yield = \"4:00\"\n[tree.x]\nshare = 1");
     assert_eq!(e.len(), 3, "{e:?}");
 }
+
+#[test]
+fn the_server_url_is_http_host_port() {
+    let tree = "[tree.a]\nshare = 1\n";
+    let c = Config::from_toml_str(&format!(
+        "[server]\nurl = \"http://head:9817/\"\nmunge_socket = \"/run/m.sock\"\n{tree}"
+    ))
+    .unwrap();
+    assert_eq!(c.server_url.as_deref(), Some("http://head:9817"));
+    assert_eq!(c.munge_socket.as_deref(), Some("/run/m.sock"));
+    assert_eq!(Config::from_toml_str(tree).unwrap().server_url, None);
+    for bad in [
+        "https://head:9817",
+        "http://head",
+        "http://head:0",
+        "http://head:9817/api",
+        "head:9817",
+    ] {
+        let m = message(&format!("[server]\nurl = \"{bad}\"\n{tree}"));
+        assert!(
+            m.contains("server.url") && m.contains("http://HOST:PORT"),
+            "{bad}: {m}"
+        );
+    }
+    assert!(
+        message(&format!("[server]\nmunge_socket = \"\"\n{tree}")).contains("server.munge_socket")
+    );
+}
