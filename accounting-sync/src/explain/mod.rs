@@ -20,6 +20,8 @@ use preempted::{requeues, Requeue};
 /// Times are seconds since the epoch, 0 when Slurm has none.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct LiveJob {
+    /// Its name (`-J`), as the user gave it.
+    pub name: String,
     /// The job's state (`PENDING`, `RUNNING`, ...).
     pub state: String,
     /// Its account.
@@ -91,6 +93,7 @@ fn live_of(j: &serde_json::Value) -> LiveJob {
             .unwrap_or(0)
     };
     LiveJob {
+        name: s("name"),
         state: s("job_state"),
         account: s("account"),
         user: s("user_name"),
@@ -178,8 +181,16 @@ pub fn build(
     let t = now;
     let attempts = reader.attempts_of_job(job)?;
     let (account, min_runtime, user) = match (&live, attempts.last()) {
-        (Some(l), _) => (l.account.clone(), l.min_runtime(&config.contract), l.user.clone()),
-        (None, Some(a)) => (a.record.account.clone(), a.record.min_runtime, a.record.user.clone()),
+        (Some(l), _) => (
+            l.account.clone(),
+            l.min_runtime(&config.contract),
+            l.user.clone(),
+        ),
+        (None, Some(a)) => (
+            a.record.account.clone(),
+            a.record.min_runtime,
+            a.record.user.clone(),
+        ),
         (None, None) => return Err(ExplainError::Unknown(job)),
     };
     let explanation = match live.as_ref().map(|l| l.state.as_str()) {

@@ -64,7 +64,11 @@ fn record_of<'r>(
         .find(|r| (start..=end).contains(&r.preemption.time))
 }
 
-fn guess(reader: &LedgerReader, a: &StoredAttempt, end: i64) -> anyhow::Result<Option<Guess>> {
+fn guess(
+    reader: &LedgerReader,
+    a: &StoredAttempt,
+    end: i64,
+) -> allot_ledger::Result<Option<Guess>> {
     Ok(reader
         .attempts_overlapping(end, end + GUESS_WINDOW)?
         .into_iter()
@@ -88,7 +92,10 @@ fn guess(reader: &LedgerReader, a: &StoredAttempt, end: i64) -> anyhow::Result<O
 ///
 /// # Errors
 /// Ledger errors.
-pub fn requeues(reader: &LedgerReader, attempts: &[StoredAttempt]) -> anyhow::Result<Vec<Requeue>> {
+pub fn requeues(
+    reader: &LedgerReader,
+    attempts: &[StoredAttempt],
+) -> allot_ledger::Result<Vec<Requeue>> {
     let records = match attempts.first() {
         Some(a) => reader.preemptions_of(a.record.job_id)?,
         None => Vec::new(),

@@ -50,7 +50,7 @@ fn a_recorded_attempt_names_its_preemptor_and_rule_and_only_others_are_guessed()
         8|8|b1|bob|gpu|gres/gpu=4|900|1010|5000|01:06:30|COMPLETED|\n\
         9|9|b2|carol|gpu|gres/gpu=4|2900|3010|5000|00:33:10|COMPLETED|\n";
     let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
-    allot_sync::sidecar::sync::import_dump(
+    crate::sidecar::sync::import_dump(
         &mut ledger,
         &charging,
         dump.as_bytes(),
