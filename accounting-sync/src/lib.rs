@@ -12,13 +12,17 @@
 //!   the sidecar's pages and JSON;
 //! - [`reports`]: `allot report`: the budget report (text, JSON), the HTML
 //!   budget page, the health report;
-//! - [`health`]: GPU health checks through NVML (`allot health`).
+//! - [`health`]: GPU health checks through NVML (`allot health`);
+//! - [`explain`]: why a job has its priority, its protection and its
+//!   requeues (`allot explain`, the sidecar's job pages and API);
+//! - [`server`]: the sidecar's read-only HTTP listener, pages and API.
 //!
 //! The command line itself (arguments, the helpers every command shares)
 //! and the simulator front end are in the binary (`src/cli/`,
 //! `src/simulate/`).
 #![deny(missing_docs)]
 
+pub mod explain;
 pub mod health;
 pub mod reports;
 pub mod server;

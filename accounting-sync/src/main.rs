@@ -16,6 +16,7 @@ use cli::{config, explain, health, report, shares, sync, tree, Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    cli::remote::VERBOSE.store(cli.verbose, std::sync::atomic::Ordering::Relaxed);
     if let Command::Sync(a) = &cli.command {
         if let Some(msg) = sync::follow_only_with_from(a) {
             let mut cmd = Cli::command();

@@ -1,21 +1,18 @@
 //! `allot explain JOBID`: why a job has its priority, whether it is
 //! protected and until when, what could preempt it, and for a requeued job
-//! which job preempted it and by which rule ([`super::preempted`]). Reuses the engine's
-//! [`fairshare::Explanation`] over the ledger's window usage, as the
-//! plugins compute it.
+//! which job preempted it and by which rule (the library's
+//! [`allot_sync::explain`]). An admin's command reads the ledger; a user
+//! who cannot read it asks the sidecar (`[server] url`), which answers
+//! with the same output for what PrivateData lets the user see.
 
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
-use allot_ledger::LedgerReader;
+use allot_sync::explain::{self, LiveJob};
 use anyhow::{bail, Context};
-use fairshare::duration::SlurmDuration;
-use fairshare::record::{recorded_min_runtime, recorded_sweep};
-use fairshare::{Contract, ContractPolicy, Engine, Explanation, PendingJob, RunClock};
-use serde::Serialize;
 
 use super::common::{load, now, ConfigArg, LedgerArg};
-use super::preempted::{requeues, Requeue};
+use super::remote::{self, Source};
 
 /// `allot explain` arguments.
 #[derive(clap::Args, Debug)]
@@ -29,40 +26,6 @@ pub struct Args {
     /// Print JSON
     #[arg(long)]
     json: bool,
-}
-
-/// What slurmctld says of the job (from `squeue --json`).
-#[derive(Debug, Default, Serialize)]
-struct LiveJob {
-    state: String,
-    account: String,
-    user: String,
-    partition: String,
-    priority: u64,
-    nice: i64,
-    submit: u64,
-    eligible: u64,
-    start: u64,
-    suspend_time: u64,
-    pre_sus_time: u64,
-    admin_comment: String,
-    restarts: u64,
-    /// GPUs requested (from `tres_req_str`).
-    gpus: u64,
-    /// Time limit, seconds (`None`: unlimited or not given).
-    time_limit: Option<u64>,
-}
-
-impl LiveJob {
-    /// Its minimum runtime, read as the plugins read it (at most its time
-    /// limit).
-    fn min_runtime(&self, policy: &ContractPolicy) -> u64 {
-        policy.job_min_runtime(
-            recorded_min_runtime(&self.admin_comment),
-            Some(&self.partition),
-            self.time_limit,
-        )
-    }
 }
 
 fn live_job(id: u64) -> anyhow::Result<Option<LiveJob>> {
@@ -80,293 +43,31 @@ fn live_job(id: u64) -> anyhow::Result<Option<LiveJob>> {
     }
     let v: serde_json::Value =
         serde_json::from_slice(&out.stdout).context("squeue --json printed invalid JSON")?;
-    let Some(j) = v["jobs"]
-        .as_array()
-        .and_then(|a| a.iter().find(|j| j["job_id"].as_u64() == Some(id)))
-    else {
-        return Ok(None);
-    };
-    // Slurm 22.05 (openapi/v0.0.38) prints plain values; 24.11 (data_parser/v0.0.42)
-    // prints the state as a list ("RUNNING" first, then flags) and numbers as
-    // {"set", "infinite", "number"}. Both are read.
-    let s = |k: &str| match &j[k] {
-        serde_json::Value::Array(a) => a.first().and_then(|x| x.as_str()).unwrap_or("").to_string(),
-        v => v.as_str().unwrap_or("").to_string(),
-    };
-    let n = |k: &str| {
-        j[k].as_u64()
-            .or_else(|| j[k]["number"].as_u64())
-            .unwrap_or(0)
-    };
-    Ok(Some(LiveJob {
-        state: s("job_state"),
-        account: s("account"),
-        user: s("user_name"),
-        partition: s("partition"),
-        priority: n("priority"),
-        nice: j["nice"]
-            .as_i64()
-            .or_else(|| j["nice"]["number"].as_i64())
-            .unwrap_or(0),
-        submit: n("submit_time"),
-        eligible: n("eligible_time"),
-        start: n("start_time"),
-        suspend_time: n("suspend_time"),
-        pre_sus_time: n("pre_sus_time"),
-        admin_comment: s("admin_comment"),
-        restarts: n("restart_cnt"),
-        gpus: fairshare::tres::gpu_count(&s("tres_req_str")).unwrap_or(0),
-        time_limit: j["time_limit"]
-            .as_u64()
-            .filter(|&m| m > 0 && m < u64::from(u32::MAX))
-            .map(|m| m * 60),
-    }))
-}
-
-#[derive(Debug, Serialize)]
-struct Output {
-    job_id: u64,
-    live: Option<LiveJob>,
-    explanation: Explanation,
-    requeues: Vec<Requeue>,
+    Ok(explain::parse_squeue(&v).remove(&id))
 }
 
 /// Runs `allot explain`.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let config = Arc::new(load(&args.config.path())?);
-    let reader = LedgerReader::open(&args.ledger.path(&config))?;
-    let t = now();
-    let usage = reader.charged_by_account(t - config.window as i64, t)?;
-    let (engine, _) = Engine::from_account_usage(
-        config.clone(),
-        usage.iter().map(|(a, u)| (a.as_str(), *u as f64)),
-        t as u64,
-    );
-    let attempts = reader.attempts_of_job(args.job)?;
-    let live = live_job(args.job)?;
-    let (account, min_runtime) = match (&live, attempts.last()) {
-        (Some(l), _) => (l.account.clone(), l.min_runtime(&config.contract)),
-        (None, Some(a)) => (a.record.account.clone(), a.record.min_runtime),
-        (None, None) => bail!("job {} is neither known to slurmctld (squeue) nor in the ledger; run `allot sync` if it ended", args.job),
-    };
-    let explanation = match live.as_ref().map(|l| l.state.as_str()) {
-        Some("PENDING") => {
-            let l = live.as_ref().expect("live");
-            let mut e = engine.explain_pending(&PendingJob {
-                account: &account,
-                min_runtime,
-                nice: l.nice,
-                eligible_time: l.eligible.max(l.submit),
-                gpus: l.gpus,
-                time_limit: l.time_limit,
-                sweep: recorded_sweep(&l.admin_comment),
-            });
-            if recorded_sweep(&l.admin_comment) {
-                e.summary.push_str(
-                    "; part of a sweep (allot:sweep): it waits for GPUs to come free and never preempts",
-                );
-            }
-            let max = config.contract.max_requeues;
-            let restarts = u32::try_from(l.restarts).unwrap_or(u32::MAX);
-            if fairshare::contract::requeues_used(min_runtime, restarts, max) {
-                e.summary.push_str(&format!(
-                    "; it has used its {max} requeues, so it will not be preempted again and starts only while account {account} holds less than its entitlement (priority/allot holds it until then)"
-                ));
-            }
-            e
-        }
-        Some("RUNNING") | Some("SUSPENDED") => {
-            let l = live.as_ref().expect("live");
-            let running_since = (l.state == "RUNNING").then(|| l.start.max(l.suspend_time));
-            let contract = Contract {
-                min_runtime,
-                clock: RunClock {
-                    accumulated: l.pre_sus_time,
-                    running_since,
-                },
-            };
-            engine.explain_running(
-                &account,
-                &contract,
-                u32::try_from(l.restarts).unwrap_or(u32::MAX),
-                t as u64,
-            )
-        }
-        // Finished (or in another state): only its account's standing now.
-        _ => {
-            let mut e = engine.explain_pending(&PendingJob {
-                account: &account,
-                min_runtime,
-                nice: 0,
-                eligible_time: t as u64,
-                gpus: 0,
-                time_limit: None,
-                sweep: false,
-            });
-            e.priority = None;
-            e.summary = format!(
-                "finished; its account {account} ranks {} of {} now",
-                e.rank, e.leaves
+    let reader = match remote::source(&config, &args.ledger)? {
+        Source::Ledger(reader) => reader,
+        Source::Server(client) => {
+            let path = format!(
+                "/api/v1/jobs/{}{}",
+                args.job,
+                if args.json { "" } else { "?format=text" }
             );
-            e
+            print!("{}", client.get(&path)?);
+            return Ok(ExitCode::SUCCESS);
         }
     };
-    let out = Output {
-        job_id: args.job,
-        requeues: requeues(&reader, &attempts)?,
-        live,
-        explanation,
-    };
+    let t = now();
+    let engine = explain::engine_now(&config, &reader, t)?;
+    let out = explain::build(&config, &engine, &reader, args.job, live_job(args.job)?, t)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        print!("{}", render(&out, t));
+        print!("{}", explain::render(&out, t));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn when(t: i64, now: i64) -> String {
-    let d = now - t;
-    if d >= 0 {
-        format!("{} ago", SlurmDuration(d as u64))
-    } else {
-        format!("in {}", SlurmDuration((-d) as u64))
-    }
-}
-
-fn render(o: &Output, now: i64) -> String {
-    use std::fmt::Write as _;
-    let e = &o.explanation;
-    let mut s = String::new();
-    let state = o
-        .live
-        .as_ref()
-        .map_or("not in slurmctld (finished)", |l| l.state.as_str());
-    let _ = writeln!(
-        s,
-        "Job {} ({state}), account {}: {}",
-        o.job_id, e.account, e.summary
-    );
-    match &e.leaf {
-        Some(leaf) => {
-            let _ = writeln!(
-                s,
-                "  Leaf {leaf}: rank {} of {} -> fair-share factor {:.4}",
-                e.rank, e.leaves, e.fair_share
-            );
-        }
-        None => {
-            let _ = writeln!(
-                s,
-                "  Account {} is not in allot.toml: it ranks below every account in the tree.",
-                e.account
-            );
-        }
-    }
-    let _ = writeln!(s, "  Tier: {:?}", e.tier);
-    for l in &e.levels {
-        let _ = writeln!(
-            s,
-            "    {:<28} share {:>5} ({:>6.2}% of siblings)  usage {:>12.0} GPU-s ({:>6.2}% of parent)  Level FS {:>12}  place {}/{}",
-            l.node,
-            l.share,
-            100.0 * l.norm_share,
-            l.usage,
-            100.0 * l.effective_usage,
-            l.level_fs.to_string(),
-            l.place,
-            l.siblings
-        );
-    }
-    if let Some(p) = &e.priority {
-        let live = o.live.as_ref().map_or(String::new(), |l| {
-            format!(" (slurmctld has {})", l.priority)
-        });
-        let _ = writeln!(
-            s,
-            "  Priority {}{live} = tier {:?} | rank {} | score {} (age {} s -> {} points, nice {})",
-            p.priority, p.tier, p.rank, p.score, p.age, p.age_points, p.nice
-        );
-    }
-    if let Some(p) = &e.protection {
-        let until = p.until.map_or("while suspended, never".to_string(), |u| {
-            when(u as i64, now)
-        });
-        let _ = writeln!(
-            s,
-            "  Contract: minimum runtime {}, ran {}, protection left {} (ends {until})",
-            SlurmDuration(p.min_runtime),
-            SlurmDuration(p.run_time),
-            SlurmDuration(p.left)
-        );
-    }
-    if let Some(p) = &e.preemptible {
-        if p.by_any_allocated_job {
-            let _ = writeln!(
-                s,
-                "  Free tier: any allocated job, of any account, may preempt it at any time."
-            );
-        } else if p.leaf_surplus.is_none() {
-            let _ = writeln!(
-                s,
-                "  May be preempted by allocated jobs of leaves below their entitlement, while its own leaf holds more than its entitlement."
-            );
-        } else if p.by_leaves_below_entitlement.is_empty() || p.leaf_surplus == Some(0) {
-            let _ = writeln!(
-                s,
-                "  No other leaf is below its entitlement while this one is above its own: nothing would preempt it now."
-            );
-        } else {
-            let _ = writeln!(
-                s,
-                "  May be preempted (its leaf holds {} GPU(s) above its entitlement) by allocated jobs of: {}",
-                p.leaf_surplus.map_or("?".to_string(), |x| x.to_string()),
-                p.by_leaves_below_entitlement.join(", ")
-            );
-        }
-    }
-    for r in &o.requeues {
-        let _ = writeln!(s, "{}", super::preempted::render(r, |t| when(t, now)));
-    }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_live_job_has_the_plugins_minimum_runtime() {
-        // explain read a record above today's cap as is (99 h) and did not
-        // read a hand-written Slurm time (the default instead): one resolver
-        // and one parser now.
-        let mut policy = ContractPolicy::default();
-        policy.partition_default.insert("debug".into(), 0);
-        let job = |admin_comment: &str, partition: &str| LiveJob {
-            admin_comment: admin_comment.into(),
-            partition: partition.into(),
-            ..LiveJob::default()
-        };
-        assert_eq!(
-            job("allot:min_runtime=356400", "gpu").min_runtime(&policy),
-            8 * 3600
-        );
-        assert_eq!(
-            job("allot:min_runtime=4:00:00", "gpu").min_runtime(&policy),
-            4 * 3600
-        );
-        assert_eq!(job("", "debug,gpu").min_runtime(&policy), 0);
-        assert_eq!(job("ticket-9", "gpu").min_runtime(&policy), 3600);
-        // At most its time limit (issue 39).
-        let limited = |admin_comment: &str, time_limit| LiveJob {
-            time_limit,
-            ..job(admin_comment, "gpu")
-        };
-        assert_eq!(limited("", Some(600)).min_runtime(&policy), 600);
-        assert_eq!(
-            limited("allot:min_runtime=14400", Some(1800)).min_runtime(&policy),
-            1800
-        );
-        assert_eq!(limited("", None).min_runtime(&policy), 3600);
-    }
 }

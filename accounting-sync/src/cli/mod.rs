@@ -8,7 +8,7 @@ pub mod common;
 pub mod config;
 pub mod explain;
 pub mod health;
-pub mod preempted;
+pub mod remote;
 pub mod report;
 pub mod shares;
 pub mod sync;
@@ -19,6 +19,10 @@ pub mod usage_csv;
 #[derive(Parser, Debug)]
 #[command(name = "allot", version, about, long_about = None)]
 pub struct Cli {
+    /// Say on stderr where answers come from (the ledger, or the sidecar
+    /// as which user)
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -11,6 +11,7 @@ use anyhow::{bail, Context};
 use super::common::{
     self, capacity, init_logging, now, parse_interval, parse_when, ConfigArg, LedgerArg,
 };
+use super::remote::{self, Source};
 
 /// Arguments of `allot report`.
 #[derive(clap::Args, Debug)]
@@ -75,10 +76,45 @@ fn open_with_jobs(path: &Path) -> anyhow::Result<LedgerReader> {
     Ok(reader)
 }
 
+/// The report of the current window from the sidecar, for a user who
+/// cannot read the ledger: the same output as from the ledger, for what
+/// PrivateData lets the user see.
+fn through_sidecar(args: &Args, client: &remote::Client) -> anyhow::Result<ExitCode> {
+    let local_only = [
+        (args.start.is_some(), "-S"),
+        (args.end.is_some(), "-E"),
+        (args.window.is_some(), "--window"),
+        (args.capacity.is_some(), "--capacity"),
+        (args.html.is_some(), "--html"),
+        (args.health, "--health"),
+    ];
+    if let Some((_, flag)) = local_only.iter().find(|(set, _)| *set) {
+        bail!(
+            "{flag} needs the ledger, which you cannot read; the sidecar ([server] url) serves the report of the current window only: run `allot report` without {flag}, or open the budget page at its address"
+        );
+    }
+    let format = if args.json {
+        "json"
+    } else if args.parsable2 {
+        "parsable2"
+    } else {
+        "text"
+    };
+    let users = if args.users { "&users=1" } else { "" };
+    let body = client.get(&format!("/api/v1/report?format={format}{users}"))?;
+    print!("{body}");
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs the subcommand.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     init_logging();
     let config = common::load(&args.config.path())?;
+    if config.server_url.is_some() {
+        if let Source::Server(client) = remote::source(&config, &args.ledger)? {
+            return through_sidecar(args, &client);
+        }
+    }
     let path = args.ledger.path(&config);
     let now = now();
     let end = match &args.end {

@@ -9,7 +9,11 @@ use std::time::Duration;
 use allot_ledger::charge::Charging;
 use allot_ledger::Ledger;
 use allot_sync::sidecar::drain_pass::DrainWatcher;
-use allot_sync::sidecar::metrics::SidecarMetrics;
+use std::sync::Arc;
+
+use allot_sync::server::http;
+use allot_sync::server::site::Site;
+use allot_sync::sidecar::metrics::{listen_addr, SidecarMetrics};
 use allot_sync::sidecar::sync::{self, ImportStats, SyncOptions};
 use anyhow::Context;
 
@@ -58,11 +62,18 @@ pub struct Args {
     /// has passed)
     #[arg(long, requires = "follow")]
     pub no_drain: bool,
-    /// With --follow, serve Prometheus metrics at http://ADDR:PORT/metrics
-    /// (e.g. 127.0.0.1:9817; port 0 picks a free one, logged at start).
-    /// Metrics: docs/operating.md
-    #[arg(long, value_name = "ADDR:PORT", requires = "follow")]
-    pub metrics_listen: Option<String>,
+    /// With --follow, serve researchers and Prometheus at http://ADDR:PORT
+    /// (e.g. 0.0.0.0:9817; port 0 picks a free one, logged at start),
+    /// read-only: the live budget page (/), each job's "why" (/jobs/ID),
+    /// their JSON (/api/v1/report, /api/v1/jobs/ID) and /metrics.
+    /// docs/researchers.md; metrics: docs/operating.md
+    #[arg(
+        long = "listen",
+        visible_alias = "metrics-listen",
+        value_name = "ADDR:PORT",
+        requires = "follow"
+    )]
+    pub listen: Option<String>,
     /// Without --follow: how long to keep retrying a failed pass (sacct or
     /// slurmdbd down), with backoff 1 s, 2 s, 4 s ... up to 60 s; 0 = no retry
     #[arg(long, value_name = "TIME", default_value = "5m")]
@@ -214,8 +225,8 @@ fn update_metrics(
 /// as a usage error.
 pub fn follow_only_with_from(args: &Args) -> Option<String> {
     args.from.as_ref()?;
-    let flag = if args.metrics_listen.is_some() {
-        "--metrics-listen"
+    let flag = if args.listen.is_some() {
+        "--listen"
     } else if args.interval.is_some() {
         "--interval"
     } else if args.no_drain {
@@ -231,6 +242,74 @@ pub fn follow_only_with_from(args: &Args) -> Option<String> {
     ))
 }
 
+/// `--listen`: the metrics, the site and the server that answers for both.
+struct Listener {
+    metrics: Arc<SidecarMetrics>,
+    site: Arc<Site>,
+    _server: http::Server,
+}
+
+impl Listener {
+    /// Binds `addr` (a taken port is an error before anything else runs).
+    fn start(
+        addr: &str,
+        config: &fairshare::Config,
+        ledger: &std::path::Path,
+    ) -> anyhow::Result<Listener> {
+        let metrics = Arc::new(SidecarMetrics::new());
+        let site = Site::new(
+            ledger.to_path_buf(),
+            config.munge_socket.clone(),
+            Some(metrics.clone()),
+        );
+        let answer = site.clone();
+        let server = http::serve(
+            listen_addr(addr)?,
+            http::Limits::default(),
+            Arc::new(move |req: &http::Request| answer.answer(req)),
+            "allot-http",
+        )
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "--listen {addr}: cannot listen: {e}; is another program on that port? \
+                 Pick another ADDR:PORT, e.g. 127.0.0.1:9817, or port 0 for a free one"
+            )
+        })?;
+        let bound = server.local_addr();
+        tracing::info!(
+            "serving http://{bound}/ (budget page, jobs, API) and http://{bound}/metrics"
+        );
+        Ok(Listener {
+            metrics,
+            site,
+            _server: server,
+        })
+    }
+
+    /// After a pass: the metrics, and on success a new snapshot for the
+    /// site.
+    fn after_pass(
+        &self,
+        ledger: &Ledger,
+        path: &std::path::Path,
+        config: &Arc<fairshare::Config>,
+        ok: bool,
+        took: Duration,
+    ) {
+        update_metrics(&self.metrics, ledger, config, ok, took);
+        if !ok {
+            return;
+        }
+        let refreshed = capacity(None, config).and_then(|cap| {
+            let reader = allot_ledger::LedgerReader::open(path)?;
+            self.site.refresh(config, &reader, cap, now())
+        });
+        if let Err(e) = refreshed {
+            tracing::warn!("site: the pages keep the last snapshot: {e:#}");
+        }
+    }
+}
+
 /// What a run does, every input checked before the ledger is opened.
 enum Plan {
     /// `--from`: the dump, its name, the zone of its local times.
@@ -243,7 +322,7 @@ enum Plan {
     Once(SyncOptions, Duration),
     /// `--follow`: options, interval in seconds, the metrics server
     /// (already listening).
-    Follow(SyncOptions, u64, Option<std::sync::Arc<SidecarMetrics>>),
+    Follow(SyncOptions, u64, Option<Listener>),
 }
 
 /// Checks every input of `args` and opens what they name (the dump, the
@@ -306,16 +385,11 @@ fn plan(args: &Args, config: &fairshare::Config) -> anyhow::Result<Plan> {
         None => config.sync_interval,
     }
     .max(1);
-    let metrics = match &args.metrics_listen {
-        Some(addr) => {
-            let m = std::sync::Arc::new(SidecarMetrics::new());
-            let bound = m.serve(addr)?;
-            tracing::info!("metrics at http://{bound}/metrics");
-            Some(m)
-        }
+    let listener = match &args.listen {
+        Some(addr) => Some(Listener::start(addr, config, &args.ledger.path(config))?),
         None => None,
     };
-    Ok(Plan::Follow(opts, interval, metrics))
+    Ok(Plan::Follow(opts, interval, listener))
 }
 
 /// After a failed run: removes the ledger at `path` if this run created it
@@ -370,9 +444,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let mut ledger = Ledger::open(&path)?;
     give_to_slurm_user(&path);
     let result = match plan {
-        Plan::Follow(opts, interval, metrics) => {
+        Plan::Follow(opts, interval, listener) => {
             return follow(
-                args, config, &path, ledger, &charging, opts, interval, metrics,
+                args, config, &path, ledger, &charging, opts, interval, listener,
             )
         }
         Plan::Dump(input, name, tz) => import(&mut ledger, &charging, input, name, tz, args),
@@ -420,7 +494,7 @@ fn follow(
     charging: &Charging,
     opts: SyncOptions,
     interval: u64,
-    metrics: Option<std::sync::Arc<SidecarMetrics>>,
+    listener: Option<Listener>,
 ) -> anyhow::Result<ExitCode> {
     tracing::info!(ledger = %path.display(), interval_s = interval, drain = !args.no_drain, "following sacct");
     let config = std::sync::Arc::new(config);
@@ -434,8 +508,8 @@ fn follow(
         if std::time::Instant::now() >= next_sync {
             let started = std::time::Instant::now();
             let result = sync::sync_once(&mut ledger, charging, &opts, now());
-            if let Some(m) = &metrics {
-                update_metrics(m, &ledger, &config, result.is_ok(), started.elapsed());
+            if let Some(l) = &listener {
+                l.after_pass(&ledger, path, &config, result.is_ok(), started.elapsed());
             }
             match result {
                 Ok(stats) => {
@@ -456,8 +530,8 @@ fn follow(
         if !args.no_drain {
             match watcher.pass(&ledger, now()) {
                 Ok(r) => {
-                    if let Some(m) = &metrics {
-                        m.record_drain_pass(&r);
+                    if let Some(l) = &listener {
+                        l.metrics.record_drain_pass(&r);
                     }
                     if let Some(t) = r.next_look {
                         let secs = (t - now()).max(0) as u64;

@@ -276,7 +276,7 @@ fn user_line(depth: u32, account: &str, user: &str, v: Usage, alloc: f64) -> Lin
 }
 
 /// Slurm accounts of a subtree.
-fn subtree_accounts(tree: &Tree, id: NodeId) -> Vec<String> {
+pub fn subtree_accounts(tree: &Tree, id: NodeId) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![id];
     while let Some(n) = stack.pop() {

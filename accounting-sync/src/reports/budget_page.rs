@@ -64,11 +64,14 @@ pub fn daily(
     Ok(out)
 }
 
-fn esc(s: &str) -> String {
+/// `s` escaped for HTML text and attribute values (`&`, `<`, `>`, `"`,
+/// `'`).
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 fn day_label(t: i64) -> String {
@@ -143,6 +146,19 @@ fn cell(node: &str, field: &str, text: String) -> String {
 
 /// The page.
 pub fn render(r: &Report, config: &Config, daily: &Daily, generated: i64) -> String {
+    render_page(r, config, daily, generated, None)
+}
+
+/// The page, with `live` (HTML the sidecar's live page puts under the
+/// introduction: the job lookup and who is viewing) when served by the
+/// sidecar rather than written by `allot report --html`.
+pub fn render_page(
+    r: &Report,
+    config: &Config,
+    daily: &Daily,
+    generated: i64,
+    live: Option<&str>,
+) -> String {
     let tree = &config.tree;
     let t = &r.totals;
     let window_days = (t.end - t.start) as f64 / 86_400.0;
@@ -160,12 +176,14 @@ pub fn render(r: &Report, config: &Config, daily: &Daily, generated: i64) -> Str
         "<h1>GPU budget</h1><p>The cluster has <b data-field=\"capacity_gpus\">{}</b> GPUs. Each team is given a share of them; \
          what it used over the last <b>{:.0} days</b> is compared with what that share allows \
          (its <i>allocation</i>: share &times; GPUs &times; {:.0} days). Teams that used less than their allocation get the next free GPUs first. \
-         Generated {}.</p>",
+         {} {}.</p>",
         t.capacity_gpus,
         window_days,
         window_days,
+        if live.is_some() { "Live: as of" } else { "Generated" },
         jiff::Timestamp::from_second(generated).map(|x| x.to_string()).unwrap_or_default()
     );
+    h += live.unwrap_or("");
     // Ranking: leaves by fair-share factor, highest first.
     let mut leaves: Vec<&super::budget::Line> = r
         .lines
@@ -179,7 +197,7 @@ pub fn render(r: &Report, config: &Config, daily: &Daily, generated: i64) -> Str
     });
     h += "<h2>Who goes first now</h2><p class=\"note\">Rank 1 is served first among jobs that pay from a budget. \
           A team's rank falls as it uses more than its share.</p>\
-          <table><tr><th>Rank</th><th>Team</th><th>Share of the cluster</th><th>Allocation (GPU-h)</th><th>Used (GPU-h)</th><th>Used of allocation</th><th>Fair-share factor</th></tr>";
+          <table><tr><th>Rank</th><th>Team</th><th>Share of the cluster</th><th>Allocation (GPU-h)</th><th>Used (GPU-h)</th><th>Used of allocation</th><th>Fair-share factor</th><th>Running jobs</th><th>Pending jobs</th></tr>";
     for (i, l) in leaves.iter().enumerate() {
         let alloc = tree
             .nodes()
@@ -188,13 +206,15 @@ pub fn render(r: &Report, config: &Config, daily: &Daily, generated: i64) -> Str
             .map_or(0.0, |n| n.allocation);
         let _ = write!(
             h,
-            "<tr><td data-node=\"{n}\" data-field=\"rank\">{}</td><td>{n}</td><td>{:.1}%</td>{}{}{}{}</tr>",
+            "<tr><td data-node=\"{n}\" data-field=\"rank\">{}</td><td>{n}</td><td>{:.1}%</td>{}{}{}{}{}{}</tr>",
             i + 1,
             alloc * 100.0,
             cell(&l.account, "allocation_gpu_h", format!("{:.3}", l.allocation_gpu_h)),
             cell(&l.account, "charged_gpu_h", format!("{:.3}", l.charged_gpu_h)),
             cell(&l.account, "used_pct", format!("{:.2}%", l.used_pct)),
             cell(&l.account, "fair_share", format!("{:.6}", l.fair_share.unwrap_or(0.0))),
+            cell(&l.account, "running", l.running.to_string()),
+            cell(&l.account, "pending", l.pending.to_string()),
             n = esc(&l.account),
         );
     }
@@ -258,6 +278,10 @@ pub fn render(r: &Report, config: &Config, daily: &Daily, generated: i64) -> Str
             stack.push(*c);
         }
     }
-    h += "<p class=\"note\">Made by <code>allot report --html</code>; the same numbers as <code>allot report</code>.</p></body></html>\n";
+    h += if live.is_some() {
+        "<p class=\"note\">Served by <code>allot sync --listen</code>; the same numbers as <code>allot report</code> (JSON: <a href=\"/api/v1/report\">/api/v1/report</a>).</p></body></html>\n"
+    } else {
+        "<p class=\"note\">Made by <code>allot report --html</code>; the same numbers as <code>allot report</code>.</p></body></html>\n"
+    };
     h
 }

@@ -1,4 +1,11 @@
-//! Serving researchers' pages and JSON from the sidecar: a small, bounded,
-//! read-only HTTP/1.1 server ([`http`]) on std's `TcpListener` and
-//! `httparse`, with limits on connections, head size and time.
+//! The sidecar's read-only HTTP service for researchers and Prometheus
+//! (`allot sync --follow --listen ADDR:PORT`): [`http`] (the bounded
+//! listener), [`site`] (the routes, over a snapshot taken each pass),
+//! [`pages`] (the HTML), [`auth`] (who asks: munge) and [`privacy`]
+//! (Slurm's PrivateData). docs/researchers.md says what each route shows.
+
+pub mod auth;
 pub mod http;
+pub mod pages;
+pub mod privacy;
+pub mod site;

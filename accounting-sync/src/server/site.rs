@@ -1,0 +1,344 @@
+//! What the sidecar serves (`allot sync --follow --listen ADDR:PORT`),
+//! read-only:
+//! - `GET /`: the live budget page, with a box to look up a job;
+//! - `GET /jobs/<id>`: that job's "why" as a page;
+//! - `GET /api/v1/report`: the JSON of `allot report --json` (`?users=1`
+//!   adds the user lines; `?format=text|parsable2` the other outputs);
+//! - `GET /api/v1/jobs/<id>`: the JSON of `allot explain <id> --json`
+//!   (`?format=text`: its text);
+//! - `GET /metrics`: Prometheus metrics.
+//!
+//! Each sync pass [`Site::refresh`]es one [`Snapshot`] (the report, the
+//! engine, `squeue`'s jobs, PrivateData and who is an admin), so a request
+//! never runs a Slurm command: it reads the snapshot and, for a job, its
+//! attempts and preemption records in the ledger (two indexed queries).
+//! Every answer is for its viewer ([`super::privacy`]), attributed by
+//! munge ([`super::auth`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, RwLock};
+
+use allot_ledger::LedgerReader;
+use fairshare::{Config, Engine};
+
+use super::auth;
+use super::http::{Request, Response};
+use super::pages;
+use super::privacy::{private_data_of, slurm_user_of, SlurmUsers, Viewer};
+use crate::explain::{self, ExplainError, LiveJob};
+use crate::reports::budget::{self, Report};
+use crate::reports::budget_page::{self, Daily};
+use crate::sidecar::metrics::SidecarMetrics;
+
+/// Days of daily use on the live budget page.
+const PAGE_DAYS: u32 = 14;
+
+/// What the sidecar knew at its last pass.
+pub struct Snapshot {
+    /// When it was taken (epoch s).
+    pub at: i64,
+    /// The configuration.
+    pub config: Arc<Config>,
+    /// The engine over the window's charged usage.
+    pub engine: Engine,
+    /// The budget report over the window, with user lines.
+    pub report: Report,
+    /// Daily use for the page.
+    pub daily: Daily,
+    /// Every job slurmctld has, by id.
+    pub jobs: BTreeMap<u64, LiveJob>,
+    /// PrivateData, admins, associations.
+    pub users: SlurmUsers,
+}
+
+/// The sidecar's site: the latest snapshot and how to answer.
+pub struct Site {
+    snapshot: RwLock<Option<Arc<Snapshot>>>,
+    ledger: PathBuf,
+    munge_socket: Option<String>,
+    metrics: Option<Arc<SidecarMetrics>>,
+}
+
+fn run(program: &str, args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| anyhow::anyhow!("cannot run {program}: {e}"))?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "{program} {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Who is who, from Slurm: `scontrol show config` (PrivateData,
+/// SlurmUser) and slurmdbd (admin levels, associations).
+///
+/// # Errors
+/// A Slurm command that fails.
+pub fn slurm_users() -> anyhow::Result<SlurmUsers> {
+    let show = run("scontrol", &["show", "config"])?;
+    let mut admins: BTreeSet<String> = ["root".to_string()].into();
+    admins.extend(slurm_user_of(&show));
+    for l in run(
+        "sacctmgr",
+        &["-n", "-P", "show", "user", "format=user,adminlevel"],
+    )?
+    .lines()
+    {
+        if let Some((u, level)) = l.split_once('|') {
+            if matches!(level.trim(), "Administrator" | "Operator") {
+                admins.insert(u.to_string());
+            }
+        }
+    }
+    let mut accounts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for l in run(
+        "sacctmgr",
+        &["-n", "-P", "show", "assoc", "format=user,account"],
+    )?
+    .lines()
+    {
+        if let Some((u, a)) = l.split_once('|') {
+            if !u.is_empty() {
+                accounts
+                    .entry(u.to_string())
+                    .or_default()
+                    .insert(a.to_string());
+            }
+        }
+    }
+    Ok(SlurmUsers {
+        private: private_data_of(&show),
+        admins,
+        accounts,
+    })
+}
+
+/// `squeue --json`'s jobs.
+///
+/// # Errors
+/// squeue fails or prints something that is not JSON.
+pub fn squeue_jobs() -> anyhow::Result<BTreeMap<u64, LiveJob>> {
+    let text = run("squeue", &["--json"])?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("squeue --json printed invalid JSON: {e}"))?;
+    Ok(explain::parse_squeue(&v))
+}
+
+impl Site {
+    /// A site with no snapshot yet (answers 503 until the first
+    /// [`Site::refresh`]), reading job records from `ledger`.
+    pub fn new(
+        ledger: PathBuf,
+        munge_socket: Option<String>,
+        metrics: Option<Arc<SidecarMetrics>>,
+    ) -> Arc<Site> {
+        Arc::new(Site {
+            snapshot: RwLock::new(None),
+            ledger,
+            munge_socket,
+            metrics,
+        })
+    }
+
+    /// Takes a new snapshot at `now` (epoch s) for `capacity` GPUs: the
+    /// report and engine from `reader`, the jobs and users from Slurm.
+    ///
+    /// # Errors
+    /// Ledger errors, or a Slurm command that fails (the old snapshot
+    /// stays).
+    pub fn refresh(
+        &self,
+        config: &Arc<Config>,
+        reader: &LedgerReader,
+        capacity: u64,
+        now: i64,
+    ) -> anyhow::Result<()> {
+        let snap = Snapshot {
+            at: now,
+            config: config.clone(),
+            engine: explain::engine_now(config, reader, now)?,
+            report: budget::build(
+                reader,
+                config.clone(),
+                capacity,
+                now - config.window as i64,
+                now,
+                true,
+            )?,
+            daily: budget_page::daily(reader, config, now, PAGE_DAYS)?,
+            jobs: squeue_jobs()?,
+            users: slurm_users()?,
+        };
+        self.install(snap);
+        Ok(())
+    }
+
+    /// Installs `snap` as the current snapshot.
+    pub fn install(&self, snap: Snapshot) {
+        *self.snapshot.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(snap));
+    }
+
+    fn current(&self) -> Option<Arc<Snapshot>> {
+        self.snapshot
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The answer to `req`.
+    pub fn answer(&self, req: &Request) -> Response {
+        let path = req.path.as_str();
+        let api = path.starts_with("/api/");
+        let fail = |status: u16, msg: &str| {
+            if api {
+                Response::json(
+                    status,
+                    serde_json::json!({ "error": msg, "status": status }).to_string(),
+                )
+            } else {
+                Response::html(status, pages::error_page(status, msg))
+            }
+        };
+        if path == "/metrics" {
+            return match &self.metrics {
+                Some(m) => {
+                    let (body, kind) = m.exposition(req.header("accept"));
+                    Response::text(200, body).with_header("Content-Type", kind)
+                }
+                None => fail(404, "no metrics here"),
+            };
+        }
+        if path == "/jobs" {
+            return match req.query_param("id").map(|s| s.trim().parse::<u64>()) {
+                Some(Ok(id)) => Response::redirect(&format!("/jobs/{id}")),
+                _ => fail(400, "give a job id: a number, as squeue prints it"),
+            };
+        }
+        let Some(snap) = self.current() else {
+            return fail(
+                503,
+                "the sidecar has not finished its first sync pass yet; try again in a minute",
+            );
+        };
+        let target = match &req.query {
+            Some(q) => format!("{path}?{q}"),
+            None => path.to_string(),
+        };
+        let who = match auth::attribute(
+            self.munge_socket.as_deref(),
+            req.header("authorization"),
+            &target,
+        ) {
+            Ok(w) => w,
+            Err(e) => return fail(401, &e.to_string()),
+        };
+        let viewer = Viewer::new(who, &snap.users);
+        let format = req.query_param("format");
+        match path {
+            "/" => {
+                let r = viewer.redact_report(&snap.config.tree, without_users(&snap.report));
+                Response::html(
+                    200,
+                    budget_page::render_page(
+                        &r,
+                        &snap.config,
+                        &snap.daily,
+                        snap.at,
+                        Some(&pages::lookup_box(&viewer)),
+                    ),
+                )
+            }
+            "/api/v1/report" => {
+                let full = match req.query_param("users").as_deref() {
+                    Some("1" | "true" | "yes") => snap.report.clone(),
+                    _ => without_users(&snap.report),
+                };
+                let r = viewer.redact_report(&snap.config.tree, full);
+                match format.as_deref() {
+                    None | Some("json") => Response::json(200, pretty(&r)),
+                    Some("text") => Response::text(200, budget::render_text(&r)),
+                    Some("parsable2") => Response::text(200, budget::render_parsable(&r)),
+                    Some(f) => fail(400, &format!("format={f}: write json, text or parsable2")),
+                }
+            }
+            _ => {
+                let (id, page) = if let Some(id) = path.strip_prefix("/api/v1/jobs/") {
+                    (id, false)
+                } else if let Some(id) = path.strip_prefix("/jobs/") {
+                    (id, true)
+                } else {
+                    return fail(
+                        404,
+                        &format!("nothing at {path}; see / for the budget page"),
+                    );
+                };
+                let Ok(id) = id.parse::<u64>() else {
+                    return fail(400, "a job id is a number, as squeue prints it");
+                };
+                let now = jiff::Timestamp::now().as_second();
+                let o = match self.explain(&snap, id, now) {
+                    Ok(o) => o,
+                    Err(ExplainError::Unknown(_)) => {
+                        return fail(
+                            404,
+                            &format!("job {id} is neither in slurmctld nor in the ledger"),
+                        )
+                    }
+                    Err(e) => return fail(503, &format!("cannot read the ledger: {e}")),
+                };
+                if let Err(why) = viewer.may_see_job(&o) {
+                    return fail(403, &why);
+                }
+                let o = viewer.redact_job(o);
+                if page {
+                    Response::html(200, pages::job_page(&o, now, &viewer))
+                } else {
+                    match format.as_deref() {
+                        None | Some("json") => Response::json(200, pretty(&o)),
+                        Some("text") => Response::text(200, explain::render(&o, now)),
+                        Some(f) => fail(400, &format!("format={f}: write json or text")),
+                    }
+                }
+            }
+        }
+    }
+
+    fn explain(&self, snap: &Snapshot, id: u64, now: i64) -> Result<explain::Output, ExplainError> {
+        let reader = LedgerReader::open(&self.ledger)?;
+        explain::build(
+            &snap.config,
+            &snap.engine,
+            &reader,
+            id,
+            snap.jobs.get(&id).cloned(),
+            now,
+        )
+    }
+}
+
+fn without_users(r: &Report) -> Report {
+    Report {
+        // Accounts outside the tree keep their lines (an empty user).
+        lines: r
+            .lines
+            .iter()
+            .filter(|l| l.user.as_deref().is_none_or(str::is_empty))
+            .cloned()
+            .collect(),
+        totals: r.totals.clone(),
+    }
+}
+
+fn pretty(v: &impl serde::Serialize) -> String {
+    let mut s =
+        serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    s.push('\n');
+    s
+}
