@@ -1,0 +1,280 @@
+//! Researchers see why (issue 40), as a researcher does: alice, a plain
+//! user who cannot read the ledger, asks the sidecar (`[server] url`)
+//! through munge. Her free-tier job is preempted by bob's allocated job;
+//! `allot explain --json` names bob's job and the rule, `allot -v` says it
+//! asked the sidecar as alice, the page `/jobs/<id>` says the same; with
+//! `PrivateData=jobs` in slurm.conf, bob's `allot explain` of her job is
+//! refused (and a browser's page), while hers still answers.
+
+use std::io::{Read, Write};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use allot_e2e::{exclusive, wait_until, Testbed};
+
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// slurm.conf with an extra line until dropped (then reconfigured back).
+struct SlurmConfRestore<'a> {
+    tb: &'a Testbed,
+    good: String,
+}
+
+impl Drop for SlurmConfRestore<'_> {
+    fn drop(&mut self) {
+        let conf = std::env::var("SLURM_CONF").unwrap();
+        std::fs::write(&conf, &self.good).unwrap();
+        let _ = self.tb.run("scontrol", &["reconfigure"]);
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` on 127.0.0.1:port, anonymously (a browser): (status, body).
+fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let (head, body) = out.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, body.to_string()))
+}
+
+/// `allot ARGS` run by `user` through `su` (no ledger access).
+fn allot_as(tb: &Testbed, user: &str, args: &str) -> Output {
+    let cmd = format!("{} {args}", tb.allot_bin().display());
+    Command::new("su")
+        .args([user, "-c", &cmd])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
+    let (_one, tb) = exclusive(&[]);
+    let ledger = tb.ledger();
+    // alice cannot read the ledger: it is SlurmUser's, 0640.
+    let peek = Command::new("su")
+        .args(["alice", "-c", &format!("head -c 16 {}", ledger.display())])
+        .output()
+        .unwrap();
+    assert!(!peek.status.success(), "alice read the ledger");
+
+    // The sidecar with the listener, and allot.toml naming it for users.
+    let port = free_port();
+    let conf = tb.dir.join("etc/allot-server.toml");
+    let base = std::fs::read_to_string(tb.allot_conf()).unwrap();
+    std::fs::write(
+        &conf,
+        format!(
+            "{base}\n[server]\nurl = \"http://127.0.0.1:{port}\"\nmunge_socket = \"{}\"\n",
+            tb.dir.join("munge/munge.socket").display()
+        ),
+    )
+    .unwrap();
+    Command::new("chmod")
+        .arg("644")
+        .arg(&conf)
+        .status()
+        .unwrap();
+    let log = std::fs::File::create(tb.dir.join("sidecar-researchers.log")).unwrap();
+    let _sidecar = Killed(
+        Command::new(tb.allot_bin())
+            .args(["sync", "--follow", "--interval", "1s", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--config")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    let conf = conf.to_str().unwrap().to_string();
+
+    // alice's free-tier quarters fill the cluster; bob's allocated
+    // quarter preempts one of them.
+    let quarter = tb.total_gpus() / 4;
+    let alice: Vec<u32> = (0..4)
+        .map(|_| {
+            tb.sbatch_gpus(
+                quarter,
+                &[
+                    "--uid=alice",
+                    "-A",
+                    "b1",
+                    "--min-runtime=0",
+                    "-J",
+                    "alice's <b>job</b> & \"notes\"",
+                    "-o",
+                    "/dev/null",
+                    "--wrap",
+                    "sleep 300",
+                ],
+            )
+        })
+        .collect();
+    for j in &alice {
+        tb.wait_state(*j, "RUNNING", Duration::from_secs(60));
+    }
+    let bob = tb.sbatch_gpus(
+        quarter,
+        &[
+            "--uid=bob",
+            "-A",
+            "a1",
+            "--min-runtime=1:00",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "sleep 300",
+        ],
+    );
+    tb.wait_state(bob, "RUNNING", Duration::from_secs(60));
+    let victim = wait_until(
+        Duration::from_secs(30),
+        "one of alice's jobs requeued",
+        || {
+            alice
+                .iter()
+                .copied()
+                .find(|j| tb.restarts(*j) > 0)
+                .ok_or_else(|| "none yet".to_string())
+        },
+    );
+
+    // alice, through the sidecar: the preemptor and the rule.
+    let explained = wait_until(
+        Duration::from_secs(60),
+        "alice's explain names the preemptor",
+        || {
+            let out = allot_as(
+                &tb,
+                "alice",
+                &format!("explain {victim} --json --config {conf}"),
+            );
+            if !out.status.success() {
+                return Err(text(&out));
+            }
+            let v: serde_json::Value =
+                serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}: {}", text(&out)))?;
+            if v["requeues"][0]["preempted_by"].is_null() {
+                return Err(v.to_string());
+            }
+            Ok(v)
+        },
+    );
+    let q = &explained["requeues"][0];
+    assert_eq!(q["preempted_by"], u64::from(bob), "{explained}");
+    assert_eq!(q["preemptor_account"], "a1", "{explained}");
+    assert_eq!(q["rule"], "free_tier", "{explained}");
+    assert_eq!(explained["user"], "alice", "{explained}");
+    // `-v` says where the answer came from.
+    let out = allot_as(
+        &tb,
+        "alice",
+        &format!("-v explain {victim} --config {conf}"),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not readable by you") && err.contains("as alice (munge)"),
+        "{err}"
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("preempted for job {bob} of account a1"))
+            && said.contains("rule free_tier"),
+        "{said}"
+    );
+    // ... the same account of the attempt as root's, read from the ledger.
+    let root_text = tb.allot_ok(&["explain", &victim.to_string(), "--config", &conf]);
+    let attempts = |s: &str| -> Vec<String> {
+        // Relative times ("5 s ago") may tick between the two runs.
+        s.lines()
+            .filter(|l| l.trim_start().starts_with("Attempt") || l.starts_with("    "))
+            .filter(|l| !l.contains("Level FS"))
+            .map(|l| l.split(" ago").last().unwrap_or(l).to_string())
+            .collect()
+    };
+    assert!(!attempts(&said).is_empty(), "{said}");
+    assert_eq!(attempts(&said), attempts(&root_text));
+
+    // The page says the same, escaped.
+    let (status, page) = get(port, &format!("/jobs/{victim}")).expect("the page");
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains(&format!("data-field=\"preempted_by\">job {bob}</a>"))
+            && page.contains("<b data-field=\"rule\">free_tier</b>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("alice&#39;s &lt;b&gt;job&lt;/b&gt; &amp; &quot;notes&quot;")
+            && !page.contains("<b>job</b>"),
+        "the job's name, escaped: {page}"
+    );
+    let (status, _) = get(port, "/").expect("the budget page");
+    assert_eq!(status, 200);
+
+    // PrivateData=jobs: bob may not see alice's job; alice still may.
+    let slurm_conf = std::env::var("SLURM_CONF").unwrap();
+    let good = std::fs::read_to_string(&slurm_conf).unwrap();
+    let _restore = SlurmConfRestore {
+        tb: &tb,
+        good: good.clone(),
+    };
+    std::fs::write(&slurm_conf, format!("{good}PrivateData=jobs\n")).unwrap();
+    tb.ok("scontrol", &["reconfigure"]);
+    let refused = wait_until(
+        Duration::from_secs(30),
+        "bob refused once the sidecar read PrivateData",
+        || {
+            let out = allot_as(
+                &tb,
+                "bob",
+                &format!("explain {victim} --json --config {conf}"),
+            );
+            if out.status.success() {
+                Err(text(&out))
+            } else {
+                Ok(text(&out))
+            }
+        },
+    );
+    assert!(
+        refused.contains("403") && refused.contains("PrivateData=jobs"),
+        "{refused}"
+    );
+    let out = allot_as(
+        &tb,
+        "alice",
+        &format!("explain {victim} --json --config {conf}"),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let (status, page) = get(port, &format!("/jobs/{victim}")).expect("the page");
+    assert_eq!(status, 403, "a browser is anonymous: {page}");
+    tb.cancel_all();
+}
