@@ -145,7 +145,8 @@ fn failed_syncs_leave_no_ledger_behind() {
         "{e}"
     );
     no_ledger_files(&ledger);
-    // A bad --metrics-listen: its form and an example, before any ledger.
+    // A bad --listen (here through its alias --metrics-listen): its form
+    // and an example, before any ledger.
     for bad in ["foo", "127.0.0.1", "127.0.0.1:notaport"] {
         let out = allot()
             .args(["sync", "--follow", "--no-drain", "--sacct", "/bin/true"])
@@ -159,7 +160,7 @@ fn failed_syncs_leave_no_ledger_behind() {
         let e = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{bad}: {e}");
         assert!(
-            e.contains(&format!("--metrics-listen {bad:?}: not ADDR:PORT"))
+            e.contains(&format!("--listen {bad:?}: not ADDR:PORT"))
                 && e.contains("write ADDR:PORT, e.g. 127.0.0.1:9817"),
             "{bad}: {e}"
         );
@@ -175,7 +176,8 @@ fn follow_only_flags_are_refused_with_from() {
     std::fs::write(&dump, HEADER).unwrap();
     let ledger = d.join("ledger.sqlite");
     for (flag, extra) in [
-        ("--metrics-listen", &["--metrics-listen", "127.0.0.1:0"][..]),
+        ("--listen", &["--metrics-listen", "127.0.0.1:0"][..]),
+        ("--listen", &["--listen", "127.0.0.1:0"][..]),
         ("--interval", &["--interval", "5m"][..]),
         ("--no-drain", &["--no-drain"][..]),
     ] {

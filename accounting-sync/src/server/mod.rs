@@ -9,3 +9,8 @@ pub mod http;
 pub mod pages;
 pub mod privacy;
 pub mod site;
+
+#[doc(hidden)]
+pub mod fixture;
+#[cfg(test)]
+mod tests;

@@ -192,8 +192,14 @@ impl Site {
             .clone()
     }
 
-    /// The answer to `req`.
+    /// The answer to `req`, for the viewer its munge credential names.
     pub fn answer(&self, req: &Request) -> Response {
+        self.answer_as(req, None)
+    }
+
+    /// The answer to `req` for `who`, or (`None`) for the viewer its
+    /// credential names.
+    pub(crate) fn answer_as(&self, req: &Request, who: Option<auth::Identity>) -> Response {
         let path = req.path.as_str();
         let api = path.starts_with("/api/");
         let fail = |status: u16, msg: &str| {
@@ -210,7 +216,10 @@ impl Site {
             return match &self.metrics {
                 Some(m) => {
                     let (body, kind) = m.exposition(req.header("accept"));
-                    Response::text(200, body).with_header("Content-Type", kind)
+                    Response {
+                        content_type: kind.to_string(),
+                        ..Response::text(200, body)
+                    }
                 }
                 None => fail(404, "no metrics here"),
             };
@@ -221,53 +230,14 @@ impl Site {
                 _ => fail(400, "give a job id: a number, as squeue prints it"),
             };
         }
-        let Some(snap) = self.current() else {
-            return fail(
-                503,
-                "the sidecar has not finished its first sync pass yet; try again in a minute",
-            );
-        };
-        let target = match &req.query {
-            Some(q) => format!("{path}?{q}"),
-            None => path.to_string(),
-        };
-        let who = match auth::attribute(
-            self.munge_socket.as_deref(),
-            req.header("authorization"),
-            &target,
-        ) {
-            Ok(w) => w,
-            Err(e) => return fail(401, &e.to_string()),
-        };
-        let viewer = Viewer::new(who, &snap.users);
-        let format = req.query_param("format");
-        match path {
-            "/" => {
-                let r = viewer.redact_report(&snap.config.tree, without_users(&snap.report));
-                Response::html(
-                    200,
-                    budget_page::render_page(
-                        &r,
-                        &snap.config,
-                        &snap.daily,
-                        snap.at,
-                        Some(&pages::lookup_box(&viewer)),
-                    ),
-                )
-            }
-            "/api/v1/report" => {
-                let full = match req.query_param("users").as_deref() {
-                    Some("1" | "true" | "yes") => snap.report.clone(),
-                    _ => without_users(&snap.report),
-                };
-                let r = viewer.redact_report(&snap.config.tree, full);
-                match format.as_deref() {
-                    None | Some("json") => Response::json(200, pretty(&r)),
-                    Some("text") => Response::text(200, budget::render_text(&r)),
-                    Some("parsable2") => Response::text(200, budget::render_parsable(&r)),
-                    Some(f) => fail(400, &format!("format={f}: write json, text or parsable2")),
-                }
-            }
+        enum Route {
+            Index,
+            Report,
+            Job { id: u64, page: bool },
+        }
+        let route = match path {
+            "/" => Route::Index,
+            "/api/v1/report" => Route::Report,
             _ => {
                 let (id, page) = if let Some(id) = path.strip_prefix("/api/v1/jobs/") {
                     (id, false)
@@ -282,6 +252,62 @@ impl Site {
                 let Ok(id) = id.parse::<u64>() else {
                     return fail(400, "a job id is a number, as squeue prints it");
                 };
+                Route::Job { id, page }
+            }
+        };
+        let Some(snap) = self.current() else {
+            return fail(
+                503,
+                "the sidecar has not finished its first sync pass yet; try again in a minute",
+            );
+        };
+        let target = match &req.query {
+            Some(q) => format!("{path}?{q}"),
+            None => path.to_string(),
+        };
+        let who = match who.map_or_else(
+            || {
+                auth::attribute(
+                    self.munge_socket.as_deref(),
+                    req.header("authorization"),
+                    &target,
+                )
+            },
+            Ok,
+        ) {
+            Ok(w) => w,
+            Err(e) => return fail(401, &e.to_string()),
+        };
+        let viewer = Viewer::new(who, &snap.users);
+        let format = req.query_param("format");
+        match route {
+            Route::Index => {
+                let r = viewer.redact_report(&snap.config.tree, without_users(&snap.report));
+                Response::html(
+                    200,
+                    budget_page::render_page(
+                        &r,
+                        &snap.config,
+                        &snap.daily,
+                        snap.at,
+                        Some(&pages::lookup_box(&viewer)),
+                    ),
+                )
+            }
+            Route::Report => {
+                let full = match req.query_param("users").as_deref() {
+                    Some("1" | "true" | "yes") => snap.report.clone(),
+                    _ => without_users(&snap.report),
+                };
+                let r = viewer.redact_report(&snap.config.tree, full);
+                match format.as_deref() {
+                    None | Some("json") => Response::json(200, pretty(&r)),
+                    Some("text") => Response::text(200, budget::render_text(&r)),
+                    Some("parsable2") => Response::text(200, budget::render_parsable(&r)),
+                    Some(f) => fail(400, &format!("format={f}: write json, text or parsable2")),
+                }
+            }
+            Route::Job { id, page } => {
                 let now = jiff::Timestamp::now().as_second();
                 let o = match self.explain(&snap, id, now) {
                     Ok(o) => o,

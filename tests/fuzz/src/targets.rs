@@ -40,6 +40,7 @@ pub const TARGETS: &[Target] = &[
     ("health_fixture", health_fixture),
     ("trace", trace),
     ("http_request", http_request),
+    ("site", site),
 ];
 
 fn text(data: &[u8]) -> std::borrow::Cow<'_, str> {
@@ -422,5 +423,55 @@ pub fn http_request(data: &[u8]) {
     } else {
         (0..1024).map(|i| i * below / 1024).for_each(check);
         (below.saturating_sub(64)..below).for_each(check);
+    }
+}
+
+/// The sidecar's routes and pages (`allot_sync::server::site`) over a
+/// fixed real ledger: the input is a request head, then after a NUL the
+/// name of the pending job 7 (what a user controls), then after another
+/// NUL which PrivateData flags are set. Every request that parses gets an
+/// answer of a known status; no page ever carries a `<script`, the job's
+/// page shows its name escaped, and a JSON answer is JSON.
+pub fn site(data: &[u8]) {
+    use allot_sync::server::{fixture, privacy::PrivateData};
+    static LEDGER: OnceLock<std::path::PathBuf> = OnceLock::new();
+    let ledger = LEDGER.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("allot-fuzz-site-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ledger.sqlite");
+        fixture::write_ledger(&path);
+        path
+    });
+    let mut parts = data.splitn(3, |b| *b == 0);
+    let head = parts.next().unwrap_or_default();
+    let name = String::from_utf8_lossy(parts.next().unwrap_or_default()).into_owned();
+    let flags = parts.next().unwrap_or_default().first().copied().unwrap_or(0);
+    let private = PrivateData {
+        jobs: flags & 1 != 0,
+        usage: flags & 2 != 0,
+        accounts: flags & 4 != 0,
+        users: flags & 8 != 0,
+    };
+    let Ok(Some(req)) = parse_head(head, &Limits::default()) else {
+        return;
+    };
+    let r = fixture::site(ledger, private, &name).answer(&req);
+    assert!(
+        [200, 303, 400, 401, 403, 404].contains(&r.status),
+        "status {} for {:?}",
+        r.status,
+        req.path
+    );
+    let body = String::from_utf8_lossy(&r.body);
+    if r.content_type.starts_with("text/html") {
+        assert!(!body.contains("<script"), "a script on a page");
+        if req.path == "/jobs/7" && r.status == 200 {
+            let shown = allot_sync::reports::budget_page::esc(&name);
+            assert!(body.contains(shown.as_str()), "the name not shown escaped");
+        }
+    }
+    if r.content_type.starts_with("application/json") {
+        serde_json::from_str::<serde_json::Value>(&body).expect("JSON");
     }
 }

@@ -1,0 +1,133 @@
+//! A site over a small real ledger, without Slurm: for the unit tests of
+//! the routes and the `site` fuzz target (tests/fuzz). Not part of the
+//! sidecar.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use allot_ledger::charge::Charging;
+use allot_ledger::preemptions::Preemption;
+use allot_ledger::Ledger;
+use fairshare::preempt::grounds::{LeafFigures, VictimFigures};
+use fairshare::preempt::{Grounds, Rule};
+use fairshare::Config;
+
+use super::privacy::{PrivateData, SlurmUsers};
+use super::site::{Site, Snapshot};
+use crate::explain::{self, LiveJob};
+use crate::reports::{budget, budget_page};
+
+/// When the fixture's snapshot is taken (epoch s).
+pub const NOW: i64 = 10_000;
+
+/// Job 7 (a1, alice) was preempted at 1000 by job 8 (b1, bob) under
+/// `free_tier` and is pending again; job 9 (b2, carol) ended.
+const DUMP: &str =
+    "JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
+    7|7|a1|alice|gpu|gres/gpu=4|100|100|1000|00:15:00|PREEMPTED|\n\
+    7|7|a1|alice|gpu|gres/gpu=4|1001|Unknown|Unknown|00:00:00|PENDING|\n\
+    8|8|b1|bob|gpu|gres/gpu=4|900|1010|5000|01:06:30|COMPLETED|\n\
+    9|9|b2|carol|gpu|gres/gpu=4|2900|3010|5000|00:33:10|COMPLETED|\n";
+
+fn grounds() -> Grounds {
+    Grounds {
+        rule: Rule::FreeTier,
+        preemptor_gpus: 4,
+        preemptor_short: false,
+        preemptor_leaf: LeafFigures {
+            leaf: "tree.perception.b1".into(),
+            running: 0,
+            entitled: 4.0,
+        },
+        victim_leaf: Some(LeafFigures {
+            leaf: "tree.nlp.a1".into(),
+            running: 16,
+            entitled: 8.0,
+        }),
+        gain: 4.0,
+        lost: 0.0,
+        allowance: None,
+        victim: VictimFigures {
+            gpus: 4,
+            min_runtime: 0,
+            run_time: 900,
+            requeues: 0,
+            max_requeues: 3,
+            requeue_period: 0,
+            requeue_window: 0,
+        },
+    }
+}
+
+/// Writes the fixture's ledger at `path` (which must not exist).
+///
+/// # Panics
+/// On any ledger error (a fixture).
+pub fn write_ledger(path: &Path) {
+    let mut ledger = Ledger::open(path).expect("fixture ledger");
+    let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
+    crate::sidecar::sync::import_dump(
+        &mut ledger,
+        &charging,
+        DUMP.as_bytes(),
+        jiff::tz::TimeZone::UTC,
+        100,
+    )
+    .expect("fixture dump");
+    ledger
+        .record_preemption(&Preemption::new(1000, (7, "a1"), (8, "b1"), &grounds()))
+        .expect("fixture record");
+}
+
+/// The site over the ledger at `ledger` (from [`write_ledger`]) with
+/// examples/allot.toml, `private` and job 7 pending in slurmctld under
+/// the name `name`, as alice.
+///
+/// # Panics
+/// On any ledger error (a fixture).
+pub fn site(ledger: &Path, private: PrivateData, name: &str) -> Arc<Site> {
+    let config = Arc::new(
+        Config::from_toml_str(include_str!("../../../examples/allot.toml")).expect("example"),
+    );
+    let reader = allot_ledger::LedgerReader::open(ledger).expect("fixture reader");
+    let mut jobs = BTreeMap::new();
+    jobs.insert(
+        7,
+        LiveJob {
+            name: name.to_string(),
+            state: "PENDING".into(),
+            account: "a1".into(),
+            user: "alice".into(),
+            partition: "gpu".into(),
+            submit: 1001,
+            eligible: 1001,
+            restarts: 1,
+            gpus: 4,
+            ..LiveJob::default()
+        },
+    );
+    let accounts = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+    let users = SlurmUsers {
+        private,
+        admins: ["root".to_string(), "slurm".to_string()].into(),
+        accounts: [
+            ("alice".to_string(), accounts(&["a1"])),
+            ("bob".to_string(), accounts(&["b1"])),
+            ("carol".to_string(), accounts(&["b2"])),
+        ]
+        .into(),
+    };
+    let site = Site::new(ledger.to_path_buf(), None, None);
+    site.install(Snapshot {
+        at: NOW,
+        engine: explain::engine_now(&config, &reader, NOW).expect("engine"),
+        report: budget::build(&reader, config.clone(), 16, NOW - 86_400, NOW, true)
+            .expect("report"),
+        daily: budget_page::daily(&reader, &config, NOW, 2).expect("daily"),
+        config,
+        jobs,
+        users,
+    });
+    site
+}
