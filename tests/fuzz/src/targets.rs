@@ -446,7 +446,12 @@ pub fn site(data: &[u8]) {
     let mut parts = data.splitn(3, |b| *b == 0);
     let head = parts.next().unwrap_or_default();
     let name = String::from_utf8_lossy(parts.next().unwrap_or_default()).into_owned();
-    let flags = parts.next().unwrap_or_default().first().copied().unwrap_or(0);
+    let flags = parts
+        .next()
+        .unwrap_or_default()
+        .first()
+        .copied()
+        .unwrap_or(0);
     let private = PrivateData {
         jobs: flags & 1 != 0,
         usage: flags & 2 != 0,
