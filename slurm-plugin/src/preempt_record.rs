@@ -215,36 +215,10 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fairshare::preempt::grounds::{LeafFigures, Rule, VictimFigures};
+    use fairshare::preempt::grounds::Rule;
 
     fn grounds(rule: Rule) -> Grounds {
-        Grounds {
-            rule,
-            preemptor_gpus: 4,
-            preemptor_short: false,
-            preemptor_leaf: LeafFigures {
-                leaf: "tree.b".into(),
-                running: 0,
-                entitled: 8.0,
-            },
-            victim_leaf: Some(LeafFigures {
-                leaf: "tree.a".into(),
-                running: 16,
-                entitled: 8.0,
-            }),
-            gain: 4.0,
-            lost: 0.0,
-            allowance: Some(2.0),
-            victim: VictimFigures {
-                gpus: 4,
-                min_runtime: 3600,
-                run_time: 7200,
-                requeues: 0,
-                max_requeues: 3,
-                requeue_period: 0,
-                requeue_window: 0,
-            },
-        }
+        Grounds::example(rule, "tree.b", "tree.a")
     }
 
     #[test]

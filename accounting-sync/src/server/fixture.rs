@@ -9,7 +9,6 @@ use std::sync::Arc;
 use allot_ledger::charge::Charging;
 use allot_ledger::preemptions::Preemption;
 use allot_ledger::Ledger;
-use fairshare::preempt::grounds::{LeafFigures, VictimFigures};
 use fairshare::preempt::{Grounds, Rule};
 use fairshare::Config;
 
@@ -30,34 +29,18 @@ const DUMP: &str =
     8|8|b1|bob|gpu|gres/gpu=4|900|1010|5000|01:06:30|COMPLETED|\n\
     9|9|b2|carol|gpu|gres/gpu=4|2900|3010|5000|00:33:10|COMPLETED|\n";
 
-fn grounds() -> Grounds {
-    Grounds {
-        rule: Rule::FreeTier,
-        preemptor_gpus: 4,
-        preemptor_short: false,
-        preemptor_leaf: LeafFigures {
-            leaf: "tree.perception.b1".into(),
-            running: 0,
-            entitled: 4.0,
-        },
-        victim_leaf: Some(LeafFigures {
-            leaf: "tree.nlp.a1".into(),
-            running: 16,
-            entitled: 8.0,
-        }),
-        gain: 4.0,
-        lost: 0.0,
-        allowance: None,
-        victim: VictimFigures {
-            gpus: 4,
-            min_runtime: 0,
-            run_time: 900,
-            requeues: 0,
-            max_requeues: 3,
-            requeue_period: 0,
-            requeue_window: 0,
-        },
-    }
+/// A fresh directory `allot-NAME-PID` under the temporary directory, with
+/// the fixture's ledger in it: its path.
+///
+/// # Panics
+/// On any file or ledger error (a fixture).
+pub fn temp_ledger(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("allot-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("fixture directory");
+    let path = dir.join("ledger.sqlite");
+    write_ledger(&path);
+    path
 }
 
 /// Writes the fixture's ledger at `path` (which must not exist).
@@ -76,7 +59,12 @@ pub fn write_ledger(path: &Path) {
     )
     .expect("fixture dump");
     ledger
-        .record_preemption(&Preemption::new(1000, (7, "a1"), (8, "b1"), &grounds()))
+        .record_preemption(&Preemption::new(
+            1000,
+            (7, "a1"),
+            (8, "b1"),
+            &Grounds::example(Rule::FreeTier, "tree.perception.b1", "tree.nlp.a1"),
+        ))
         .expect("fixture record");
 }
 

@@ -8,12 +8,7 @@ use super::http::{parse_head, Limits, Request, Response};
 use super::privacy::{PrivateData, HIDDEN};
 
 fn ledger(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("allot-site-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("ledger.sqlite");
-    fixture::write_ledger(&path);
-    path
+    fixture::temp_ledger(&format!("site-{name}"))
 }
 
 fn req(target: &str) -> Request {

@@ -148,6 +148,43 @@ pub struct Grounds {
     pub victim: VictimFigures,
 }
 
+impl Grounds {
+    /// Figures for tests and fixtures: `rule` let a 4-GPU preemptor of
+    /// `preemptor_leaf` (holding 0 of 8 GPUs entitled) take a 4-GPU victim
+    /// of `victim_leaf` (16 of 8) that ran 2 h of its 1 h minimum runtime,
+    /// never requeued before (at most 3), gain 4, loss 0, allowance 2.
+    #[doc(hidden)]
+    pub fn example(rule: Rule, preemptor_leaf: &str, victim_leaf: &str) -> Grounds {
+        Grounds {
+            rule,
+            preemptor_gpus: 4,
+            preemptor_short: false,
+            preemptor_leaf: LeafFigures {
+                leaf: preemptor_leaf.into(),
+                running: 0,
+                entitled: 8.0,
+            },
+            victim_leaf: Some(LeafFigures {
+                leaf: victim_leaf.into(),
+                running: 16,
+                entitled: 8.0,
+            }),
+            gain: 4.0,
+            lost: 0.0,
+            allowance: Some(2.0),
+            victim: VictimFigures {
+                gpus: 4,
+                min_runtime: 3600,
+                run_time: 7200,
+                requeues: 0,
+                max_requeues: 3,
+                requeue_period: 0,
+                requeue_window: 0,
+            },
+        }
+    }
+}
+
 /// What [`Engine::decide_beside`] found: the verdict, the leaf whose tally
 /// an allowed victim joins, the clause that allowed it and the covered
 /// entitlement the victims' leaves lose with it.

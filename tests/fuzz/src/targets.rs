@@ -435,14 +435,7 @@ pub fn http_request(data: &[u8]) {
 pub fn site(data: &[u8]) {
     use allot_sync::server::{fixture, privacy::PrivateData};
     static LEDGER: OnceLock<std::path::PathBuf> = OnceLock::new();
-    let ledger = LEDGER.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("allot-fuzz-site-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("ledger.sqlite");
-        fixture::write_ledger(&path);
-        path
-    });
+    let ledger = LEDGER.get_or_init(|| fixture::temp_ledger("fuzz-site"));
     let mut parts = data.splitn(3, |b| *b == 0);
     let head = parts.next().unwrap_or_default();
     let name = String::from_utf8_lossy(parts.next().unwrap_or_default()).into_owned();

@@ -1,39 +1,8 @@
 use allot_ledger::charge::Charging;
 use allot_ledger::preemptions::Preemption;
 use allot_ledger::Ledger;
-use fairshare::preempt::grounds::{LeafFigures, VictimFigures};
 
 use super::*;
-
-fn grounds() -> Grounds {
-    Grounds {
-        rule: Rule::NetGain,
-        preemptor_gpus: 4,
-        preemptor_short: false,
-        preemptor_leaf: LeafFigures {
-            leaf: "tree.b.b1".into(),
-            running: 0,
-            entitled: 8.0,
-        },
-        victim_leaf: Some(LeafFigures {
-            leaf: "tree.a.a1".into(),
-            running: 16,
-            entitled: 8.0,
-        }),
-        gain: 4.0,
-        lost: 0.0,
-        allowance: Some(2.0),
-        victim: VictimFigures {
-            gpus: 4,
-            min_runtime: 3600,
-            run_time: 7200,
-            requeues: 0,
-            max_requeues: 3,
-            requeue_period: 0,
-            requeue_window: 0,
-        },
-    }
-}
 
 #[test]
 fn a_recorded_attempt_names_its_preemptor_and_rule_and_only_others_are_guessed() {
@@ -59,7 +28,12 @@ fn a_recorded_attempt_names_its_preemptor_and_rule_and_only_others_are_guessed()
     )
     .unwrap();
     ledger
-        .record_preemption(&Preemption::new(1000, (7, "a1"), (8, "b1"), &grounds()))
+        .record_preemption(&Preemption::new(
+            1000,
+            (7, "a1"),
+            (8, "b1"),
+            &Grounds::example(Rule::NetGain, "tree.b.b1", "tree.a.a1"),
+        ))
         .unwrap();
     let reader = ledger.reader().unwrap();
     let attempts = reader.attempts_of_job(7).unwrap();
