@@ -127,11 +127,32 @@ pub struct Output {
     pub live: Option<LiveJob>,
     /// The engine's account of it ([`fairshare::Explanation`]).
     pub explanation: Explanation,
+    /// Every attempt the ledger has of it, oldest first, and how each
+    /// ended.
+    pub attempts: Vec<Attempt>,
     /// Its preempted attempts, each with its preemptor and rule.
     pub requeues: Vec<Requeue>,
     /// Who owns it (the user of slurmctld's job, else of its last
     /// attempt in the ledger): what `PrivateData=jobs` checks.
     pub user: String,
+}
+
+/// One attempt of the job, as the ledger has it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    /// 0, 1, ...: its index.
+    pub attempt: u32,
+    /// When it started (epoch s); `None` if it never did.
+    pub start: Option<i64>,
+    /// When it ended (epoch s); `None` while it runs or waits.
+    pub end: Option<i64>,
+    /// How it ended, as sacct says (`COMPLETED`, `PREEMPTED`, `NODE_FAIL`,
+    /// ...; `RUNNING` or `PENDING` for the current one).
+    pub state: String,
+    /// GPUs it held.
+    pub gpus: u64,
+    /// What it was charged, GPU-seconds (charge units).
+    pub charged_gpu_seconds: f64,
 }
 
 /// Why `build` has nothing to say.
@@ -258,6 +279,17 @@ pub fn build(
     Ok(Output {
         job_id: job,
         requeues: requeues(reader, &attempts)?,
+        attempts: attempts
+            .iter()
+            .map(|a| Attempt {
+                attempt: a.attempt,
+                start: a.record.start,
+                end: a.record.end,
+                state: a.record.state.clone(),
+                gpus: a.record.gpus,
+                charged_gpu_seconds: fairshare::charge::units(a.record.charged),
+            })
+            .collect(),
         live,
         explanation,
         user,

@@ -191,6 +191,23 @@ pub fn job_page(o: &Output, now: i64, viewer: &Viewer) -> String {
         }
         h += "</table>";
     }
+    if !o.attempts.is_empty() {
+        h += "<h2>Its attempts</h2><table data-field=\"attempts\"><tr><th>Attempt</th><th>Started</th><th>Ended</th><th>How it ended</th><th>GPUs</th><th>Charged (GPU-h)</th></tr>";
+        for a in &o.attempts {
+            let t = |x: Option<i64>| x.map_or("-".to_string(), |x| when(x, now));
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td></tr>",
+                a.attempt,
+                esc(&t(a.start)),
+                esc(&t(a.end)),
+                esc(&a.state),
+                a.gpus,
+                a.charged_gpu_seconds / 3600.0
+            );
+        }
+        h += "</table>";
+    }
     h += "<h2>Its attempts that were preempted</h2>";
     if o.requeues.is_empty() {
         h += "<p data-field=\"requeues\">None.</p>";

@@ -43,6 +43,13 @@ fn without_private_data_anyone_sees_who_preempted_a_job() {
     assert_eq!(v["requeues"][0]["rule"], "free_tier", "{v}");
     assert_eq!(v["user"], "alice");
     assert_eq!(v["live"]["state"], "PENDING");
+    let states: Vec<&str> = v["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["PREEMPTED", "PENDING"], "{v}");
     // The text is allot explain's own.
     let t = body(&site.answer(&req("/api/v1/jobs/7?format=text")));
     assert!(
