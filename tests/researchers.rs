@@ -5,8 +5,17 @@
 //! asked the sidecar as alice, the page `/jobs/<id>` says the same; with
 //! `PrivateData=jobs` in slurm.conf, bob's `allot explain` of her job is
 //! refused (and a browser's page), while hers still answers.
+//!
+//! Before PrivateData, headless Chromium (Debian's `chromium`) renders the
+//! budget page and the job's page: their DOM (`--dump-dom`) holds what the
+//! pages should show, and their screenshots go to `$ALLOT_SCREENSHOTS`
+//! (docs/screenshots/ is regenerated so) or the testbed dir. Chromium is
+//! needed on the host (scripts/testbed install brings it); in a Slurm root
+//! (`ALLOT_SLURM_ROOT`, scripts/slurm-root) that step is skipped and says
+//! so: the host's run takes the screenshots.
 
 use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
@@ -63,6 +72,105 @@ fn allot_as(tb: &Testbed, user: &str, args: &str) -> Output {
         .stdin(Stdio::null())
         .output()
         .unwrap()
+}
+
+/// Headless Chromium (Debian's `chromium`) on `url`: saves a screenshot
+/// as `png` (checked: a PNG over 10 KB) and returns the DOM it rendered
+/// (`--dump-dom`). Panics, naming the package, when chromium is missing.
+fn chromium(url: &str, png: &Path, profile: &Path) -> String {
+    let run = |what: &[String]| -> Output {
+        Command::new("chromium")
+            .args([
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--window-size=1200,1400",
+            ])
+            .arg(format!("--user-data-dir={}", profile.display()))
+            .args(what)
+            .arg(url)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "chromium not runnable ({e}): install Debian's package `chromium` \
+                     (apt-get install chromium; scripts/testbed install does on the host)"
+                )
+            })
+    };
+    let _ = std::fs::remove_file(png);
+    let out = run(&[format!("--screenshot={}", png.display())]);
+    let bytes = std::fs::read(png).unwrap_or_else(|e| {
+        panic!(
+            "chromium wrote no screenshot of {url} to {} ({e}): {}",
+            png.display(),
+            text(&out)
+        )
+    });
+    assert!(
+        bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "{} is not a PNG",
+        png.display()
+    );
+    assert!(
+        bytes.len() > 10 * 1024,
+        "{} is only {} bytes: a blank page?",
+        png.display(),
+        bytes.len()
+    );
+    let out = run(&["--dump-dom".to_string()]);
+    assert!(
+        out.status.success(),
+        "chromium --dump-dom {url}: {}",
+        text(&out)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The budget page and job `victim`'s page (preempted by `bob`) as a
+/// browser renders them, with screenshots.
+fn screenshots(tb: &Testbed, port: u16, victim: u32, bob: u32) {
+    if let Ok(v) = std::env::var("ALLOT_SLURM_ROOT") {
+        eprintln!(
+            "screenshots skipped in the Slurm {v} root: the host's run takes them \
+             (headless chromium)"
+        );
+        return;
+    }
+    let dir = std::env::var_os("ALLOT_SCREENSHOTS").map_or_else(|| tb.dir.clone(), PathBuf::from);
+    std::fs::create_dir_all(&dir).unwrap();
+    let profile = tb.dir.join("chromium-profile");
+    let base = format!("http://127.0.0.1:{port}");
+
+    let dom = chromium(
+        &format!("{base}/jobs/{victim}"),
+        &dir.join("job-page.png"),
+        &profile,
+    );
+    assert!(
+        dom.contains(&format!("data-field=\"preempted_by\">job {bob}</a>"))
+            && dom.contains("<b data-field=\"rule\">free_tier</b>"),
+        "the job page in a browser: {dom}"
+    );
+    // The name is text: serialised back escaped, no <b> element of its own.
+    assert!(
+        dom.contains("alice's &lt;b&gt;job&lt;/b&gt; &amp; \"notes\"")
+            && !dom.contains("<b>job</b>"),
+        "the job's name as text in a browser: {dom}"
+    );
+
+    let dom = chromium(&format!("{base}/"), &dir.join("budget-page.png"), &profile);
+    assert!(
+        dom.contains("<form class=\"box\" method=\"get\" action=\"/jobs\">")
+            && dom.contains("<input name=\"id\""),
+        "the lookup form in a browser: {dom}"
+    );
+    assert!(
+        dom.contains("data-field=\"rank\">1</td>"),
+        "a ranking row in a browser: {dom}"
+    );
+    let _ = std::fs::remove_dir_all(&profile);
 }
 
 fn text(o: &Output) -> String {
@@ -238,6 +346,8 @@ fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
     );
     let (status, _) = get(port, "/").expect("the budget page");
     assert_eq!(status, 200);
+    // ... and in a browser, with screenshots (anonymous sees all here).
+    screenshots(&tb, port, victim, bob);
 
     // PrivateData=jobs: bob may not see alice's job; alice still may.
     let slurm_conf = std::env::var("SLURM_CONF").unwrap();
