@@ -697,6 +697,26 @@ pub fn fresh_ledger(dir: &std::path::Path, name: &str) -> PathBuf {
     p
 }
 
+/// A port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process killed (and reaped) when dropped, also when a test
+/// fails.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Polls `check` every 200 ms until it returns `Some`, or panics after
 /// `timeout` with `what` and the last observation.
 pub fn wait_until<T>(

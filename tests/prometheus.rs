@@ -9,26 +9,10 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use allot_e2e::{epoch, serial, wait_until, Testbed};
-
-struct Killed(Child);
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use allot_e2e::{epoch, free_port, serial, wait_until, Killed, Testbed};
 
 /// The body of `GET path` on 127.0.0.1:port, if it answered 200.
 fn get(port: u16, path: &str) -> Option<String> {

@@ -66,6 +66,78 @@ impl LiveJob {
     }
 }
 
+/// The fields of a job in `squeue --json` that allot reads; serde skips
+/// the others (dozens per job) without building them.
+#[derive(serde::Deserialize)]
+struct SqueueJob {
+    #[serde(default)]
+    job_id: serde_json::Value,
+    #[serde(default)]
+    name: serde_json::Value,
+    #[serde(default)]
+    job_state: serde_json::Value,
+    #[serde(default)]
+    account: serde_json::Value,
+    #[serde(default)]
+    user_name: serde_json::Value,
+    #[serde(default)]
+    partition: serde_json::Value,
+    #[serde(default)]
+    priority: serde_json::Value,
+    #[serde(default)]
+    nice: serde_json::Value,
+    #[serde(default)]
+    submit_time: serde_json::Value,
+    #[serde(default)]
+    eligible_time: serde_json::Value,
+    #[serde(default)]
+    start_time: serde_json::Value,
+    #[serde(default)]
+    suspend_time: serde_json::Value,
+    #[serde(default)]
+    pre_sus_time: serde_json::Value,
+    #[serde(default)]
+    admin_comment: serde_json::Value,
+    #[serde(default)]
+    restart_cnt: serde_json::Value,
+    #[serde(default)]
+    tres_req_str: serde_json::Value,
+    #[serde(default)]
+    time_limit: serde_json::Value,
+}
+
+#[derive(serde::Deserialize)]
+struct SqueueOutput {
+    #[serde(default)]
+    jobs: Vec<SqueueJob>,
+}
+
+/// Every job in `squeue --json` output read from `r` as it streams (the
+/// text is never held whole: with 10,000 jobs it is tens of MB), by job
+/// id.
+///
+/// # Errors
+/// Not JSON, or `jobs` not a list of objects.
+pub fn read_squeue(r: impl std::io::Read) -> serde_json::Result<BTreeMap<u64, LiveJob>> {
+    let out: SqueueOutput = serde_json::from_reader(std::io::BufReader::new(r))?;
+    Ok(out
+        .jobs
+        .into_iter()
+        .filter_map(|j| {
+            let v = serde_json::json!({
+                "job_id": j.job_id, "name": j.name, "job_state": j.job_state,
+                "account": j.account, "user_name": j.user_name, "partition": j.partition,
+                "priority": j.priority, "nice": j.nice, "submit_time": j.submit_time,
+                "eligible_time": j.eligible_time, "start_time": j.start_time,
+                "suspend_time": j.suspend_time, "pre_sus_time": j.pre_sus_time,
+                "admin_comment": j.admin_comment, "restart_cnt": j.restart_cnt,
+                "tres_req_str": j.tres_req_str, "time_limit": j.time_limit,
+            });
+            Some((v["job_id"].as_u64()?, live_of(&v)))
+        })
+        .collect())
+}
+
 /// Every job in `squeue --json` output (`jobs[]`), by job id.
 pub fn parse_squeue(v: &serde_json::Value) -> BTreeMap<u64, LiveJob> {
     v["jobs"]
@@ -111,8 +183,15 @@ fn live_of(j: &serde_json::Value) -> LiveJob {
         admin_comment: s("admin_comment"),
         restarts: n("restart_cnt"),
         gpus: fairshare::tres::gpu_count(&s("tres_req_str")).unwrap_or(0),
+        // Minutes; 24.11 writes {"set", "infinite", "number"}, which this
+        // read as no limit before.
         time_limit: j["time_limit"]
             .as_u64()
+            .or_else(|| {
+                (j["time_limit"]["infinite"] != true)
+                    .then(|| j["time_limit"]["number"].as_u64())
+                    .flatten()
+            })
             .filter(|&m| m > 0 && m < u64::from(u32::MAX))
             .map(|m| m * 60),
     }
@@ -407,6 +486,34 @@ pub fn render(o: &Output, now: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn squeue_is_read_as_it_streams_in_both_releases_forms() {
+        // 22.05 (openapi/v0.0.38): plain values; 24.11 (v0.0.42): the
+        // state a list, numbers {set, infinite, number}.
+        let text = r#"{"meta": {"plugin": {"x": 1}}, "jobs": [
+            {"job_id": 7, "name": "a <b>", "job_state": "PENDING", "account": "a1", "user_name": "alice",
+             "partition": "gpu", "priority": 10, "nice": 0, "submit_time": 100, "eligible_time": 100,
+             "start_time": 0, "suspend_time": 0, "pre_sus_time": 0, "admin_comment": "allot:min_runtime=600",
+             "restart_cnt": 1, "tres_req_str": "cpu=1,gres/gpu=4", "time_limit": 60, "extra": [1, 2, {"deep": true}]},
+            {"job_id": 8, "job_state": ["RUNNING", "COMPLETING"], "account": "b1", "user_name": "bob",
+             "priority": {"set": true, "infinite": false, "number": 5}, "time_limit": {"set": true, "infinite": false, "number": 30},
+             "tres_req_str": "gres/gpu=2"}
+        ]}"#;
+        let streamed = read_squeue(text.as_bytes()).unwrap();
+        let whole = parse_squeue(&serde_json::from_str(text).unwrap());
+        assert_eq!(format!("{streamed:?}"), format!("{whole:?}"));
+        let (a, b) = (&streamed[&7], &streamed[&8]);
+        assert_eq!(
+            (a.name.as_str(), a.gpus, a.time_limit, a.restarts),
+            ("a <b>", 4, Some(3600), 1)
+        );
+        assert_eq!(
+            (b.state.as_str(), b.priority, b.gpus, b.time_limit),
+            ("RUNNING", 5, 2, Some(1800))
+        );
+        assert!(read_squeue("not json".as_bytes()).is_err());
+    }
 
     #[test]
     fn a_live_job_has_the_plugins_minimum_runtime() {

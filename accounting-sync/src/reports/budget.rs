@@ -275,6 +275,21 @@ fn user_line(depth: u32, account: &str, user: &str, v: Usage, alloc: f64) -> Lin
     }
 }
 
+/// The tree's nodes in the order of the report's node lines (pre-order,
+/// children in the tree's order; the lines of accounts outside the tree
+/// follow them).
+pub fn node_order(tree: &Tree) -> Vec<NodeId> {
+    let mut out = Vec::new();
+    let mut stack = vec![Tree::ROOT];
+    while let Some(id) = stack.pop() {
+        out.push(id);
+        for c in tree.node(id).children.iter().rev() {
+            stack.push(*c);
+        }
+    }
+    out
+}
+
 /// Slurm accounts of a subtree.
 pub fn subtree_accounts(tree: &Tree, id: NodeId) -> Vec<String> {
     let mut out = Vec::new();

@@ -23,11 +23,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use fairshare::{NodeId, Tree};
+use fairshare::Tree;
 
 use super::auth::Identity;
 use crate::explain::Output;
-use crate::reports::budget::{subtree_accounts, Report};
+use crate::reports::budget::{self, subtree_accounts, Report};
 
 /// Slurm's `PrivateData` flags that allot honours.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -206,7 +206,7 @@ impl Viewer {
         if self.sees_all() {
             return r;
         }
-        let by_line = nodes_in_report_order(tree);
+        let by_line = budget::node_order(tree);
         let hide_lines = self.private.usage || self.private.accounts;
         let mut keep = Vec::with_capacity(r.lines.len());
         let mut node_lines = 0usize;
@@ -245,20 +245,6 @@ impl Viewer {
         r.lines = keep;
         r
     }
-}
-
-/// The tree's nodes in the order of the report's node lines (pre-order,
-/// children in the tree's order).
-fn nodes_in_report_order(tree: &Tree) -> Vec<NodeId> {
-    let mut out = Vec::new();
-    let mut stack = vec![Tree::ROOT];
-    while let Some(id) = stack.pop() {
-        out.push(id);
-        for c in tree.node(id).children.iter().rev() {
-            stack.push(*c);
-        }
-    }
-    out
 }
 
 /// `PrivateData` in `scontrol show config` output.

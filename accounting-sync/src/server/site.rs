@@ -120,15 +120,26 @@ pub fn slurm_users() -> anyhow::Result<SlurmUsers> {
     })
 }
 
-/// `squeue --json`'s jobs.
+/// `squeue --json`'s jobs, parsed as squeue writes them.
 ///
 /// # Errors
-/// squeue fails or prints something that is not JSON.
+/// squeue cannot run, fails, or prints something that is not JSON.
 pub fn squeue_jobs() -> anyhow::Result<BTreeMap<u64, LiveJob>> {
-    let text = run("squeue", &["--json"])?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("squeue --json printed invalid JSON: {e}"))?;
-    Ok(explain::parse_squeue(&v))
+    let mut child = Command::new("squeue")
+        .arg("--json")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| anyhow::anyhow!("cannot run squeue: {e}"))?;
+    let parsed = explain::read_squeue(child.stdout.take().expect("piped"));
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "squeue --json failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    parsed.map_err(|e| anyhow::anyhow!("squeue --json printed invalid JSON: {e}"))
 }
 
 impl Site {
@@ -160,20 +171,23 @@ impl Site {
         capacity: u64,
         now: i64,
     ) -> anyhow::Result<()> {
+        let jobs = squeue_jobs()?;
+        let mut report = budget::build(
+            reader,
+            config.clone(),
+            capacity,
+            now - config.window as i64,
+            now,
+            true,
+        )?;
+        live_counts(&mut report, &config.tree, &jobs);
         let snap = Snapshot {
             at: now,
             config: config.clone(),
             engine: explain::engine_now(config, reader, now)?,
-            report: budget::build(
-                reader,
-                config.clone(),
-                capacity,
-                now - config.window as i64,
-                now,
-                true,
-            )?,
+            report,
             daily: budget_page::daily(reader, config, now, PAGE_DAYS)?,
-            jobs: squeue_jobs()?,
+            jobs,
             users: slurm_users()?,
         };
         self.install(snap);
@@ -346,6 +360,50 @@ impl Site {
             snap.jobs.get(&id).cloned(),
             now,
         )
+    }
+}
+
+/// The report's running and pending jobs as slurmctld has them now
+/// (squeue), rather than as the last sync saw them in sacct: each node
+/// line counts its subtree's accounts, each user line its user's jobs in
+/// its leaf, each line of an account outside the tree that account's.
+pub fn live_counts(r: &mut Report, tree: &fairshare::Tree, jobs: &BTreeMap<u64, LiveJob>) {
+    let mut by: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
+    for j in jobs.values() {
+        let c = by.entry((j.account.as_str(), j.user.as_str())).or_default();
+        match j.state.as_str() {
+            "RUNNING" | "COMPLETING" | "SUSPENDED" => c.0 += 1,
+            "PENDING" | "REQUEUED" => c.1 += 1,
+            _ => {}
+        }
+    }
+    let count = |accounts: &[String], user: Option<&str>| {
+        by.iter()
+            .filter(|((a, u), _)| accounts.iter().any(|x| x == a) && user.is_none_or(|w| w == *u))
+            .fold((0, 0), |s, (_, c)| (s.0 + c.0, s.1 + c.1))
+    };
+    let order = budget::node_order(tree);
+    let outside: Vec<String> = by
+        .keys()
+        .map(|(a, _)| a.to_string())
+        .filter(|a| tree.leaf_of_account(a).is_none())
+        .collect();
+    let mut nodes = order.iter();
+    let mut leaf_accounts: Vec<String> = Vec::new();
+    for l in &mut r.lines {
+        let (running, pending) = match l.user.as_deref() {
+            None => match nodes.next() {
+                Some(id) => {
+                    leaf_accounts = budget::subtree_accounts(tree, *id);
+                    count(&leaf_accounts, None)
+                }
+                None => count(&outside, None),
+            },
+            Some("") => count(std::slice::from_ref(&l.account), None),
+            Some(u) => count(&leaf_accounts, Some(u)),
+        };
+        l.running = running;
+        l.pending = pending;
     }
 }
 
