@@ -624,8 +624,23 @@ fn server_url(url: &str) -> Result<String, ConfigError> {
     let (host, port) = hostport
         .rsplit_once(':')
         .ok_or_else(|| bad("has no :PORT"))?;
-    if host.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0) {
-        return Err(bad("has no host or no valid port"));
+    if hostport.contains('#') {
+        return Err(bad("has a fragment"));
+    }
+    if host.contains('@') {
+        return Err(bad("has a user name or password (the sidecar takes none)"));
+    }
+    let bracketed = host.starts_with('[') && host.ends_with(']');
+    if host.is_empty()
+        || !(bracketed
+            || host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'))
+    {
+        return Err(bad("has no valid host name or address"));
+    }
+    if port.parse::<u16>().map_or(true, |p| p == 0) {
+        return Err(bad("has no valid port"));
     }
     Ok(format!("http://{hostport}"))
 }

@@ -17,8 +17,8 @@ use super::remote::{self, Source};
 /// `allot explain` arguments.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Slurm job id
-    job: u64,
+    /// Slurm job id, or a task of a job array as squeue shows it (4242_7)
+    job: String,
     #[command(flatten)]
     config: ConfigArg,
     #[command(flatten)]
@@ -28,7 +28,7 @@ pub struct Args {
     json: bool,
 }
 
-fn live_job(id: u64) -> anyhow::Result<Option<LiveJob>> {
+fn squeue() -> anyhow::Result<std::collections::BTreeMap<u64, LiveJob>> {
     // squeue --json ignores -j in 22.05: filter here.
     let out = Command::new("squeue")
         .args(["--json"])
@@ -43,7 +43,7 @@ fn live_job(id: u64) -> anyhow::Result<Option<LiveJob>> {
     }
     let v: serde_json::Value =
         serde_json::from_slice(&out.stdout).context("squeue --json printed invalid JSON")?;
-    Ok(explain::parse_squeue(&v).remove(&id))
+    Ok(explain::parse_squeue(&v))
 }
 
 /// Runs `allot explain`.
@@ -54,7 +54,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         Source::Server(client) => {
             let path = format!(
                 "/api/v1/jobs/{}{}",
-                args.job,
+                args.job.trim(),
                 if args.json { "" } else { "?format=text" }
             );
             print!("{}", client.get(&path)?);
@@ -63,7 +63,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     let t = now();
     let engine = explain::engine_now(&config, &reader, t)?;
-    let out = explain::build(&config, &engine, &reader, args.job, live_job(args.job)?, t)?;
+    let mut jobs = squeue()?;
+    let job = explain::resolve(&args.job, &jobs).map_err(anyhow::Error::msg)?;
+    let out = explain::build(&config, &engine, &reader, job, jobs.remove(&job), t)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {

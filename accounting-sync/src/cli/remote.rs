@@ -76,6 +76,11 @@ pub struct Client {
 }
 
 impl Client {
+    /// The sidecar's address (`[server] url`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
     /// `GET path` (with its query), as this user: the body of a 200
     /// answer.
     ///
@@ -84,22 +89,35 @@ impl Client {
     /// instance what PrivateData hides).
     pub fn get(&self, path: &str) -> anyhow::Result<String> {
         let mut req = ureq::get(&format!("{}{path}", self.url)).timeout(Duration::from_secs(30));
-        match auth::encode(self.munge_socket.as_deref(), path) {
+        // Without a credential the sidecar answers as to a browser: say so
+        // always, and again beside a refusal.
+        let anonymous = match auth::encode(self.munge_socket.as_deref(), path) {
             Ok(cred) => {
                 verbose(|| format!("GET {}{path} as {} (munge)", self.url, whoami()));
                 req = req.set("Authorization", &format!("{}{cred}", auth::SCHEME));
+                None
             }
-            Err(e) => verbose(|| format!("GET {}{path} anonymously: {e:#}", self.url)),
-        }
+            Err(e) => {
+                eprintln!("allot: warning: asking the sidecar anonymously, so PrivateData hides what it covers: {e:#}");
+                Some(format!("{e:#}"))
+            }
+        };
         match req.call() {
-            Ok(r) => Ok(r.into_string()?),
+            Ok(r) => Ok(clean(&r.into_string()?)),
             Err(ureq::Error::Status(code, r)) => {
                 let body = r.into_string().unwrap_or_default();
                 let msg = serde_json::from_str::<serde_json::Value>(&body)
                     .ok()
                     .and_then(|v| v["error"].as_str().map(str::to_string))
                     .unwrap_or(body);
-                anyhow::bail!("the sidecar at {} answered {code}: {}", self.url, msg.trim())
+                let hint = anonymous.map_or(String::new(), |e| {
+                    format!(" (you asked anonymously: {e})")
+                });
+                anyhow::bail!(
+                    "the sidecar at {} answered {code}: {}{hint}",
+                    self.url,
+                    clean(msg.trim())
+                )
             }
             Err(e) => anyhow::bail!(
                 "cannot reach the sidecar at {} ([server] url in allot.toml): {e}; is `allot sync --follow --listen` running there?",
@@ -107,6 +125,14 @@ impl Client {
             ),
         }
     }
+}
+
+/// `s` without terminal control characters (a server that is not the
+/// sidecar could send any).
+fn clean(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .collect()
 }
 
 fn whoami() -> String {

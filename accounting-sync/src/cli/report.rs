@@ -90,7 +90,8 @@ fn through_sidecar(args: &Args, client: &remote::Client) -> anyhow::Result<ExitC
     ];
     if let Some((_, flag)) = local_only.iter().find(|(set, _)| *set) {
         bail!(
-            "{flag} needs the ledger, which you cannot read; the sidecar ([server] url) serves the report of the current window only: run `allot report` without {flag}, or open the budget page at its address"
+            "{flag} needs the ledger, which you cannot read; the sidecar ([server] url) serves the report of the current window only: run `allot report` without {flag}, or open the budget page at {}/",
+            client.url()
         );
     }
     let format = if args.json {

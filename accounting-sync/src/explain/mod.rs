@@ -48,6 +48,9 @@ pub struct LiveJob {
     pub admin_comment: String,
     /// How often Slurm requeued it (`restart_cnt`).
     pub restarts: u64,
+    /// For a task of a job array: the array's job id and the task's index
+    /// (squeue shows it as `ARRAY_TASK`).
+    pub array: Option<(u64, u64)>,
     /// GPUs requested (from `tres_req_str`).
     pub gpus: u64,
     /// Time limit, seconds (`None`: unlimited or not given).
@@ -104,6 +107,10 @@ struct SqueueJob {
     tres_req_str: serde_json::Value,
     #[serde(default)]
     time_limit: serde_json::Value,
+    #[serde(default)]
+    array_job_id: serde_json::Value,
+    #[serde(default)]
+    array_task_id: serde_json::Value,
 }
 
 #[derive(serde::Deserialize)]
@@ -132,10 +139,40 @@ pub fn read_squeue(r: impl std::io::Read) -> serde_json::Result<BTreeMap<u64, Li
                 "suspend_time": j.suspend_time, "pre_sus_time": j.pre_sus_time,
                 "admin_comment": j.admin_comment, "restart_cnt": j.restart_cnt,
                 "tres_req_str": j.tres_req_str, "time_limit": j.time_limit,
+                "array_job_id": j.array_job_id, "array_task_id": j.array_task_id,
             });
             Some((v["job_id"].as_u64()?, live_of(&v)))
         })
         .collect())
+}
+
+/// The job id that `job` names: a job id (`4242`), or a task of a job
+/// array as squeue shows it (`4242_7`), found among slurmctld's `jobs`.
+///
+/// # Errors
+/// Neither form, or an array task slurmctld no longer has (the message
+/// says how to find its job id).
+pub fn resolve(job: &str, jobs: &BTreeMap<u64, LiveJob>) -> Result<u64, String> {
+    let job = job.trim();
+    if let Ok(id) = job.parse::<u64>() {
+        return Ok(id);
+    }
+    let parsed = job
+        .split_once('_')
+        .and_then(|(a, t)| Some((a.parse::<u64>().ok()?, t.parse::<u64>().ok()?)));
+    let Some((array, task)) = parsed else {
+        return Err(format!(
+            "{job:?} is not a job id: give a number (4242) or an array task as squeue shows it (4242_7)"
+        ));
+    };
+    jobs.iter()
+        .find(|(_, l)| l.array == Some((array, task)))
+        .map(|(id, _)| *id)
+        .ok_or_else(|| {
+            format!(
+                "array task {array}_{task} is not in slurmctld now; give its job id instead (sacct -j {array}_{task} -X -n -o JobIDRaw)"
+            )
+        })
 }
 
 /// Every job in `squeue --json` output (`jobs[]`), by job id.
@@ -182,6 +219,19 @@ fn live_of(j: &serde_json::Value) -> LiveJob {
         pre_sus_time: n("pre_sus_time"),
         admin_comment: s("admin_comment"),
         restarts: n("restart_cnt"),
+        array: match (
+            j["array_job_id"]
+                .as_u64()
+                .or_else(|| j["array_job_id"]["number"].as_u64()),
+            j["array_task_id"].as_u64().or_else(|| {
+                (j["array_task_id"]["set"] == true)
+                    .then(|| j["array_task_id"]["number"].as_u64())
+                    .flatten()
+            }),
+        ) {
+            (Some(a), Some(t)) if a > 0 => Some((a, t)),
+            _ => None,
+        },
         gpus: fairshare::tres::gpu_count(&s("tres_req_str")).unwrap_or(0),
         // Minutes; 24.11 writes {"set", "infinite", "number"}, which this
         // read as no limit before.

@@ -92,8 +92,8 @@ pub fn encode(socket: Option<&str>, path_and_query: &str) -> anyhow::Result<Stri
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// The UID and payload in unmunge's output (`-N -k UID`): `UID: 1001`,
-/// a blank line, then the payload.
+/// The UID and payload in unmunge's output (`-N -k STATUS,UID`):
+/// `STATUS: Success (0)`, `UID: 1001`, a blank line, then the payload.
 pub fn parse_unmunge(out: &str) -> Option<(u32, String)> {
     let (meta, payload) = out.split_once("\n\n").unwrap_or((out, ""));
     let uid = meta
@@ -142,12 +142,20 @@ pub fn attribute(
     authorization: Option<&str>,
     path_and_query: &str,
 ) -> Result<Identity, AuthError> {
-    let Some(cred) = authorization.and_then(|a| a.strip_prefix(SCHEME)) else {
+    // The scheme is case-insensitive (RFC 9110); an empty credential is
+    // no credential.
+    let Some(cred) = authorization
+        .and_then(|a| a.split_once(' '))
+        .filter(|(scheme, cred)| {
+            scheme.eq_ignore_ascii_case(SCHEME.trim()) && !cred.trim().is_empty()
+        })
+        .map(|(_, cred)| cred)
+    else {
         return Ok(Identity::Anonymous);
     };
     let mut child = Command::new("unmunge")
         .args(socket_args(socket))
-        .args(["--numeric", "--keys", "UID"])
+        .args(["--numeric", "--keys", "STATUS,UID"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -158,9 +166,25 @@ pub fn attribute(
     }
     let out = child.wait_with_output().map_err(AuthError::NoUnmunge)?;
     if !out.status.success() {
-        return Err(AuthError::Refused(
-            String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        ));
+        // A replayed or expired credential: unmunge says why only in its
+        // STATUS line ("Replayed credential (17)"), not on stderr.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let status = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("STATUS:"))
+            .map(str::trim)
+            .unwrap_or("");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let why = [status, stderr.trim()]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(AuthError::Refused(if why.is_empty() {
+            format!("unmunge exited with {}", out.status)
+        } else {
+            why
+        }));
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let (uid, got) = parse_unmunge(&text)
@@ -180,7 +204,8 @@ mod tests {
 
     #[test]
     fn unmunge_output_gives_the_uid_and_the_payload() {
-        let out = "UID:              1001\n\nallot GET /api/v1/jobs/7\n";
+        let out =
+            "STATUS:           Success (0)\nUID:              1001\n\nallot GET /api/v1/jobs/7\n";
         assert_eq!(
             parse_unmunge(out),
             Some((1001, "allot GET /api/v1/jobs/7".into()))
@@ -192,9 +217,12 @@ mod tests {
     #[test]
     fn no_header_is_anonymous() {
         assert_eq!(attribute(None, None, "/").unwrap(), Identity::Anonymous);
-        assert_eq!(
-            attribute(None, Some("Bearer x"), "/").unwrap(),
-            Identity::Anonymous
-        );
+        for h in ["Bearer x", "Munge ", "Munge"] {
+            assert_eq!(
+                attribute(None, Some(h), "/").unwrap(),
+                Identity::Anonymous,
+                "{h}"
+            );
+        }
     }
 }

@@ -20,7 +20,7 @@ use crate::reports::{budget, budget_page};
 /// When the fixture's snapshot is taken (epoch s).
 pub const NOW: i64 = 10_000;
 
-/// Job 7 (a1, alice) was preempted at 1000 by job 8 (b1, bob) under
+/// Job 7 (a1, alice; task 6_1 of an array in slurmctld) was preempted at 1000 by job 8 (b1, bob) under
 /// `free_tier` and is pending again; job 9 (b2, carol) ended.
 const DUMP: &str =
     "JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
@@ -92,6 +92,7 @@ pub fn site(ledger: &Path, private: PrivateData, name: &str) -> Arc<Site> {
             eligible: 1001,
             restarts: 1,
             gpus: 4,
+            array: Some((6, 1)),
             ..LiveJob::default()
         },
     );

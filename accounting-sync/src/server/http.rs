@@ -204,6 +204,10 @@ pub struct Limits {
     /// Accepted connections waiting for a worker; one more is answered 503
     /// and closed. Default 64.
     pub max_queued: usize,
+    /// Connections one client address may have open (queued or being
+    /// served); one more is answered 503 at once, so a single slow client
+    /// cannot hold every worker. Default 4.
+    pub max_per_client: usize,
     /// The whole request head must arrive within this time from the moment
     /// a worker takes the connection, or it is answered 408 (a client
     /// trickling bytes still ends then). Default 5 s.
@@ -217,8 +221,9 @@ impl Default for Limits {
     fn default() -> Limits {
         Limits {
             max_head_bytes: 8192,
-            workers: 8,
+            workers: 16,
             max_queued: 64,
+            max_per_client: 4,
             read_timeout: Duration::from_secs(5),
             write_timeout: Duration::from_secs(10),
         }
@@ -554,7 +559,8 @@ pub fn serve(
     let listener = TcpListener::bind(addr)?;
     let bound = listener.local_addr()?;
     let limits = Arc::new(limits);
-    let (tx, rx) = sync_channel::<TcpStream>(limits.max_queued);
+    let (tx, rx) = sync_channel::<(TcpStream, Slot)>(limits.max_queued);
+    let clients: Clients = Arc::default();
     let rx = Arc::new(Mutex::new(rx));
     for i in 0..limits.workers.max(1) {
         let (rx, limits, handler) = (Arc::clone(&rx), Arc::clone(&limits), Arc::clone(&handler));
@@ -580,9 +586,16 @@ pub fn serve(
                         continue;
                     }
                 };
-                match tx.try_send(stream) {
+                let Some(slot) = Slot::take(&clients, &stream, limits.max_per_client) else {
+                    busy(stream);
+                    continue;
+                };
+                match tx.try_send((stream, slot)) {
                     Ok(()) => {}
-                    Err(TrySendError::Full(stream)) => busy(stream),
+                    Err(TrySendError::Full((stream, slot))) => {
+                        drop(slot);
+                        busy(stream);
+                    }
                     Err(TrySendError::Disconnected(_)) => break,
                 }
             }
@@ -594,9 +607,71 @@ pub fn serve(
     })
 }
 
+/// Open connections per client address.
+type Clients = Arc<Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>;
+
+/// One open connection of a client address, counted until dropped.
+struct Slot {
+    clients: Clients,
+    ip: Option<std::net::IpAddr>,
+}
+
+impl Slot {
+    /// A slot for `stream`'s client, `None` when it has `max` open already.
+    fn take(clients: &Clients, stream: &TcpStream, max: usize) -> Option<Slot> {
+        let ip = stream.peer_addr().ok().map(|a| a.ip());
+        if let Some(ip) = ip {
+            let mut c = clients.lock().unwrap_or_else(|e| e.into_inner());
+            let n = c.entry(ip).or_insert(0);
+            if *n >= max.max(1) {
+                return None;
+            }
+            *n += 1;
+        }
+        Some(Slot {
+            clients: Arc::clone(clients),
+            ip,
+        })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(ip) = self.ip {
+            let mut c = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(n) = c.get_mut(&ip) {
+                *n -= 1;
+                if *n == 0 {
+                    c.remove(&ip);
+                }
+            }
+        }
+    }
+}
+
+/// Connections refused busy since the last warning, and when it was
+/// (epoch s): a warning at most once a minute says how many.
+static REFUSED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static LAST_WARNING: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
 /// Answers 503 on the accept thread and closes, without reading the request.
 fn busy(mut stream: TcpStream) {
     let peer = stream.peer_addr().ok();
+    let refused = REFUSED.fetch_add(1, Ordering::Relaxed) + 1;
+    let now = jiff::Timestamp::now().as_second();
+    let last = LAST_WARNING.load(Ordering::Relaxed);
+    if now - last >= 60
+        && LAST_WARNING
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        REFUSED.store(0, Ordering::Relaxed);
+        tracing::warn!(
+            refused,
+            last = ?peer,
+            "http: refused connections (503): every worker busy, or too many open from one client; slow or many clients?"
+        );
+    }
     let _ = stream.set_write_timeout(Some(BUSY_WRITE_TIMEOUT));
     let resp = HttpError::Busy.response();
     if let Err(e) = write_response(&mut stream, &resp, false) {
@@ -614,10 +689,10 @@ fn busy(mut stream: TcpStream) {
     }
 }
 
-fn worker(rx: &Mutex<Receiver<TcpStream>>, limits: &Limits, handler: &Handler) {
+fn worker(rx: &Mutex<Receiver<(TcpStream, Slot)>>, limits: &Limits, handler: &Handler) {
     loop {
         let next = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
-        let Ok(stream) = next else {
+        let Ok((stream, _slot)) = next else {
             return; // the accept thread ended
         };
         // Nothing below should panic; if it does, the worker still lives.
@@ -964,6 +1039,7 @@ mod tests {
         let server = start(Limits {
             workers: 1,
             max_queued: 1,
+            max_per_client: 100,
             read_timeout: Duration::from_millis(800),
             ..short()
         });
@@ -996,6 +1072,37 @@ mod tests {
             .set_read_timeout(Some(Duration::from_secs(3)))
             .unwrap();
         assert_eq!(read_answer(&mut queued).0, 200);
+    }
+
+    #[test]
+    fn one_client_holds_at_most_max_per_client_connections() {
+        let server = start(Limits {
+            workers: 4,
+            max_per_client: 2,
+            read_timeout: Duration::from_millis(800),
+            ..short()
+        });
+        let addr = server.local_addr();
+        // Two slow connections of this client hold two of four workers.
+        let slow: Vec<TcpStream> = (0..2)
+            .map(|_| {
+                let mut s = TcpStream::connect(addr).unwrap();
+                s.write_all(b"GET / HT").unwrap();
+                s
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(100));
+        // A third is refused at once though workers are free...
+        let (status, _, _) = exchange(addr, b"GET / HTTP/1.1\r\n\r\n");
+        assert_eq!(status, 503);
+        // ... and served again once the slow ones are answered (408).
+        for mut s in slow {
+            s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            assert_eq!(read_answer(&mut s).0, 408);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let (status, _, _) = exchange(addr, b"GET / HTTP/1.1\r\n\r\n");
+        assert_eq!(status, 200);
     }
 
     #[test]

@@ -143,6 +143,9 @@ pub fn job_page(o: &Output, now: i64, viewer: &Viewer) -> String {
             "Protected until",
             "protected_until",
             &match p.until {
+                _ if p.min_runtime == 0 => {
+                    "never: a free-tier job (minimum runtime 0) may be preempted at any time".into()
+                }
                 Some(u) => format!(
                     "{} (minimum runtime {}, ran {})",
                     when(u as i64, now),

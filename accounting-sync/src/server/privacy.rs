@@ -149,10 +149,16 @@ impl Viewer {
             |n| format!("user {n}"),
         );
         if self.private.jobs {
-            return Err(format!(
-                "PrivateData=jobs: job {} belongs to another user, and {who} sees only their own jobs",
-                o.job_id
-            ));
+            return Err(match self.who.name() {
+                Some(_) => format!(
+                    "PrivateData=jobs: job {} belongs to another user, and {who} sees only their own jobs",
+                    o.job_id
+                ),
+                None => format!(
+                    "PrivateData=jobs: job {} is shown only to its owner, and {who} owns none; run `allot explain {}` on a login node",
+                    o.job_id, o.job_id
+                ),
+            });
         }
         if (self.private.usage || self.private.accounts) && !self.in_account(&o.explanation.account)
         {

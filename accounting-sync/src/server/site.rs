@@ -239,15 +239,22 @@ impl Site {
             };
         }
         if path == "/jobs" {
-            return match req.query_param("id").map(|s| s.trim().parse::<u64>()) {
-                Some(Ok(id)) => Response::redirect(&format!("/jobs/{id}")),
-                _ => fail(400, "give a job id: a number, as squeue prints it"),
+            let id = req.query_param("id").unwrap_or_default();
+            let id = id.trim();
+            let plain = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+            return match id.split_once('_') {
+                None if plain(id) => Response::redirect(&format!("/jobs/{id}")),
+                Some((a, t)) if plain(a) && plain(t) => Response::redirect(&format!("/jobs/{id}")),
+                _ => fail(
+                    400,
+                    "give a job id as squeue prints it: a number (4242) or an array task (4242_7)",
+                ),
             };
         }
         enum Route {
             Index,
             Report,
-            Job { id: u64, page: bool },
+            Job { id: String, page: bool },
         }
         let route = match path {
             "/" => Route::Index,
@@ -263,10 +270,10 @@ impl Site {
                         &format!("nothing at {path}; see / for the budget page"),
                     );
                 };
-                let Ok(id) = id.parse::<u64>() else {
-                    return fail(400, "a job id is a number, as squeue prints it");
-                };
-                Route::Job { id, page }
+                Route::Job {
+                    id: id.to_string(),
+                    page,
+                }
             }
         };
         let Some(snap) = self.current() else {
@@ -311,7 +318,8 @@ impl Site {
             Route::Report => {
                 let full = match req.query_param("users").as_deref() {
                     Some("1" | "true" | "yes") => snap.report.clone(),
-                    _ => without_users(&snap.report),
+                    None | Some("0" | "false" | "no") => without_users(&snap.report),
+                    Some(v) => return fail(400, &format!("users={v}: write users=1 or users=0")),
                 };
                 let r = viewer.redact_report(&snap.config.tree, full);
                 match format.as_deref() {
@@ -322,6 +330,11 @@ impl Site {
                 }
             }
             Route::Job { id, page } => {
+                let id = match explain::resolve(&id, &snap.jobs) {
+                    Ok(id) => id,
+                    Err(e) if e.contains("not in slurmctld") => return fail(404, &e),
+                    Err(e) => return fail(400, &e),
+                };
                 let now = jiff::Timestamp::now().as_second();
                 let o = match self.explain(&snap, id, now) {
                     Ok(o) => o,

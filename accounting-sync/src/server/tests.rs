@@ -89,6 +89,12 @@ fn without_private_data_anyone_sees_who_preempted_a_job() {
     let with_users = json(&site.answer(&req("/api/v1/report?users=1")));
     assert!(with_users["lines"].as_array().unwrap().len() > 8);
     assert_eq!(site.answer(&req("/jobs?id=+7+")).status, 303);
+    // An array task as squeue shows it.
+    assert_eq!(site.answer(&req("/jobs?id=6_1")).status, 303);
+    assert_eq!(json(&site.answer(&req("/api/v1/jobs/6_1")))["job_id"], 7);
+    let gone = site.answer(&req("/api/v1/jobs/6_2"));
+    assert_eq!(gone.status, 404);
+    assert!(body(&gone).contains("JobIDRaw"), "{}", body(&gone));
     // Errors say what is wrong.
     for (target, status) in [
         ("/jobs?id=seven", 400),
@@ -96,6 +102,8 @@ fn without_private_data_anyone_sees_who_preempted_a_job() {
         ("/api/v1/jobs/123456", 404),
         ("/etc/passwd", 404),
         ("/api/v1/report?format=xml", 400),
+        ("/api/v1/report?users=2", 400),
+        ("/jobs?id=6_", 400),
     ] {
         assert_eq!(site.answer(&req(target)).status, status, "{target}");
     }

@@ -338,6 +338,9 @@ fn the_server_url_is_http_host_port() {
         "http://head:0",
         "http://head:9817/api",
         "head:9817",
+        "http://exa mple:9817",
+        "http://user:pw@head:9817",
+        "http://head:9817#f",
     ] {
         let m = message(&format!("[server]\nurl = \"{bad}\"\n{tree}"));
         assert!(
