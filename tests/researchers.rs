@@ -37,9 +37,14 @@ impl Drop for SlurmConfRestore<'_> {
 
 /// `GET path` on 127.0.0.1:port, anonymously (a browser): (status, body).
 fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    get_with(port, path, "")
+}
+
+/// `GET path` with `headers` (each line ending in CRLF): (status, body).
+fn get_with(port: u16, path: &str, headers: &str) -> Option<(u16, String)> {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}\r\n").ok()?;
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     let (head, body) = out.split_once("\r\n\r\n")?;
@@ -339,6 +344,28 @@ fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
             && !page.contains("<b>job</b>"),
         "the job's name, escaped: {page}"
     );
+    // A credential of alice's is good once, for its own request only.
+    let path = format!("/api/v1/jobs/{victim}");
+    let sock = tb.dir.join("munge/munge.socket");
+    let cred = Command::new("su")
+        .args([
+            "alice",
+            "-c",
+            &format!("munge -S {} -s 'allot GET {path}'", sock.display()),
+        ])
+        .output()
+        .unwrap();
+    assert!(cred.status.success(), "{}", text(&cred));
+    let header = format!(
+        "Authorization: Munge {}\r\n",
+        String::from_utf8_lossy(&cred.stdout).trim()
+    );
+    assert_eq!(get_with(port, &path, &header).unwrap().0, 200);
+    let (status, body) = get_with(port, &path, &header).unwrap();
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("Replayed credential"), "{body}");
+    let (status, body) = get_with(port, "/api/v1/report", &header).unwrap();
+    assert_eq!(status, 401, "{body}");
     let (status, _) = get(port, "/").expect("the budget page");
     assert_eq!(status, 200);
     // ... and in a browser, with screenshots (anonymous sees all here).

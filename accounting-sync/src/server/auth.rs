@@ -92,16 +92,18 @@ pub fn encode(socket: Option<&str>, path_and_query: &str) -> anyhow::Result<Stri
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// The UID and payload in unmunge's output (`-N -k STATUS,UID`):
-/// `STATUS: Success (0)`, `UID: 1001`, a blank line, then the payload.
+/// The UID and payload in unmunge's output (`-k STATUS,UID`):
+/// `STATUS: Success (0)`, `UID: alice (1001)` (`UID: 1001` when the
+/// passwd database has no name), a blank line, then the payload.
 pub fn parse_unmunge(out: &str) -> Option<(u32, String)> {
     let (meta, payload) = out.split_once("\n\n").unwrap_or((out, ""));
-    let uid = meta
-        .lines()
-        .find_map(|l| l.strip_prefix("UID:"))?
-        .trim()
-        .parse()
-        .ok()?;
+    let uid = meta.lines().find_map(|l| l.strip_prefix("UID:"))?.trim();
+    let uid = match uid.rsplit_once('(') {
+        Some((_, n)) => n.trim_end_matches(')'),
+        None => uid,
+    }
+    .parse()
+    .ok()?;
     Some((uid, payload.trim_end_matches('\n').to_string()))
 }
 
@@ -155,7 +157,7 @@ pub fn attribute(
     };
     let mut child = Command::new("unmunge")
         .args(socket_args(socket))
-        .args(["--numeric", "--keys", "STATUS,UID"])
+        .args(["--keys", "STATUS,UID"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -204,12 +206,16 @@ mod tests {
 
     #[test]
     fn unmunge_output_gives_the_uid_and_the_payload() {
-        let out =
-            "STATUS:           Success (0)\nUID:              1001\n\nallot GET /api/v1/jobs/7\n";
-        assert_eq!(
-            parse_unmunge(out),
-            Some((1001, "allot GET /api/v1/jobs/7".into()))
-        );
+        for out in [
+            "STATUS:           Success (0)\nUID:              alice (1001)\n\nallot GET /api/v1/jobs/7",
+            "STATUS:           Success (0)\nUID:              1001\n\nallot GET /api/v1/jobs/7\n",
+        ] {
+            assert_eq!(
+                parse_unmunge(out),
+                Some((1001, "allot GET /api/v1/jobs/7".into())),
+                "{out}"
+            );
+        }
         assert_eq!(parse_unmunge("STATUS: x\n"), None);
         assert_eq!(user_name(0), "root");
     }
