@@ -563,3 +563,44 @@ fn sync_report_and_crash_safety() {
         "re-run after SIGKILL == clean import"
     );
 }
+
+/// sacct shows a job's AdminComment only once it has ended: `allot sync`
+/// reads a running attempt's contract from slurmctld instead, so a
+/// free-tier job is not charged as an allocated one while it runs, nor a
+/// long contract as the default.
+#[test]
+fn a_running_attempt_has_the_contract_slurmctld_holds() {
+    let (_one, tb) = allot_e2e::exclusive(&[]);
+    let job = |min: &str| {
+        tb.sbatch_gpus(
+            1,
+            &[
+                "-A",
+                "a2",
+                &format!("--min-runtime={min}"),
+                "-t",
+                "3:00:00",
+                "-o",
+                "/dev/null",
+                "--wrap",
+                "sleep 300",
+            ],
+        )
+    };
+    let (free, long) = (job("0"), job("2:00:00"));
+    for j in [free, long] {
+        tb.wait_state(j, "RUNNING", Duration::from_secs(60));
+    }
+    tb.allot_ok(&["sync", "--config", tb.allot_conf().to_str().unwrap()]);
+    let reader = LedgerReader::open(&tb.ledger()).unwrap();
+    for (j, want) in [(free, 0), (long, 7200)] {
+        let a = reader.attempts_of_job(u64::from(j)).unwrap();
+        let last = &a.last().expect("an attempt").record;
+        assert_eq!(
+            (last.state.as_str(), last.min_runtime, last.min_runtime_recorded),
+            ("RUNNING", want, true),
+            "job {j}"
+        );
+    }
+    tb.cancel_all();
+}

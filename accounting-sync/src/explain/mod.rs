@@ -175,6 +175,29 @@ pub fn resolve(job: &str, jobs: &BTreeMap<u64, LiveJob>) -> Result<u64, String> 
         })
 }
 
+/// Every job slurmctld has now (`squeue --json`, streamed through
+/// [`read_squeue`]), by job id.
+///
+/// # Errors
+/// squeue cannot run, fails, or prints something that is not JSON.
+pub fn squeue_now() -> anyhow::Result<BTreeMap<u64, LiveJob>> {
+    let mut child = std::process::Command::new("squeue")
+        .arg("--json")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| anyhow::anyhow!("cannot run squeue: {e}"))?;
+    let parsed = read_squeue(child.stdout.take().expect("piped"));
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "squeue --json failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    parsed.map_err(|e| anyhow::anyhow!("squeue --json printed invalid JSON: {e}"))
+}
+
 /// Every job in `squeue --json` output (`jobs[]`), by job id.
 pub fn parse_squeue(v: &serde_json::Value) -> BTreeMap<u64, LiveJob> {
     v["jobs"]

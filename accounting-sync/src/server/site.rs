@@ -120,28 +120,6 @@ pub fn slurm_users() -> anyhow::Result<SlurmUsers> {
     })
 }
 
-/// `squeue --json`'s jobs, parsed as squeue writes them.
-///
-/// # Errors
-/// squeue cannot run, fails, or prints something that is not JSON.
-pub fn squeue_jobs() -> anyhow::Result<BTreeMap<u64, LiveJob>> {
-    let mut child = Command::new("squeue")
-        .arg("--json")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| anyhow::anyhow!("cannot run squeue: {e}"))?;
-    let parsed = explain::read_squeue(child.stdout.take().expect("piped"));
-    let out = child.wait_with_output()?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "squeue --json failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    parsed.map_err(|e| anyhow::anyhow!("squeue --json printed invalid JSON: {e}"))
-}
-
 impl Site {
     /// A site with no snapshot yet (answers 503 until the first
     /// [`Site::refresh`]), reading job records from `ledger`.
@@ -171,7 +149,7 @@ impl Site {
         capacity: u64,
         now: i64,
     ) -> anyhow::Result<()> {
-        let jobs = squeue_jobs()?;
+        let jobs = explain::squeue_now()?;
         let mut report = budget::build(
             reader,
             config.clone(),

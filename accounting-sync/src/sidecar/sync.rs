@@ -23,7 +23,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 
 use allot_ledger::charge::Charging;
-use allot_ledger::sacct::{Parser, RowOutcome, LIVE_FIELDS};
+use allot_ledger::sacct::{Attempt, Parser, RowOutcome, LIVE_FIELDS};
 use allot_ledger::{AttemptRecord, BatchStats, Ledger};
 
 /// Counts of one import.
@@ -67,13 +67,14 @@ pub fn import_lines<I>(
     lines: I,
     batch: usize,
     watermark: Option<i64>,
-) -> anyhow::Result<(ImportStats, HashSet<u64>)>
+) -> anyhow::Result<(ImportStats, HashSet<u64>, Vec<Attempt>)>
 where
     I: IntoIterator<Item = std::io::Result<String>>,
 {
     let batch = batch.max(1);
     let mut stats = ImportStats::default();
     let mut seen = HashSet::new();
+    let mut unrecorded = Vec::new();
     let mut buf: Vec<AttemptRecord> = Vec::with_capacity(batch);
     for line in lines {
         let line = line.context("reading sacct output")?;
@@ -85,6 +86,9 @@ where
             Ok(RowOutcome::Attempt(a)) => {
                 seen.insert(a.job_id);
                 buf.push(charging.record(&a));
+                if a.min_runtime.is_none() && a.end.is_none() {
+                    unrecorded.push(*a);
+                }
             }
             Ok(RowOutcome::Skipped) => stats.skipped += 1,
             Ok(RowOutcome::Step) => stats.steps += 1,
@@ -102,7 +106,7 @@ where
         }
     }
     stats.add(ledger.write_batch(&buf, watermark, charging)?);
-    Ok((stats, seen))
+    Ok((stats, seen, unrecorded))
 }
 
 /// Imports a saved `sacct --parsable2` dump (first line: the header).
@@ -264,7 +268,7 @@ fn run_sacct(
     charging: &Charging,
     mut cmd: Command,
     batch: usize,
-) -> anyhow::Result<(ImportStats, HashSet<u64>)> {
+) -> anyhow::Result<(ImportStats, HashSet<u64>, Vec<Attempt>)> {
     let parser = Parser::live(jiff::tz::TimeZone::system());
     tracing::debug!(?cmd, "running sacct");
     let mut child = cmd.spawn().with_context(|| {
@@ -319,11 +323,11 @@ fn run_sacct(
             timeout.as_secs()
         );
     }
-    let (stats, seen) = result?;
+    let (stats, seen, unrecorded) = result?;
     if !status.success() {
         bail!("sacct failed ({status}): {}", stderr.trim());
     }
-    Ok((stats, seen))
+    Ok((stats, seen, unrecorded))
 }
 
 /// How long one sacct run may take: `ALLOT_SACCT_TIMEOUT` seconds, default
@@ -356,7 +360,7 @@ pub fn sync_once(
         .map_or(opts.first_start, |w| w - opts.overlap);
     let mut cmd = sacct_command(opts);
     cmd.arg("-S").arg(local_iso(from)?).arg("-E").arg("now");
-    let (mut stats, seen) = run_sacct(ledger, charging, cmd, opts.batch)?;
+    let (mut stats, seen, mut unrecorded) = run_sacct(ledger, charging, cmd, opts.batch)?;
     let stale: Vec<String> = ledger
         .open_job_ids()?
         .into_iter()
@@ -370,7 +374,8 @@ pub fn sync_once(
         );
         let mut cmd = sacct_command(opts);
         cmd.arg("-j").arg(ids.join(","));
-        let (s, _) = run_sacct(ledger, charging, cmd, opts.batch)?;
+        let (s, _, u) = run_sacct(ledger, charging, cmd, opts.batch)?;
+        unrecorded.extend(u);
         stats.rows += s.rows;
         stats.skipped += s.skipped;
         stats.bad += s.bad;
@@ -379,6 +384,7 @@ pub fn sync_once(
         }
         stats.add(s.written);
     }
+    live_contracts(ledger, charging, unrecorded)?;
     // preempt/allot's records; a log that cannot be read waits for the
     // next pass and never fails this one.
     match ledger.import_preemption_log() {
@@ -387,6 +393,49 @@ pub fn sync_once(
     }
     ledger.write_batch(&[], Some(now), charging)?;
     Ok(stats)
+}
+
+/// sacct shows a job's `AdminComment` only once the job has ended (Slurm
+/// 22.05 and 24.11 alike), so a running or pending attempt reads as
+/// having no recorded contract and would be charged as the configured
+/// default (a free-tier job as an allocated one) until it ends. For those
+/// attempts the contract is read from slurmctld (`squeue --json`, its
+/// `admin_comment`) and the attempts are written again with it. squeue
+/// failing only leaves them for the next pass.
+///
+/// # Errors
+/// Ledger errors.
+fn live_contracts(
+    ledger: &mut Ledger,
+    charging: &Charging,
+    unrecorded: Vec<Attempt>,
+) -> anyhow::Result<()> {
+    if unrecorded.is_empty() {
+        return Ok(());
+    }
+    let live = match crate::explain::squeue_now() {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!(
+                attempts = unrecorded.len(),
+                "cannot read running jobs' contracts from squeue, they keep the default until the next pass: {e:#}"
+            );
+            return Ok(());
+        }
+    };
+    let patched: Vec<AttemptRecord> = unrecorded
+        .into_iter()
+        .filter_map(|mut a| {
+            let m = fairshare::record::recorded_min_runtime(&live.get(&a.job_id)?.admin_comment)?;
+            a.min_runtime = Some(m);
+            Some(charging.record(&a))
+        })
+        .collect();
+    if !patched.is_empty() {
+        tracing::debug!(attempts = patched.len(), "contracts read from slurmctld");
+        ledger.write_batch(&patched, None, charging)?;
+    }
+    Ok(())
 }
 
 /// Delays between retries of a failed sync pass (slurmdbd down, sacct
