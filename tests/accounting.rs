@@ -597,7 +597,11 @@ fn a_running_attempt_has_the_contract_slurmctld_holds() {
         let a = reader.attempts_of_job(u64::from(j)).unwrap();
         let last = &a.last().expect("an attempt").record;
         assert_eq!(
-            (last.state.as_str(), last.min_runtime, last.min_runtime_recorded),
+            (
+                last.state.as_str(),
+                last.min_runtime,
+                last.min_runtime_recorded
+            ),
             ("RUNNING", want, true),
             "job {j}"
         );

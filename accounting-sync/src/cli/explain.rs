@@ -62,8 +62,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     };
     let t = now();
-    let engine = explain::engine_now(&config, &reader, t)?;
     let mut jobs = squeue()?;
+    let engine = explain::engine_now(&config, &reader, t, Some(&jobs))?;
     let job = explain::resolve(&args.job, &jobs).map_err(anyhow::Error::msg)?;
     let out = explain::build(&config, &engine, &reader, job, jobs.remove(&job), t)?;
     if args.json {

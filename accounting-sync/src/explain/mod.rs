@@ -319,7 +319,8 @@ pub enum ExplainError {
 }
 
 /// The engine over the ledger's charged usage of the window ending at
-/// `now` (epoch s), as the plugins build it.
+/// `now` (epoch s), as the plugins build it, with the load of `jobs`
+/// (slurmctld's jobs now, [`live_load`]) when given.
 ///
 /// # Errors
 /// Ledger errors.
@@ -327,14 +328,56 @@ pub fn engine_now(
     config: &std::sync::Arc<Config>,
     reader: &LedgerReader,
     now: i64,
+    jobs: Option<&BTreeMap<u64, LiveJob>>,
 ) -> allot_ledger::Result<Engine> {
     let usage = reader.charged_by_account(now - config.window as i64, now)?;
-    Ok(Engine::from_account_usage(
+    let engine = Engine::from_account_usage(
         config.clone(),
         usage.iter().map(|(a, u)| (a.as_str(), *u as f64)),
         now as u64,
     )
-    .0)
+    .0;
+    Ok(match jobs {
+        Some(jobs) => {
+            let load = live_load(&engine, jobs);
+            engine.with_load(load)
+        }
+        None => engine,
+    })
+}
+
+/// Each leaf's running and pending GPUs of allocated jobs in `jobs`, and
+/// the entitlements they give, as priority/allot counts them at its
+/// rebuild (`jobs::LoadCounter` in the plugins): free-tier jobs count
+/// nothing, the capacity is `capacity_gpus` or the GPUs running jobs
+/// hold. It sets the priority band and what may preempt a running job.
+/// Only the plugins know how long a leaf has been held back by other
+/// teams' debug work (the lane's yield), so the band of debug work can
+/// differ from slurmctld's while a yield is on.
+pub fn live_load(engine: &Engine, jobs: &BTreeMap<u64, LiveJob>) -> fairshare::Entitlements {
+    let leaves = engine.tree().leaves().len();
+    let (mut running, mut pending) = (vec![0u64; leaves], vec![0u64; leaves]);
+    let mut held = 0u64;
+    for j in jobs.values() {
+        let is_running = matches!(j.state.as_str(), "RUNNING" | "SUSPENDED");
+        if is_running {
+            held += j.gpus;
+        }
+        let Some(leaf) = engine.leaf_of(&j.account) else {
+            continue;
+        };
+        if j.min_runtime(&engine.config().contract) == 0 {
+            continue;
+        }
+        let l = leaf.0 as usize;
+        if is_running {
+            running[l] += j.gpus;
+        } else if j.state == "PENDING" {
+            pending[l] += j.gpus;
+        }
+    }
+    let capacity = engine.config().capacity_gpus.unwrap_or(held);
+    fairshare::Entitlements::compute(engine.tree(), capacity, &running, &pending)
 }
 
 /// Explains job `job` at `now` (epoch s) from what slurmctld says of it

@@ -74,8 +74,10 @@ pub fn esc(s: &str) -> String {
         .replace('\'', "&#39;")
 }
 
+/// The label of the 24 hours that start at `t` (epoch s): the date they
+/// end on, so the last bar, up to now, reads today.
 fn day_label(t: i64) -> String {
-    jiff::Timestamp::from_second(t)
+    jiff::Timestamp::from_second(t + 86_399)
         .map(|ts| {
             jiff::tz::TimeZone::system()
                 .to_datetime(ts)

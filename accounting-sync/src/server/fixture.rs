@@ -110,7 +110,7 @@ pub fn site(ledger: &Path, private: PrivateData, name: &str) -> Arc<Site> {
     let site = Site::new(ledger.to_path_buf(), None, None);
     site.install(Snapshot {
         at: NOW,
-        engine: explain::engine_now(&config, &reader, NOW).expect("engine"),
+        engine: explain::engine_now(&config, &reader, NOW, Some(&jobs)).expect("engine"),
         report: budget::build(&reader, config.clone(), 16, NOW - 86_400, NOW, true)
             .expect("report"),
         daily: budget_page::daily(&reader, &config, NOW, 2).expect("daily"),

@@ -162,7 +162,7 @@ impl Site {
         let snap = Snapshot {
             at: now,
             config: config.clone(),
-            engine: explain::engine_now(config, reader, now)?,
+            engine: explain::engine_now(config, reader, now, Some(&jobs))?,
             report,
             daily: budget_page::daily(reader, config, now, PAGE_DAYS)?,
             jobs,
