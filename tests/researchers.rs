@@ -410,3 +410,53 @@ fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
     assert_eq!(status, 403, "a browser is anonymous: {page}");
     tb.cancel_all();
 }
+
+/// What the budget page and report charge a team while its job runs:
+/// sacct shows a job's AdminComment only once it has ended, so `allot
+/// sync` reads a running attempt's contract from slurmctld instead, and a
+/// free-tier job is not charged as an allocated one while it runs, nor a
+/// long contract as the default. (Here rather than in `accounting`, whose
+/// tests run beside each other: these jobs would change their ledgers.)
+#[test]
+fn a_running_attempt_has_the_contract_slurmctld_holds() {
+    let (_one, tb) = exclusive(&[]);
+    let job = |min: &str| {
+        tb.sbatch_gpus(
+            1,
+            &[
+                "-A",
+                "a2",
+                &format!("--min-runtime={min}"),
+                "-t",
+                "3:00:00",
+                "-o",
+                "/dev/null",
+                "--wrap",
+                "sleep 300",
+            ],
+        )
+    };
+    let (free, long) = (job("0"), job("2:00:00"));
+    for j in [free, long] {
+        tb.wait_state(j, "RUNNING", Duration::from_secs(60));
+    }
+    // slurmdbd learns of a start a moment after slurmctld: sync until
+    // sacct lists both attempts.
+    for (j, want) in [(free, 0), (long, 7200)] {
+        let got = wait_until(
+            Duration::from_secs(30),
+            "the running attempt in the ledger",
+            || {
+                tb.allot_ok(&["sync", "--config", tb.allot_conf().to_str().unwrap()]);
+                let reader = allot_ledger::LedgerReader::open(&tb.ledger()).unwrap();
+                let a = reader.attempts_of_job(u64::from(j)).unwrap();
+                match a.last().map(|a| &a.record) {
+                    Some(r) if r.state == "RUNNING" => Ok((r.min_runtime, r.min_runtime_recorded)),
+                    other => Err(format!("{other:?}")),
+                }
+            },
+        );
+        assert_eq!(got, (want, true), "job {j}");
+    }
+    tb.cancel_all();
+}

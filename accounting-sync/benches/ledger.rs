@@ -84,7 +84,7 @@ fn ingest(dir: &std::path::Path, charging: &Charging, parser: &Parser) {
     let path = dir.join("ingest.sqlite");
     let mut ledger = Ledger::open(&path).unwrap();
     let t = Instant::now();
-    let (stats, _, _) = import_lines(
+    let (stats, _) = import_lines(
         &mut ledger,
         charging,
         parser,

@@ -23,7 +23,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 
 use allot_ledger::charge::Charging;
-use allot_ledger::sacct::{Attempt, Parser, RowOutcome, LIVE_FIELDS};
+use allot_ledger::sacct::{Parser, RowOutcome, LIVE_FIELDS};
 use allot_ledger::{AttemptRecord, BatchStats, Ledger};
 
 /// Counts of one import.
@@ -67,14 +67,41 @@ pub fn import_lines<I>(
     lines: I,
     batch: usize,
     watermark: Option<i64>,
-) -> anyhow::Result<(ImportStats, HashSet<u64>, Vec<Attempt>)>
+) -> anyhow::Result<(ImportStats, HashSet<u64>)>
+where
+    I: IntoIterator<Item = std::io::Result<String>>,
+{
+    import_lines_live(
+        ledger,
+        charging,
+        parser,
+        lines,
+        batch,
+        watermark,
+        &mut LiveContracts::off(),
+    )
+}
+
+/// [`import_lines`], with the contracts of attempts still open that sacct
+/// shows without one read from `live` ([`LiveContracts`]).
+///
+/// # Errors
+/// As [`import_lines`].
+pub fn import_lines_live<I>(
+    ledger: &mut Ledger,
+    charging: &Charging,
+    parser: &Parser,
+    lines: I,
+    batch: usize,
+    watermark: Option<i64>,
+    live: &mut LiveContracts,
+) -> anyhow::Result<(ImportStats, HashSet<u64>)>
 where
     I: IntoIterator<Item = std::io::Result<String>>,
 {
     let batch = batch.max(1);
     let mut stats = ImportStats::default();
     let mut seen = HashSet::new();
-    let mut unrecorded = Vec::new();
     let mut buf: Vec<AttemptRecord> = Vec::with_capacity(batch);
     for line in lines {
         let line = line.context("reading sacct output")?;
@@ -83,12 +110,12 @@ where
         }
         stats.rows += 1;
         match parser.parse(&line) {
-            Ok(RowOutcome::Attempt(a)) => {
+            Ok(RowOutcome::Attempt(mut a)) => {
                 seen.insert(a.job_id);
-                buf.push(charging.record(&a));
                 if a.min_runtime.is_none() && a.end.is_none() {
-                    unrecorded.push(*a);
+                    a.min_runtime = live.of(a.job_id);
                 }
+                buf.push(charging.record(&a));
             }
             Ok(RowOutcome::Skipped) => stats.skipped += 1,
             Ok(RowOutcome::Step) => stats.steps += 1,
@@ -106,7 +133,7 @@ where
         }
     }
     stats.add(ledger.write_batch(&buf, watermark, charging)?);
-    Ok((stats, seen, unrecorded))
+    Ok((stats, seen))
 }
 
 /// Imports a saved `sacct --parsable2` dump (first line: the header).
@@ -268,7 +295,8 @@ fn run_sacct(
     charging: &Charging,
     mut cmd: Command,
     batch: usize,
-) -> anyhow::Result<(ImportStats, HashSet<u64>, Vec<Attempt>)> {
+    live: &mut LiveContracts,
+) -> anyhow::Result<(ImportStats, HashSet<u64>)> {
     let parser = Parser::live(jiff::tz::TimeZone::system());
     tracing::debug!(?cmd, "running sacct");
     let mut child = cmd.spawn().with_context(|| {
@@ -304,13 +332,14 @@ fn run_sacct(
     });
     // Rows are written as they come; the caller moves the watermark once
     // the whole pass succeeded.
-    let result = import_lines(
+    let result = import_lines_live(
         ledger,
         charging,
         &parser,
         BufReader::new(stdout).lines(),
         batch,
         None,
+        live,
     );
     let _ = done.send(());
     let timed_out = watchdog.join().unwrap_or(false);
@@ -323,11 +352,11 @@ fn run_sacct(
             timeout.as_secs()
         );
     }
-    let (stats, seen, unrecorded) = result?;
+    let (stats, seen) = result?;
     if !status.success() {
         bail!("sacct failed ({status}): {}", stderr.trim());
     }
-    Ok((stats, seen, unrecorded))
+    Ok((stats, seen))
 }
 
 /// How long one sacct run may take: `ALLOT_SACCT_TIMEOUT` seconds, default
@@ -360,7 +389,8 @@ pub fn sync_once(
         .map_or(opts.first_start, |w| w - opts.overlap);
     let mut cmd = sacct_command(opts);
     cmd.arg("-S").arg(local_iso(from)?).arg("-E").arg("now");
-    let (mut stats, seen, mut unrecorded) = run_sacct(ledger, charging, cmd, opts.batch)?;
+    let mut live = LiveContracts::from_squeue();
+    let (mut stats, seen) = run_sacct(ledger, charging, cmd, opts.batch, &mut live)?;
     let stale: Vec<String> = ledger
         .open_job_ids()?
         .into_iter()
@@ -374,8 +404,7 @@ pub fn sync_once(
         );
         let mut cmd = sacct_command(opts);
         cmd.arg("-j").arg(ids.join(","));
-        let (s, _, u) = run_sacct(ledger, charging, cmd, opts.batch)?;
-        unrecorded.extend(u);
+        let (s, _) = run_sacct(ledger, charging, cmd, opts.batch, &mut live)?;
         stats.rows += s.rows;
         stats.skipped += s.skipped;
         stats.bad += s.bad;
@@ -384,7 +413,6 @@ pub fn sync_once(
         }
         stats.add(s.written);
     }
-    live_contracts(ledger, charging, unrecorded)?;
     // preempt/allot's records; a log that cannot be read waits for the
     // next pass and never fails this one.
     match ledger.import_preemption_log() {
@@ -395,47 +423,59 @@ pub fn sync_once(
     Ok(stats)
 }
 
-/// sacct shows a job's `AdminComment` only once the job has ended (Slurm
-/// 22.05 and 24.11 alike), so a running or pending attempt reads as
-/// having no recorded contract and would be charged as the configured
-/// default (a free-tier job as an allocated one) until it ends. For those
-/// attempts the contract is read from slurmctld (`squeue --json`, its
-/// `admin_comment`) and the attempts are written again with it. squeue
-/// failing only leaves them for the next pass.
+/// The contracts of jobs still running or pending, from slurmctld.
 ///
-/// # Errors
-/// Ledger errors.
-fn live_contracts(
-    ledger: &mut Ledger,
-    charging: &Charging,
-    unrecorded: Vec<Attempt>,
-) -> anyhow::Result<()> {
-    if unrecorded.is_empty() {
-        return Ok(());
-    }
-    let live = match crate::explain::squeue_now() {
-        Ok(l) => l,
-        Err(e) => {
-            tracing::warn!(
-                attempts = unrecorded.len(),
-                "cannot read running jobs' contracts from squeue, they keep the default until the next pass: {e:#}"
-            );
-            return Ok(());
+/// sacct shows a job's `AdminComment` only once the job has ended (Slurm
+/// 22.05 and 24.11 alike), so an attempt still open reads as having no
+/// recorded contract and would be charged as the configured default (a
+/// free-tier job as an allocated one) until it ends. A live pass asks
+/// slurmctld (`squeue --json`, its `admin_comment`) once, at the first
+/// such attempt, and records the contract before the attempt is written.
+/// squeue failing is logged and leaves the default until the next pass.
+pub struct LiveContracts {
+    enabled: bool,
+    /// Job id -> its recorded minimum runtime, once read.
+    jobs: Option<std::collections::HashMap<u64, u64>>,
+}
+
+impl LiveContracts {
+    /// Never asks (a dump import: its jobs are not slurmctld's now).
+    pub fn off() -> LiveContracts {
+        LiveContracts {
+            enabled: false,
+            jobs: None,
         }
-    };
-    let patched: Vec<AttemptRecord> = unrecorded
-        .into_iter()
-        .filter_map(|mut a| {
-            let m = fairshare::record::recorded_min_runtime(&live.get(&a.job_id)?.admin_comment)?;
-            a.min_runtime = Some(m);
-            Some(charging.record(&a))
-        })
-        .collect();
-    if !patched.is_empty() {
-        tracing::debug!(attempts = patched.len(), "contracts read from slurmctld");
-        ledger.write_batch(&patched, None, charging)?;
     }
-    Ok(())
+
+    /// Asks squeue at the first open attempt without a contract.
+    pub fn from_squeue() -> LiveContracts {
+        LiveContracts {
+            enabled: true,
+            jobs: None,
+        }
+    }
+
+    /// The contract slurmctld holds for `job`, if it has one.
+    fn of(&mut self, job: u64) -> Option<u64> {
+        if !self.enabled {
+            return None;
+        }
+        let jobs = self.jobs.get_or_insert_with(|| match crate::explain::squeue_now() {
+            Ok(live) => live
+                .into_iter()
+                .filter_map(|(id, j)| {
+                    Some((id, fairshare::record::recorded_min_runtime(&j.admin_comment)?))
+                })
+                .collect(),
+            Err(e) => {
+                tracing::warn!(
+                    "cannot read running jobs' contracts from squeue; they keep the default until the next pass: {e:#}"
+                );
+                std::collections::HashMap::new()
+            }
+        });
+        jobs.get(&job).copied()
+    }
 }
 
 /// Delays between retries of a failed sync pass (slurmdbd down, sacct
