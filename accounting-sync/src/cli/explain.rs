@@ -5,11 +5,10 @@
 //! who cannot read it asks the sidecar (`[server] url`), which answers
 //! with the same output for what PrivateData lets the user see.
 
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::sync::Arc;
 
-use allot_sync::explain::{self, LiveJob};
-use anyhow::{bail, Context};
+use allot_sync::explain;
 
 use super::common::{load, now, ConfigArg, LedgerArg};
 use super::remote::{self, Source};
@@ -28,24 +27,6 @@ pub struct Args {
     json: bool,
 }
 
-fn squeue() -> anyhow::Result<std::collections::BTreeMap<u64, LiveJob>> {
-    // squeue --json ignores -j in 22.05: filter here.
-    let out = Command::new("squeue")
-        .args(["--json"])
-        .output()
-        .context("cannot run squeue")?;
-    if !out.status.success() {
-        bail!(
-            "squeue --json failed: {} (is slurmctld up, and SLURM_CONF its slurm.conf? For the \
-             testbed: eval \"$(scripts/testbed env)\")",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).context("squeue --json printed invalid JSON")?;
-    Ok(explain::parse_squeue(&v))
-}
-
 /// Runs `allot explain`.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let config = Arc::new(load(&args.config.path())?);
@@ -62,7 +43,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     };
     let t = now();
-    let mut jobs = squeue()?;
+    let mut jobs = explain::squeue_now()?;
     let engine = explain::engine_now(&config, &reader, t, Some(&jobs))?;
     let job = explain::resolve(&args.job, &jobs).map_err(anyhow::Error::msg)?;
     let out = explain::build(&config, &engine, &reader, job, jobs.remove(&job), t)?;

@@ -129,20 +129,8 @@ pub fn read_squeue(r: impl std::io::Read) -> serde_json::Result<BTreeMap<u64, Li
     let out: SqueueOutput = serde_json::from_reader(std::io::BufReader::new(r))?;
     Ok(out
         .jobs
-        .into_iter()
-        .filter_map(|j| {
-            let v = serde_json::json!({
-                "job_id": j.job_id, "name": j.name, "job_state": j.job_state,
-                "account": j.account, "user_name": j.user_name, "partition": j.partition,
-                "priority": j.priority, "nice": j.nice, "submit_time": j.submit_time,
-                "eligible_time": j.eligible_time, "start_time": j.start_time,
-                "suspend_time": j.suspend_time, "pre_sus_time": j.pre_sus_time,
-                "admin_comment": j.admin_comment, "restart_cnt": j.restart_cnt,
-                "tres_req_str": j.tres_req_str, "time_limit": j.time_limit,
-                "array_job_id": j.array_job_id, "array_task_id": j.array_task_id,
-            });
-            Some((v["job_id"].as_u64()?, live_of(&v)))
-        })
+        .iter()
+        .filter_map(|j| Some((number(&j.job_id)?, live_of(j))))
         .collect())
 }
 
@@ -191,80 +179,70 @@ pub fn squeue_now() -> anyhow::Result<BTreeMap<u64, LiveJob>> {
     let out = child.wait_with_output()?;
     if !out.status.success() {
         anyhow::bail!(
-            "squeue --json failed: {}",
+            "squeue --json failed: {} (is slurmctld up, and SLURM_CONF its slurm.conf? For the \
+             testbed: eval \"$(scripts/testbed env)\")",
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
     parsed.map_err(|e| anyhow::anyhow!("squeue --json printed invalid JSON: {e}"))
 }
 
-/// Every job in `squeue --json` output (`jobs[]`), by job id.
-pub fn parse_squeue(v: &serde_json::Value) -> BTreeMap<u64, LiveJob> {
-    v["jobs"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|j| Some((j["job_id"].as_u64()?, live_of(j))))
-                .collect()
-        })
-        .unwrap_or_default()
+/// A number as 22.05 prints it (plain) or 24.11 does
+/// (`{"set", "infinite", "number"}`).
+fn number(v: &serde_json::Value) -> Option<u64> {
+    v.as_u64().or_else(|| v["number"].as_u64())
 }
 
-/// One job of `squeue --json`.
-fn live_of(j: &serde_json::Value) -> LiveJob {
-    // Slurm 22.05 (openapi/v0.0.38) prints plain values; 24.11 (data_parser/v0.0.42)
-    // prints the state as a list ("RUNNING" first, then flags) and numbers as
-    // {"set", "infinite", "number"}. Both are read.
-    let s = |k: &str| match &j[k] {
-        serde_json::Value::Array(a) => a.first().and_then(|x| x.as_str()).unwrap_or("").to_string(),
-        v => v.as_str().unwrap_or("").to_string(),
-    };
-    let n = |k: &str| {
-        j[k].as_u64()
-            .or_else(|| j[k]["number"].as_u64())
-            .unwrap_or(0)
-    };
+/// A string, or the first of a list (24.11's state: "RUNNING" first,
+/// then flags).
+fn text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Array(a) => a.first().and_then(|x| x.as_str()).unwrap_or(""),
+        v => v.as_str().unwrap_or(""),
+    }
+    .to_string()
+}
+
+/// One job of `squeue --json`. Slurm 22.05 (openapi/v0.0.38) prints
+/// plain values; 24.11 (data_parser/v0.0.42) prints the state as a list
+/// and numbers as {"set", "infinite", "number"}. Both are read.
+fn live_of(j: &SqueueJob) -> LiveJob {
+    let n = |v: &serde_json::Value| number(v).unwrap_or(0);
     LiveJob {
-        name: s("name"),
-        state: s("job_state"),
-        account: s("account"),
-        user: s("user_name"),
-        partition: s("partition"),
-        priority: n("priority"),
-        nice: j["nice"]
+        name: text(&j.name),
+        state: text(&j.job_state),
+        account: text(&j.account),
+        user: text(&j.user_name),
+        partition: text(&j.partition),
+        priority: n(&j.priority),
+        nice: j
+            .nice
             .as_i64()
-            .or_else(|| j["nice"]["number"].as_i64())
+            .or_else(|| j.nice["number"].as_i64())
             .unwrap_or(0),
-        submit: n("submit_time"),
-        eligible: n("eligible_time"),
-        start: n("start_time"),
-        suspend_time: n("suspend_time"),
-        pre_sus_time: n("pre_sus_time"),
-        admin_comment: s("admin_comment"),
-        restarts: n("restart_cnt"),
+        submit: n(&j.submit_time),
+        eligible: n(&j.eligible_time),
+        start: n(&j.start_time),
+        suspend_time: n(&j.suspend_time),
+        pre_sus_time: n(&j.pre_sus_time),
+        admin_comment: text(&j.admin_comment),
+        restarts: n(&j.restart_cnt),
         array: match (
-            j["array_job_id"]
-                .as_u64()
-                .or_else(|| j["array_job_id"]["number"].as_u64()),
-            j["array_task_id"].as_u64().or_else(|| {
-                (j["array_task_id"]["set"] == true)
-                    .then(|| j["array_task_id"]["number"].as_u64())
+            number(&j.array_job_id),
+            j.array_task_id.as_u64().or_else(|| {
+                (j.array_task_id["set"] == true)
+                    .then(|| j.array_task_id["number"].as_u64())
                     .flatten()
             }),
         ) {
             (Some(a), Some(t)) if a > 0 => Some((a, t)),
             _ => None,
         },
-        gpus: fairshare::tres::gpu_count(&s("tres_req_str")).unwrap_or(0),
-        // Minutes; 24.11 writes {"set", "infinite", "number"}, which this
-        // read as no limit before.
-        time_limit: j["time_limit"]
-            .as_u64()
-            .or_else(|| {
-                (j["time_limit"]["infinite"] != true)
-                    .then(|| j["time_limit"]["number"].as_u64())
-                    .flatten()
-            })
+        gpus: fairshare::tres::gpu_count(&text(&j.tres_req_str)).unwrap_or(0),
+        // Minutes; an infinite limit is none.
+        time_limit: (j.time_limit["infinite"] != true)
+            .then(|| number(&j.time_limit))
+            .flatten()
             .filter(|&m| m > 0 && m < u64::from(u32::MAX))
             .map(|m| m * 60),
     }
@@ -604,7 +582,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn squeue_is_read_as_it_streams_in_both_releases_forms() {
+    fn squeue_is_read_in_both_releases_forms() {
         // 22.05 (openapi/v0.0.38): plain values; 24.11 (v0.0.42): the
         // state a list, numbers {set, infinite, number}.
         let text = r#"{"meta": {"plugin": {"x": 1}}, "jobs": [
@@ -617,8 +595,7 @@ mod tests {
              "tres_req_str": "gres/gpu=2"}
         ]}"#;
         let streamed = read_squeue(text.as_bytes()).unwrap();
-        let whole = parse_squeue(&serde_json::from_str(text).unwrap());
-        assert_eq!(format!("{streamed:?}"), format!("{whole:?}"));
+        assert_eq!(streamed.keys().copied().collect::<Vec<_>>(), [7, 8]);
         let (a, b) = (&streamed[&7], &streamed[&8]);
         assert_eq!(
             (a.name.as_str(), a.gpus, a.time_limit, a.restarts),
