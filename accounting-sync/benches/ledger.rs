@@ -91,6 +91,7 @@ fn ingest(dir: &std::path::Path, charging: &Charging, parser: &Parser) {
         lines.into_iter().map(Ok),
         10_000,
         Some(T0),
+        &mut allot_sync::sidecar::sync::LiveContracts::off(),
     )
     .unwrap();
     let secs = t.elapsed().as_secs_f64();

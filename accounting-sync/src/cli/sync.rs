@@ -287,7 +287,7 @@ impl Listener {
     }
 
     /// After a pass: the metrics, and on success a new snapshot for the
-    /// site.
+    /// site, with slurmctld's `jobs` if the pass read them.
     fn after_pass(
         &self,
         ledger: &Ledger,
@@ -295,6 +295,7 @@ impl Listener {
         config: &Arc<fairshare::Config>,
         ok: bool,
         took: Duration,
+        jobs: Option<std::collections::BTreeMap<u64, allot_sync::explain::LiveJob>>,
     ) {
         update_metrics(&self.metrics, ledger, config, ok, took);
         if !ok {
@@ -302,7 +303,7 @@ impl Listener {
         }
         let refreshed = capacity(None, config).and_then(|cap| {
             let reader = allot_ledger::LedgerReader::open(path)?;
-            self.site.refresh(config, &reader, cap, now())
+            self.site.refresh(config, &reader, cap, now(), jobs)
         });
         if let Err(e) = refreshed {
             tracing::warn!("site: the pages keep the last snapshot: {e:#}");
@@ -507,9 +508,18 @@ fn follow(
     loop {
         if std::time::Instant::now() >= next_sync {
             let started = std::time::Instant::now();
-            let result = sync::sync_once(&mut ledger, charging, &opts, now());
+            let mut live = sync::LiveContracts::from_squeue();
+            let result = sync::sync_once(&mut ledger, charging, &opts, now(), &mut live);
             if let Some(l) = &listener {
-                l.after_pass(&ledger, path, &config, result.is_ok(), started.elapsed());
+                let ok = result.is_ok();
+                l.after_pass(
+                    &ledger,
+                    path,
+                    &config,
+                    ok,
+                    started.elapsed(),
+                    live.into_jobs(),
+                );
             }
             match result {
                 Ok(stats) => {

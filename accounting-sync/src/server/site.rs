@@ -137,7 +137,9 @@ impl Site {
     }
 
     /// Takes a new snapshot at `now` (epoch s) for `capacity` GPUs: the
-    /// report and engine from `reader`, the jobs and users from Slurm.
+    /// report and engine from `reader`, the users from Slurm, and
+    /// slurmctld's `jobs` (as the sync pass read them; `None`: squeue is
+    /// asked here).
     ///
     /// # Errors
     /// Ledger errors, or a Slurm command that fails (the old snapshot
@@ -148,8 +150,12 @@ impl Site {
         reader: &LedgerReader,
         capacity: u64,
         now: i64,
+        jobs: Option<BTreeMap<u64, LiveJob>>,
     ) -> anyhow::Result<()> {
-        let jobs = explain::squeue_now()?;
+        let jobs = match jobs {
+            Some(jobs) => jobs,
+            None => explain::squeue_now()?,
+        };
         let mut report = budget::build(
             reader,
             config.clone(),

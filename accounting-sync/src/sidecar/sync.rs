@@ -55,39 +55,14 @@ impl ImportStats {
 }
 
 /// Parses `lines` and writes them in batches of `batch` attempts. The last
-/// batch (possibly empty) carries `watermark`. Returns the stats and the job
-/// ids seen.
+/// batch (possibly empty) carries `watermark`. An attempt still open that
+/// sacct shows without a contract takes the one `live` reads from
+/// slurmctld ([`LiveContracts`]; [`LiveContracts::off`] for a dump).
+/// Returns the stats and the job ids seen.
 ///
 /// # Errors
 /// Ledger errors and read errors; a bad row is not an error.
 pub fn import_lines<I>(
-    ledger: &mut Ledger,
-    charging: &Charging,
-    parser: &Parser,
-    lines: I,
-    batch: usize,
-    watermark: Option<i64>,
-) -> anyhow::Result<(ImportStats, HashSet<u64>)>
-where
-    I: IntoIterator<Item = std::io::Result<String>>,
-{
-    import_lines_live(
-        ledger,
-        charging,
-        parser,
-        lines,
-        batch,
-        watermark,
-        &mut LiveContracts::off(),
-    )
-}
-
-/// [`import_lines`], with the contracts of attempts still open that sacct
-/// shows without one read from `live` ([`LiveContracts`]).
-///
-/// # Errors
-/// As [`import_lines`].
-pub fn import_lines_live<I>(
     ledger: &mut Ledger,
     charging: &Charging,
     parser: &Parser,
@@ -164,7 +139,16 @@ pub fn import_dump<R: BufRead>(
         tracing::info!("{note}");
     }
     if !parser.has_cluster() {
-        return Ok(import_lines(ledger, charging, &parser, lines, batch, None)?.0);
+        return Ok(import_lines(
+            ledger,
+            charging,
+            &parser,
+            lines,
+            batch,
+            None,
+            &mut LiveContracts::off(),
+        )?
+        .0);
     }
     // A `Cluster` column (`sacct -M`): every row is checked before the
     // first is written, so a dump of several clusters writes nothing.
@@ -183,6 +167,7 @@ pub fn import_dump<R: BufRead>(
         rows.into_iter().map(Ok),
         batch,
         None,
+        &mut LiveContracts::off(),
     )?
     .0)
 }
@@ -332,7 +317,7 @@ fn run_sacct(
     });
     // Rows are written as they come; the caller moves the watermark once
     // the whole pass succeeded.
-    let result = import_lines_live(
+    let result = import_lines(
         ledger,
         charging,
         &parser,
@@ -374,7 +359,8 @@ pub fn sacct_timeout() -> Duration {
 /// watermark minus the overlap, re-asks for attempts still open in the
 /// ledger that sacct did not list, stores preempt/allot's new preemption
 /// records ([`Ledger::import_preemption_log`]), then moves the watermark
-/// to `now`.
+/// to `now`. Open attempts without a contract take the one `live` reads
+/// from slurmctld (the caller may keep what it read: [`LiveContracts::into_jobs`]).
 ///
 /// # Errors
 /// sacct cannot run or fails (the watermark then stays), ledger errors.
@@ -383,14 +369,14 @@ pub fn sync_once(
     charging: &Charging,
     opts: &SyncOptions,
     now: i64,
+    live: &mut LiveContracts,
 ) -> anyhow::Result<ImportStats> {
     let from = ledger
         .watermark()?
         .map_or(opts.first_start, |w| w - opts.overlap);
     let mut cmd = sacct_command(opts);
     cmd.arg("-S").arg(local_iso(from)?).arg("-E").arg("now");
-    let mut live = LiveContracts::from_squeue();
-    let (mut stats, seen) = run_sacct(ledger, charging, cmd, opts.batch, &mut live)?;
+    let (mut stats, seen) = run_sacct(ledger, charging, cmd, opts.batch, live)?;
     let stale: Vec<String> = ledger
         .open_job_ids()?
         .into_iter()
@@ -404,7 +390,7 @@ pub fn sync_once(
         );
         let mut cmd = sacct_command(opts);
         cmd.arg("-j").arg(ids.join(","));
-        let (s, _) = run_sacct(ledger, charging, cmd, opts.batch, &mut live)?;
+        let (s, _) = run_sacct(ledger, charging, cmd, opts.batch, live)?;
         stats.rows += s.rows;
         stats.skipped += s.skipped;
         stats.bad += s.bad;
@@ -433,16 +419,17 @@ pub fn sync_once(
 /// such attempt, and records the contract before the attempt is written.
 /// squeue failing is logged and leaves the default until the next pass.
 pub struct LiveContracts {
-    enabled: bool,
-    /// Job id -> its recorded minimum runtime, once read.
-    jobs: Option<std::collections::HashMap<u64, u64>>,
+    /// True until squeue has been asked (never for [`LiveContracts::off`]).
+    ask: bool,
+    /// slurmctld's jobs, once read.
+    jobs: Option<std::collections::BTreeMap<u64, crate::explain::LiveJob>>,
 }
 
 impl LiveContracts {
     /// Never asks (a dump import: its jobs are not slurmctld's now).
     pub fn off() -> LiveContracts {
         LiveContracts {
-            enabled: false,
+            ask: false,
             jobs: None,
         }
     }
@@ -450,31 +437,28 @@ impl LiveContracts {
     /// Asks squeue at the first open attempt without a contract.
     pub fn from_squeue() -> LiveContracts {
         LiveContracts {
-            enabled: true,
+            ask: true,
             jobs: None,
         }
     }
 
     /// The contract slurmctld holds for `job`, if it has one.
     fn of(&mut self, job: u64) -> Option<u64> {
-        if !self.enabled {
-            return None;
-        }
-        let jobs = self.jobs.get_or_insert_with(|| match crate::explain::squeue_now() {
-            Ok(live) => live
-                .into_iter()
-                .filter_map(|(id, j)| {
-                    Some((id, fairshare::record::recorded_min_runtime(&j.admin_comment)?))
-                })
-                .collect(),
-            Err(e) => {
-                tracing::warn!(
+        if std::mem::take(&mut self.ask) {
+            match crate::explain::squeue_now() {
+                Ok(jobs) => self.jobs = Some(jobs),
+                Err(e) => tracing::warn!(
                     "cannot read running jobs' contracts from squeue; they keep the default until the next pass: {e:#}"
-                );
-                std::collections::HashMap::new()
+                ),
             }
-        });
-        jobs.get(&job).copied()
+        }
+        fairshare::record::recorded_min_runtime(&self.jobs.as_ref()?.get(&job)?.admin_comment)
+    }
+
+    /// slurmctld's jobs if this pass read them (the sidecar's site takes
+    /// them rather than asking squeue a second time).
+    pub fn into_jobs(self) -> Option<std::collections::BTreeMap<u64, crate::explain::LiveJob>> {
+        self.jobs
     }
 }
 
@@ -530,7 +514,13 @@ pub fn sync_with_retry(
     let mut backoff = Backoff::new(max_delay);
     let mut attempt = 1u32;
     loop {
-        match sync_once(ledger, charging, opts, now()) {
+        match sync_once(
+            ledger,
+            charging,
+            opts,
+            now(),
+            &mut LiveContracts::from_squeue(),
+        ) {
             Ok(stats) => {
                 if attempt > 1 {
                     tracing::info!(attempt, "sync pass succeeded after retrying");
@@ -651,12 +641,25 @@ mod backoff_tests {
         let log = allot_ledger::preemptions::log_path(&path);
         allot_ledger::preemptions::append_to_log(&log, std::slice::from_ref(&record)).unwrap();
         let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
-        let stats = sync_once(&mut ledger, &charging, &opts, 1000).unwrap();
+        let stats = sync_once(
+            &mut ledger,
+            &charging,
+            &opts,
+            1000,
+            &mut LiveContracts::from_squeue(),
+        )
+        .unwrap();
         assert_eq!(stats.preemptions, 1);
         assert_eq!(
-            sync_once(&mut ledger, &charging, &opts, 1010)
-                .unwrap()
-                .preemptions,
+            sync_once(
+                &mut ledger,
+                &charging,
+                &opts,
+                1010,
+                &mut LiveContracts::from_squeue()
+            )
+            .unwrap()
+            .preemptions,
             0
         );
         let got = ledger.reader().unwrap().preemptions_of(7).unwrap();
