@@ -3,7 +3,6 @@
 //! named by `[server] url` in allot.toml, asked as this user through munge
 //! (allot_sync::server::auth). `allot -v` says which.
 
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -60,13 +59,9 @@ pub fn source(config: &Config, ledger: &LedgerArg) -> anyhow::Result<Source> {
         }
         _ => {
             verbose(|| format!("reading the ledger {}", path.display()));
-            Ok(Source::Ledger(open(&path)?))
+            Ok(Source::Ledger(LedgerReader::open(&path)?))
         }
     }
-}
-
-fn open(path: &Path) -> anyhow::Result<LedgerReader> {
-    Ok(LedgerReader::open(path)?)
 }
 
 /// The sidecar, asked over HTTP.

@@ -138,10 +138,7 @@ fn slurm_user() -> Option<(u32, u32)> {
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
-    let value = text.lines().find_map(|l| {
-        let (k, v) = l.split_once('=')?;
-        (k.trim() == "SlurmUser").then(|| v.trim().to_string())
-    })?;
+    let value = allot_sync::sidecar::show_config_value(&text, "SlurmUser")?;
     let uid: u32 = value
         .split_once('(')?
         .1

@@ -28,6 +28,7 @@ use fairshare::Tree;
 use super::auth::Identity;
 use crate::explain::Output;
 use crate::reports::budget::{self, subtree_accounts, Report};
+use crate::sidecar::show_config_value;
 
 /// Slurm's `PrivateData` flags that allot honours.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -255,21 +256,15 @@ impl Viewer {
 
 /// `PrivateData` in `scontrol show config` output.
 pub fn private_data_of(show_config: &str) -> PrivateData {
-    show_config
-        .lines()
-        .find_map(|l| {
-            let (k, v) = l.split_once('=')?;
-            (k.trim() == "PrivateData").then(|| PrivateData::parse(v.trim()))
-        })
+    show_config_value(show_config, "PrivateData")
+        .map(PrivateData::parse)
         .unwrap_or_default()
 }
 
 /// SlurmUser's name in `scontrol show config` output (`slurm(64030)`).
 pub fn slurm_user_of(show_config: &str) -> Option<String> {
-    show_config.lines().find_map(|l| {
-        let (k, v) = l.split_once('=')?;
-        (k.trim() == "SlurmUser").then(|| v.trim().split('(').next().unwrap_or("").to_string())
-    })
+    show_config_value(show_config, "SlurmUser")
+        .map(|v| v.split('(').next().unwrap_or("").to_string())
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! - [`drain_pass`]: the draining pass of `--follow` (the Slurm commands),
 //!   reading what [`sinfo_squeue`] parses; the rule is the engine's
 //!   [`fairshare::drain`] (docs/health.md);
-//! - [`metrics`]: the sidecar's Prometheus metrics (`--metrics-listen`);
+//! - [`metrics`]: the sidecar's Prometheus metrics (`--listen`);
 //! - [`tree_sync`]: the org tree as code against slurmdbd's accounts.
 
 pub mod drain_pass;
@@ -12,3 +12,12 @@ pub mod metrics;
 pub mod sinfo_squeue;
 pub mod sync;
 pub mod tree_sync;
+
+/// The value of `key` in `scontrol show config` output (`SlurmUser =
+/// slurm(64030)` gives `slurm(64030)`), trimmed.
+pub fn show_config_value<'a>(show_config: &'a str, key: &str) -> Option<&'a str> {
+    show_config.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == key).then(|| v.trim())
+    })
+}
