@@ -179,17 +179,12 @@ impl Viewer {
         }
         for r in &mut o.requeues {
             if self.private.accounts {
-                for a in [&mut r.preemptor_account]
-                    .into_iter()
-                    .flatten()
-                    .filter(|a| !self.accounts.contains(a.as_str()))
-                {
+                let accounts = r
+                    .preemptor_account
+                    .iter_mut()
+                    .chain(r.guessed_preemptor.iter_mut().map(|g| &mut g.account));
+                for a in accounts.filter(|a| !self.accounts.contains(a.as_str())) {
                     *a = HIDDEN.into();
-                }
-                if let Some(g) = &mut r.guessed_preemptor {
-                    if !self.accounts.contains(&g.account) {
-                        g.account = HIDDEN.into();
-                    }
                 }
             }
             if self.private.usage || self.private.accounts {
