@@ -24,16 +24,9 @@ use std::time::Instant;
 use allot_sim::{self as sim, trace, ClusterSpec, Policy, TraceJob, Workload};
 use fairshare::Config;
 
-struct Lcg(u64);
-impl Lcg {
-    fn next(&mut self) -> f64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+#[path = "common/lcg.rs"]
+mod lcg;
+use lcg::Lcg;
 
 fn main() {
     let n: usize = std::env::var("SIM_BENCH_JOBS")

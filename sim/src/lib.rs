@@ -42,6 +42,7 @@
 
 mod baselines;
 mod cluster;
+pub mod forecast;
 pub mod metrics;
 mod run;
 pub mod settings;

@@ -127,6 +127,7 @@ impl Hourly {
 pub use fairshare::entitlement::waterfill;
 
 /// Counters and hourly accumulators, fed by the event loop.
+#[derive(Clone)]
 pub(crate) struct Metrics {
     last: Vec<u64>,
     running: Vec<u64>,

@@ -41,7 +41,11 @@ use std::sync::Arc;
 
 mod backfill;
 mod events;
+mod fork;
+pub(crate) use fork::Progress;
 mod jobs;
+mod live;
+pub(crate) use live::Standing;
 mod main_loop;
 mod pass;
 mod preempt;
@@ -133,12 +137,34 @@ struct JobState {
     end_us: u32,
 }
 
+impl JobState {
+    /// A job not yet submitted: its whole `duration` of work ahead.
+    fn new(j: &super::workload::SimJob) -> JobState {
+        JobState {
+            remaining: j.duration,
+            eligible: j.submit,
+            order: j.submit,
+            state: State::Pending,
+            attempt: 0,
+            start: 0,
+            end: 0,
+            first_start: u64::MAX,
+            alloc: Vec::new(),
+            open: None,
+            unprotected: false,
+            preempted_at: u64::MAX,
+            end_us: 0,
+        }
+    }
+}
+
 struct Reservation {
     shadow: u64,
     nodes: Vec<u32>,
 }
 
 /// Classic / Fair Tree decayed usage.
+#[derive(Clone)]
 struct Decay {
     usage: Vec<f64>,
     factor: Vec<f64>,
@@ -284,7 +310,7 @@ struct LedgerEvent {
 struct LoadCache {
     /// The load version and snapshot it was computed at.
     version: Option<(u64, u64)>,
-    value: std::rc::Rc<Entitlements>,
+    value: std::sync::Arc<Entitlements>,
     scratch: fairshare::entitlement::Scratch,
 }
 
@@ -385,17 +411,32 @@ impl<'w> Sim<'w> {
     /// then.
     pub fn run(mut self, progress: &mut dyn FnMut(u64)) -> SimReport {
         let mut since_progress = 0u32;
-        loop {
+        while self.step() {
+            since_progress += 1;
+            if since_progress >= 8192 {
+                since_progress = 0;
+                progress(self.m.finished);
+            }
+        }
+        progress(self.m.finished);
+        self.finish()
+    }
+
+    /// The next instant with something to do: its events and arrivals, then
+    /// its scheduling pass. False when nothing is left (or the horizon is
+    /// reached), and nothing was done.
+    pub(crate) fn step(&mut self) -> bool {
+        {
             let next_arrival = self.w.jobs.get(self.next_arrival).map(|j| j.submit);
             let next_event = self.events.peek().map(|Reverse(e)| e.0);
             let t = match (next_arrival, next_event) {
-                (None, None) => break,
+                (None, None) => return false,
                 (a, e) => a.unwrap_or(u64::MAX).min(e.unwrap_or(u64::MAX)),
             };
             if t > self.horizon {
                 // A preemption livelock (see `horizon`): stop and report.
                 self.m.stopped_at_horizon = true;
-                break;
+                return false;
             }
             self.set_now(t);
             let sched = self.sim.sched_interval;
@@ -455,14 +496,8 @@ impl<'w> Sim<'w> {
                 self.tick_at = self.next_refresh;
                 self.events.push(Reverse((self.next_refresh, TICK, 0, 0)));
             }
-            since_progress += 1;
-            if since_progress >= 8192 {
-                since_progress = 0;
-                progress(self.m.finished);
-            }
         }
-        progress(self.m.finished);
-        self.finish()
+        true
     }
 
     /// A scheduling pass at `t` (seconds since the first submission).
@@ -482,7 +517,7 @@ impl<'w> Sim<'w> {
         }
     }
 
-    fn finish(mut self) -> SimReport {
+    pub(crate) fn finish(mut self) -> SimReport {
         let end = self.now;
         self.m.accrue_capacity(end, self.cluster.capacity);
         for t in 0..self.w.teams.len() {

@@ -69,25 +69,7 @@ impl<'w> Sim<'w> {
                 c.node_cpus = sim.node_cpus;
                 c
             },
-            jobs: w
-                .jobs
-                .iter()
-                .map(|j| JobState {
-                    remaining: j.duration,
-                    eligible: j.submit,
-                    order: j.submit,
-                    state: State::Pending,
-                    attempt: 0,
-                    start: 0,
-                    end: 0,
-                    first_start: u64::MAX,
-                    alloc: Vec::new(),
-                    open: None,
-                    unprotected: false,
-                    preempted_at: u64::MAX,
-                    end_us: 0,
-                })
-                .collect(),
+            jobs: w.jobs.iter().map(JobState::new).collect(),
             queues: vec![Queue::default(); teams * QUEUES_PER_TEAM],
             queue_pos: vec![0; w.jobs.len()],
             pending: 0,
@@ -119,7 +101,7 @@ impl<'w> Sim<'w> {
             load_version: 0,
             load_cache: std::cell::RefCell::new(LoadCache {
                 version: None,
-                value: std::rc::Rc::new(Entitlements::compute(&config.tree, 0, &[], &[])),
+                value: std::sync::Arc::new(Entitlements::compute(&config.tree, 0, &[], &[])),
                 scratch: Default::default(),
             }),
             epoch: 0,

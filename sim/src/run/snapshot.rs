@@ -183,20 +183,20 @@ impl Sim<'_> {
 
     /// The leaves' allocated GPUs running and pending now, and their
     /// entitlements to the capacity now.
-    pub(super) fn entitlements(&self) -> std::rc::Rc<Entitlements> {
+    pub(super) fn entitlements(&self) -> std::sync::Arc<Entitlements> {
         let mut guard = self.load_cache.borrow_mut();
         let cache = &mut *guard;
         if cache.version != Some((self.load_version, u64::from(self.snapshot))) {
             let (tree, capacity) = (&self.config.tree, self.cluster.capacity);
             let (running, pending) = (&self.leaf_running, &self.leaf_pending);
-            match std::rc::Rc::get_mut(&mut cache.value) {
+            match std::sync::Arc::get_mut(&mut cache.value) {
                 Some(e) => e.recompute(tree, capacity, running, pending, &mut cache.scratch),
                 None => {
                     cache.value =
-                        std::rc::Rc::new(Entitlements::compute(tree, capacity, running, pending))
+                        std::sync::Arc::new(Entitlements::compute(tree, capacity, running, pending))
                 }
             }
-            let e = std::rc::Rc::make_mut(&mut cache.value);
+            let e = std::sync::Arc::make_mut(&mut cache.value);
             for &l in &self.held_back {
                 e.hold_back(l);
             }
