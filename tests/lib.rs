@@ -6,7 +6,7 @@
 #![deny(missing_docs)]
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -383,6 +383,17 @@ impl Testbed {
         let dir = std::env::var_os("CARGO_TARGET_DIR")
             .map_or_else(|| self.root.join("target"), PathBuf::from);
         dir.join("debug/allot")
+    }
+
+    /// `allot ARGS` (one shell string) run by `user` through `su`, as a
+    /// researcher runs it: no access to the ledger.
+    pub fn allot_as(&self, user: &str, args: &str) -> Output {
+        let cmd = format!("{} {args}", self.allot_bin().display());
+        Command::new("su")
+            .args([user, "-c", &cmd])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
     }
 
     /// Runs the `allot` under test ([`Testbed::allot_bin`]) with `args` and

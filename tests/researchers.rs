@@ -52,16 +52,6 @@ fn get_with(port: u16, path: &str, headers: &str) -> Option<(u16, String)> {
     Some((status, body.to_string()))
 }
 
-/// `allot ARGS` run by `user` through `su` (no ledger access).
-fn allot_as(tb: &Testbed, user: &str, args: &str) -> Output {
-    let cmd = format!("{} {args}", tb.allot_bin().display());
-    Command::new("su")
-        .args([user, "-c", &cmd])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
 /// Headless Chromium (Debian's `chromium`) on `url`: saves a screenshot
 /// as `png` (checked: a PNG over 10 KB) and returns the DOM it rendered
 /// (`--dump-dom`). Panics, naming the package, when chromium is missing.
@@ -277,11 +267,7 @@ fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
         Duration::from_secs(60),
         "alice's explain names the preemptor",
         || {
-            let out = allot_as(
-                &tb,
-                "alice",
-                &format!("explain {victim} --json --config {conf}"),
-            );
+            let out = tb.allot_as("alice", &format!("explain {victim} --json --config {conf}"));
             if !out.status.success() {
                 return Err(text(&out));
             }
@@ -301,11 +287,7 @@ fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
     assert_eq!(q["rule"], "free_tier", "{explained}");
     assert_eq!(explained["user"], "alice", "{explained}");
     // `-v` says where the answer came from.
-    let out = allot_as(
-        &tb,
-        "alice",
-        &format!("-v explain {victim} --config {conf}"),
-    );
+    let out = tb.allot_as("alice", &format!("-v explain {victim} --config {conf}"));
     assert!(out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -384,11 +366,7 @@ fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
         Duration::from_secs(30),
         "bob refused once the sidecar read PrivateData",
         || {
-            let out = allot_as(
-                &tb,
-                "bob",
-                &format!("explain {victim} --json --config {conf}"),
-            );
+            let out = tb.allot_as("bob", &format!("explain {victim} --json --config {conf}"));
             if out.status.success() {
                 Err(text(&out))
             } else {
@@ -400,11 +378,7 @@ fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
         refused.contains("403") && refused.contains("PrivateData=jobs"),
         "{refused}"
     );
-    let out = allot_as(
-        &tb,
-        "alice",
-        &format!("explain {victim} --json --config {conf}"),
-    );
+    let out = tb.allot_as("alice", &format!("explain {victim} --json --config {conf}"));
     assert!(out.status.success(), "{}", text(&out));
     let (status, page) = get(port, &format!("/jobs/{victim}")).expect("the page");
     assert_eq!(status, 403, "a browser is anonymous: {page}");

@@ -23,6 +23,7 @@
 #![deny(missing_docs)]
 
 pub mod explain;
+pub mod forecast;
 pub mod health;
 pub mod reports;
 pub mod server;

@@ -12,7 +12,7 @@ use clap::{CommandFactory, Parser};
 mod cli;
 mod simulate;
 
-use cli::{config, explain, health, report, shares, sync, tree, Cli, Command};
+use cli::{config, explain, forecast, health, report, shares, sync, tree, Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -49,6 +49,7 @@ fn main() -> ExitCode {
         Command::Health(args) => health::run(args),
         Command::Tree(args) => tree::run(args),
         Command::Explain(args) => explain::run(args),
+        Command::Forecast(args) => forecast::run(args),
     };
     result.unwrap_or_else(|e| {
         eprintln!("allot: {e:#}");

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 pub mod common;
 pub mod config;
 pub mod explain;
+pub mod forecast;
 pub mod health;
 pub mod remote;
 pub mod report;
@@ -41,6 +42,8 @@ pub enum Command {
     Sim(crate::simulate::Args),
     /// Why a job has its priority, its protection, what could preempt it, who preempted it
     Explain(explain::Args),
+    /// When a pending job may start (p10/p50/p90), from slurmctld's present replayed with allot's policy
+    Forecast(forecast::Args),
     /// The org tree as code: compare allot.toml with slurmdbd's accounts (plan), apply, or import
     #[command(subcommand_value_name = "plan|apply|import")]
     Tree(tree::Args),

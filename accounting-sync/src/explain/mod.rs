@@ -60,7 +60,7 @@ pub struct LiveJob {
 impl LiveJob {
     /// Its minimum runtime, read as the plugins read it (at most its time
     /// limit).
-    fn min_runtime(&self, policy: &ContractPolicy) -> u64 {
+    pub fn min_runtime(&self, policy: &ContractPolicy) -> u64 {
         policy.job_min_runtime(
             recorded_min_runtime(&self.admin_comment),
             Some(&self.partition),

@@ -88,6 +88,23 @@ pub struct Args {
     /// Replay what could be read even if some rows are malformed (they are listed on stderr)
     #[arg(long)]
     pub skip_bad_rows: bool,
+    /// Backtest the start forecast: at the submission of a sample of the jobs, forecast its
+    /// start from that moment (`allot forecast`'s method) and compare with the start the replay
+    /// gives it; --json puts a `forecast` object under each run. Jobs without a time limit get
+    /// one from the user-limit model (docs/forecast.md)
+    #[arg(long)]
+    pub forecast_backtest: bool,
+    /// With --forecast-backtest: jobs to sample at most (every n-th job)
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1000,
+        requires = "forecast_backtest"
+    )]
+    pub forecast_jobs: u32,
+    /// With --forecast-backtest: forks (draws) per forecast
+    #[arg(long, value_name = "N", default_value_t = 16, requires = "forecast_backtest", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub forecast_draws: u32,
     /// Worker threads [default: one per core]
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -109,6 +126,9 @@ struct RunOut {
     cluster: String,
     #[serde(flatten)]
     report: SimReport,
+    /// With --forecast-backtest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    forecast: Option<sim::forecast::BacktestSummary>,
     wall_s: f64,
     jobs_per_s: f64,
 }
@@ -143,7 +163,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         config,
         sim: settings,
     } = config_path::load_all(&args.config.path())?;
-    let (trace, format) = load_trace(&args.trace, args.format.as_deref())?;
+    let (mut trace, format) = load_trace(&args.trace, args.format.as_deref())?;
     if !trace.errors.is_empty() {
         let shown: Vec<String> = trace
             .errors
@@ -171,6 +191,18 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     if trace.jobs.is_empty() {
         bail!("{}: no jobs to replay", args.trace.display());
+    }
+    // The forecast and its baseline plan with time limits, never run times.
+    let limited = if args.forecast_backtest {
+        sim::forecast::limits::assign(&mut trace, 0)
+    } else {
+        0
+    };
+    if limited > 0 && !args.json {
+        eprintln!(
+            "allot sim: {limited} of {} jobs have no time limit: each got the one the user-limit model draws (docs/forecast.md)",
+            trace.jobs.len()
+        );
     }
     let policies = parse_policies(&args.policies)?;
     let base_cluster = match (&args.cluster, settings.cluster, config.capacity_gpus) {
@@ -234,18 +266,43 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 let w = &workloads[v];
                 let started = Instant::now();
                 let mut last = 0u64;
-                let report = sim::simulate(
-                    w,
-                    var.config.clone(),
-                    &var.sim,
-                    var.cluster,
-                    policy,
-                    &trace.events,
-                    &mut |done| {
-                        bar.inc(done - last);
-                        last = done;
-                    },
-                );
+                let mut progress = |done: u64| {
+                    bar.inc(done.saturating_sub(last));
+                    last = last.max(done);
+                };
+                let (report, forecast) = if args.forecast_backtest {
+                    let opts = sim::forecast::BacktestOptions {
+                        jobs: args.forecast_jobs,
+                        forecast: sim::forecast::ForecastOptions {
+                            draws: args.forecast_draws,
+                            seed: var.sim.seed,
+                            ..Default::default()
+                        },
+                        ..Default::default()
+                    };
+                    let (r, f) = sim::forecast::backtest(
+                        w,
+                        var.config.clone(),
+                        &var.sim,
+                        var.cluster,
+                        policy,
+                        &trace.events,
+                        &opts,
+                        &mut progress,
+                    );
+                    (r, Some(f))
+                } else {
+                    let r = sim::simulate(
+                        w,
+                        var.config.clone(),
+                        &var.sim,
+                        var.cluster,
+                        policy,
+                        &trace.events,
+                        &mut progress,
+                    );
+                    (r, None)
+                };
                 bar.inc((w.jobs.len() as u64).saturating_sub(last));
                 let wall = started.elapsed().as_secs_f64();
                 RunOut {
@@ -258,6 +315,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                     },
                     wall_s: wall,
                     report,
+                    forecast,
                 }
             })
             .collect()

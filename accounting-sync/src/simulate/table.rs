@@ -183,6 +183,37 @@ pub(super) fn print_text(
             println!("{line}");
         }
     }
+    if outs.iter().any(|o| o.forecast.is_some()) {
+        println!("\nstart forecast backtest (forecast at submission vs the replay's start; scored: waited >= 10 min)");
+        println!(
+            "{:<cfg_w$} {:<8} {:>6} {:>6} {:>10} {:>13} {:>9} {:>11} {:>10}",
+            "config",
+            "policy",
+            "jobs",
+            "scored",
+            "mae_ratio",
+            "baseline_mae",
+            "cover80%",
+            "early/late",
+            "wait p50"
+        );
+        for o in outs {
+            let Some(f) = &o.forecast else { continue };
+            println!(
+                "{:<cfg_w$} {:<8} {:>6} {:>6} {:>10.3} {:>13.3} {:>9.1} {:>11} {:>10}",
+                o.config,
+                o.report.policy.name(),
+                f.jobs,
+                f.scored,
+                f.mae_ratio,
+                f.baseline_mae_ratio,
+                100.0 * f.coverage_80,
+                format!("{}/{}", f.early, f.late),
+                human_secs(f.median_wait_s),
+            );
+        }
+        println!("mae_ratio = median |forecast p50 - actual start| / actual wait; baseline = time limits, no arrivals (squeue --start); cover80% = actual starts within p10-p90. See docs/forecast.md.");
+    }
     println!(
         "\nowed% = owed GPU-hours delivered (weekly%: counted per week); occ% = occupancy from the first to the last submission (occ-end%: to the last event); lost% = GPU-h lost to requeues / delivered; pre/kGPUh = preemptions per 1,000 delivered GPU-h; worst>=N GPUh = the worst team among those owed at least [sim] worst_floor_gpu_hours; requeues max/99 = times the most requeued job went back to the queue, and the p99 over jobs; unalc% = free-tier share of GPU time; err% = mean (and p90) hourly share error over a {} window; waits = first start - submit. See docs/simulator.md.",
         human_secs(variants[0].sim.metric_window)

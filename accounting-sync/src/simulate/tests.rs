@@ -75,6 +75,9 @@ fn the_shipped_demo_runs_and_plots() {
         preemptions: Some(dir.join("preemptions.jsonl")),
         priorities: Some(dir.join("priorities.jsonl")),
         skip_bad_rows: false,
+        forecast_backtest: false,
+        forecast_jobs: 1000,
+        forecast_draws: 16,
         threads: Some(2),
     };
     assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
@@ -233,8 +236,36 @@ fn sim_args(dir: &Path, config: &str, trace: &str) -> Args {
         preemptions: None,
         priorities: None,
         skip_bad_rows: false,
+        forecast_backtest: false,
+        forecast_jobs: 1000,
+        forecast_draws: 16,
         threads: Some(1),
     }
+}
+
+/// `--forecast-backtest` on a trace without time limits (the user-limit
+/// model gives them) runs and answers.
+#[test]
+fn the_forecast_backtest_runs_on_a_trace_without_limits() {
+    let dir = std::env::temp_dir().join(format!("allot-fb-{}", std::process::id()));
+    let trace: String = std::iter::once("submit,duration,gpus,team\n".to_string())
+        .chain((0..60).map(|i| {
+            format!(
+                "{},{},{},{}\n",
+                i * 300,
+                1800 + i * 97 % 3600,
+                1 + i % 4,
+                ["a", "b"][i as usize % 2]
+            )
+        }))
+        .collect();
+    let args = Args {
+        forecast_backtest: true,
+        forecast_jobs: 20,
+        forecast_draws: 4,
+        ..sim_args(&dir, "[tree.a]\nshare = 1\n[tree.b]\nshare = 1\n", &trace)
+    };
+    assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
 }
 
 #[test]
@@ -373,6 +404,7 @@ fn runs_of(config: &str, jobs: Vec<TraceJob>, policies: &[Policy]) -> (Workload,
             config: config.into(),
             cluster: cl.to_string(),
             report: sim::simulate(&w, c.clone(), &s, cl, p, &t.events, &mut |_| {}),
+            forecast: None,
             wall_s: 0.0,
             jobs_per_s: 0.0,
         })

@@ -1,0 +1,55 @@
+//! `allot forecast JOBID`: when a pending job may start, as p10/p50/p90,
+//! from slurmctld's present replayed with allot's own policy
+//! ([`allot_sync::forecast`], `docs/forecast.md`). It reads squeue, sacct
+//! (every user's jobs of the usage window) and sinfo, so it answers fully
+//! where those show every job: an admin's host, or a cluster without
+//! `PrivateData=jobs,usage`.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use allot_sim::forecast::live::forecast_live;
+use allot_sim::forecast::ForecastOptions;
+use allot_sync::{explain, forecast};
+
+use super::common::{load_all, now, ConfigArg, Loaded};
+
+/// `allot forecast` arguments.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Slurm job id of a pending job, or a task of a job array (4242_7)
+    job: String,
+    #[command(flatten)]
+    config: ConfigArg,
+    /// Replays (draws) of the forecast
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    draws: u32,
+    /// Print JSON (times in seconds since the epoch)
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `allot forecast`.
+pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
+    let Loaded { config, sim, .. } = load_all(&args.config.path())?;
+    let config = Arc::new(config);
+    let t = now();
+    let jobs = explain::squeue_now()?;
+    let job = explain::resolve(&args.job, &jobs).map_err(anyhow::Error::msg)?;
+    let opts = ForecastOptions {
+        draws: args.draws,
+        seed: sim.seed,
+        ..ForecastOptions::default()
+    };
+    let since = t - opts.history.max(config.window) as i64;
+    let history = forecast::sacct_since(since)?;
+    let cluster = forecast::cluster_now()?;
+    let present = forecast::present(&config, &jobs, &history, t);
+    let f = forecast_live(&present, job, config, &sim, cluster, &opts)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&f)?);
+    } else {
+        print!("{}", forecast::render(&f, cluster, opts.history / 86_400));
+    }
+    Ok(ExitCode::SUCCESS)
+}

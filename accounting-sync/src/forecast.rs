@@ -1,0 +1,229 @@
+//! `allot forecast`: a pending job's start from slurmctld's present, as
+//! [`allot_sim::forecast::live`] draws it. This module gathers the present
+//! (squeue's jobs, sacct's history of the usage window, sinfo's nodes in
+//! service) and writes the answer; the method and what it assumes are in
+//! `docs/forecast.md`.
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+
+use allot_ledger::charge::Charging;
+use allot_ledger::sacct::{Attempt, Parser, RowOutcome, LIVE_FIELDS};
+use allot_sim::forecast::live::{JobNow, LiveForecast, Present, PresentJob};
+use allot_sim::ClusterSpec;
+use anyhow::Context;
+use fairshare::Config;
+
+use crate::explain::{when, LiveJob};
+
+/// The present: slurmctld's running and pending jobs (`jobs`, from
+/// [`crate::explain::squeue_now`]) and sacct's attempts (`history`) of the
+/// last `window` seconds before `now` (epoch s): the ended ones are the
+/// history run times and arrivals are drawn from, and their charges fill
+/// the usage window.
+pub fn present(
+    config: &Config,
+    jobs: &BTreeMap<u64, LiveJob>,
+    history: &[Attempt],
+    now: i64,
+) -> Present {
+    let mut out = Present {
+        now,
+        ..Present::default()
+    };
+    let charging = Charging::from_config(config);
+    for (&id, j) in jobs {
+        let now_state = match j.state.as_str() {
+            "RUNNING" | "SUSPENDED" | "COMPLETING" if j.start > 0 => JobNow::Running {
+                start: j.start as i64,
+                restarts: j.restarts as u32,
+            },
+            "PENDING" => JobNow::Pending {
+                restarts: j.restarts as u32,
+            },
+            _ => continue,
+        };
+        if j.gpus == 0 {
+            continue;
+        }
+        out.jobs.push(PresentJob {
+            id,
+            account: j.account.clone(),
+            gpus: u32::try_from(j.gpus).unwrap_or(u32::MAX),
+            submit: j.submit as i64,
+            time_limit: j.time_limit,
+            min_runtime: j.min_runtime(&config.contract),
+            now: now_state,
+        });
+    }
+    for a in history {
+        let (Some(start), Some(end)) = (a.start, a.end) else {
+            continue;
+        };
+        if jobs.contains_key(&a.job_id) || a.gpus == 0 || end <= start {
+            continue;
+        }
+        let r = charging.record(a);
+        if let Some(charge_end) = r.charge_end {
+            out.charges
+                .push((a.account.clone(), r.rate, start, charge_end));
+        }
+        out.jobs.push(PresentJob {
+            // An earlier attempt of a job requeued since: its own entry.
+            id: a.job_id ^ ((a.submit as u64) << 40),
+            account: a.account.clone(),
+            gpus: u32::try_from(a.gpus).unwrap_or(u32::MAX),
+            submit: a.submit,
+            time_limit: a.time_limit,
+            min_runtime: r.min_runtime,
+            now: JobNow::Ended { start, end },
+        });
+    }
+    out
+}
+
+/// sacct's attempts (every user's, allocations only) that ran within
+/// `[start, now]`, epoch seconds.
+///
+/// # Errors
+/// sacct missing or failing.
+pub fn sacct_since(start: i64) -> anyhow::Result<Vec<Attempt>> {
+    let out = Command::new("sacct")
+        .env("SLURM_TIME_FORMAT", "%s")
+        .args(["-a", "-X", "-D", "--parsable2", "--noheader", "-S"])
+        .arg(
+            jiff::tz::TimeZone::system()
+                .to_datetime(jiff::Timestamp::from_second(start).context("-S out of range")?)
+                .strftime("%Y-%m-%dT%H:%M:%S")
+                .to_string(),
+        )
+        .args(["-E", "now", "-o"])
+        .arg(LIVE_FIELDS.join(","))
+        .stdin(Stdio::null())
+        .output()
+        .context("cannot run sacct; is Slurm's sacct installed and on PATH?")?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "sacct failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let parser = Parser::live(jiff::tz::TimeZone::system());
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| match parser.parse(l) {
+            Ok(RowOutcome::Attempt(a)) => Some(*a),
+            _ => None,
+        })
+        .collect())
+}
+
+/// The nodes in service and their GPUs, from `sinfo -N -h -o "%N|%G|%T"`
+/// output: nodes down, drained, failed or in maintenance are out; the
+/// cluster is the nodes left, each with the most GPUs a node has.
+///
+/// # Errors
+/// No node with GPUs in service.
+pub fn cluster_of(sinfo: &str) -> anyhow::Result<ClusterSpec> {
+    let mut nodes: BTreeMap<&str, u32> = BTreeMap::new();
+    for line in sinfo.lines() {
+        let mut f = line.split('|');
+        let (Some(name), Some(gres), Some(state)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let state = state.trim().to_ascii_lowercase();
+        let out = [
+            "down",
+            "drained",
+            "fail",
+            "maint",
+            "unknown",
+            "not_responding",
+        ]
+        .iter()
+        .any(|s| state.contains(s))
+            || state.ends_with('*');
+        let gpus = gres
+            .split(',')
+            .filter(|g| g.starts_with("gpu"))
+            .filter_map(|g| g.split('(').next()?.rsplit(':').next()?.parse::<u32>().ok())
+            .sum::<u32>();
+        if !out && gpus > 0 {
+            nodes.insert(name.trim(), gpus);
+        }
+    }
+    let per = nodes.values().copied().max().unwrap_or(0);
+    if per == 0 {
+        anyhow::bail!("sinfo shows no node with GPUs in service");
+    }
+    Ok(ClusterSpec {
+        nodes: nodes.len() as u32,
+        gpus_per_node: per,
+    })
+}
+
+/// [`cluster_of`] on what sinfo says now.
+///
+/// # Errors
+/// sinfo missing or failing; no node with GPUs in service.
+pub fn cluster_now() -> anyhow::Result<ClusterSpec> {
+    let out = Command::new("sinfo")
+        .args(["-N", "-h", "-o", "%N|%G|%T"])
+        .stdin(Stdio::null())
+        .output()
+        .context("cannot run sinfo")?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "sinfo failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    cluster_of(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The forecast as text, relative to `now` (epoch s), with what it assumes.
+pub fn render(f: &LiveForecast, cluster: ClusterSpec, history_days: u64) -> String {
+    let t = |x: i64| when(x, f.at);
+    format!(
+        "job {}: forecast start (p10 / p50 / p90): {} / {} / {}\n\
+         squeue --start's kind of plan (every job runs to its time limit, nothing new arrives): {}\n\
+         assumes: {} replays of allot's policy from slurmctld's {} running and {} pending jobs on \
+         {} nodes x {} GPUs in service (running jobs placed where the simulator would place them); \
+         run times drawn from {} jobs that ended in the last {} days (run time / time limit, by \
+         account and time limit); arrivals repeating recent days{}\n",
+        f.job,
+        t(f.p10),
+        t(f.p50),
+        t(f.p90),
+        t(f.baseline),
+        f.draws,
+        f.running,
+        f.pending,
+        cluster.nodes,
+        cluster.gpus_per_node,
+        f.history_jobs,
+        history_days,
+        if f.beyond_horizon > 0 {
+            format!(
+                "; {} of {} replays had not started it within the horizon",
+                f.beyond_horizon, f.draws
+            )
+        } else {
+            String::new()
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cluster_is_the_nodes_in_service() {
+        let sinfo = "gpu01|gpu:8|mixed\ngpu02|gpu:a100:8(S:0-1)|idle\ngpu03|gpu:8|drained\ngpu04|gpu:8|down*\ngpu05|gpu:8|draining\ncpu01|(null)|idle\n";
+        let c = cluster_of(sinfo).unwrap();
+        assert_eq!((c.nodes, c.gpus_per_node), (3, 8));
+        let e = cluster_of("gpu03|gpu:8|drained\n").unwrap_err().to_string();
+        assert!(e.contains("no node with GPUs in service"), "{e}");
+    }
+}
