@@ -1,0 +1,168 @@
+//! The start forecast on the testbed (issue 41), as a researcher runs it:
+//! alice, a plain user, asks `allot forecast` for 20 pending jobs; each
+//! forecast stands beside `squeue --start` and the start the job got.
+//!
+//! Every job holds a sixteenth of the cluster for 20 s under a 1-minute
+//! time limit. A first wave of 8 such jobs per account ends before the
+//! forecasts, so each job's batch (its account, limit and GPUs, submitted
+//! within the hour) has 8 ended jobs to draw run times from: a third of the
+//! limit. `squeue --start` plans with the limits.
+
+use std::time::Duration;
+
+use allot_e2e::{epoch, exclusive, wait_until, Testbed};
+
+const ACCOUNTS: [&str; 4] = ["a1", "a2", "b1", "b2"];
+
+/// A sixteenth of the cluster for 20 s under a 1-minute limit, of `account`.
+fn sixteenth(tb: &Testbed, account: &str) -> u32 {
+    tb.sbatch_gpus(
+        tb.total_gpus() / 16,
+        &[
+            "-A",
+            account,
+            "--time=1:00",
+            "--min-runtime=0:30",
+            "--wrap",
+            "sleep 20",
+        ],
+    )
+}
+
+/// A time as Slurm prints it (`2026-12-05T20:48:00`, local), in epoch
+/// seconds; `None` for `Unknown`, `N/A` and the like.
+fn epoch_of(tb: &Testbed, t: &str) -> Option<i64> {
+    if !t.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let out = tb.run("date", &["-d", t, "+%s"]);
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+/// The first start of `job` (epoch s), once it has one.
+fn first_start(tb: &Testbed, job: u32) -> Option<i64> {
+    tb.sacct(job, "Start")
+        .iter()
+        .filter_map(|f| epoch_of(tb, &f[0]))
+        .min()
+}
+
+#[test]
+fn twenty_forecasts_beside_squeue_start_and_the_starts() {
+    let (_one, tb) = exclusive(&[]);
+    // History: two rounds that fill the cluster and end.
+    let first: Vec<u32> = (0..32).map(|i| sixteenth(&tb, ACCOUNTS[i % 4])).collect();
+    wait_until(Duration::from_secs(180), "the first wave to end", || {
+        let left = first
+            .iter()
+            .filter(|&&j| !tb.squeue(j, "%T").is_empty())
+            .count();
+        if left == 0 {
+            Ok(())
+        } else {
+            Err(format!("{left} left"))
+        }
+    });
+    // The wave forecast: 16 fill the cluster, 24 wait.
+    let jobs: Vec<u32> = (0..40).map(|i| sixteenth(&tb, ACCOUNTS[i % 4])).collect();
+    wait_until(Duration::from_secs(60), "the cluster to fill", || {
+        let pending = jobs
+            .iter()
+            .filter(|&&j| tb.squeue(j, "%T") == "PENDING")
+            .count();
+        if pending >= 20 {
+            Ok(())
+        } else {
+            Err(format!("{pending} pending"))
+        }
+    });
+    // alice forecasts each pending job; squeue --start beside it.
+    let mut made = Vec::new();
+    for &j in &jobs {
+        if made.len() == 20 || tb.squeue(j, "%T") != "PENDING" {
+            continue;
+        }
+        let out = tb.allot_as("alice", &format!("forecast {j} --json"));
+        if !out.status.success() {
+            // It started meanwhile.
+            assert!(
+                tb.squeue(j, "%T") != "PENDING",
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            continue;
+        }
+        let f: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (at, p10, p50, p90) = (
+            f["at"].as_i64().unwrap(),
+            f["p10"].as_i64().unwrap(),
+            f["p50"].as_i64().unwrap(),
+            f["p90"].as_i64().unwrap(),
+        );
+        assert!(at <= p10 && p10 <= p50 && p50 <= p90, "{f}");
+        assert!((at - epoch()).abs() < 60, "{f}");
+        let squeue = tb.squeue(j, "%S");
+        let planned = epoch_of(&tb, &squeue);
+        made.push((j, at, p10, p50, p90, planned));
+    }
+    assert!(made.len() >= 15, "only {} forecasts made", made.len());
+    // A running job has no forecast, and says why.
+    let running = wait_until(Duration::from_secs(60), "a running job", || {
+        jobs.iter()
+            .copied()
+            .find(|&j| tb.squeue(j, "%T") == "RUNNING")
+            .ok_or_else(|| "none".to_string())
+    });
+    let out = tb.allot_as("alice", &format!("forecast {running}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("is not pending"),
+        "{err}"
+    );
+    // Every forecast job starts.
+    let mut rows = Vec::new();
+    for &(j, at, p10, p50, p90, planned) in &made {
+        let start = wait_until(
+            Duration::from_secs(300),
+            &format!("job {j} to start"),
+            || first_start(&tb, j).ok_or_else(|| tb.squeue(j, "%T")),
+        );
+        rows.push((j, at, p10, p50, p90, planned, start));
+    }
+    eprintln!("job      p10   p50   p90  squeue  actual  (s after the forecast)");
+    let (mut err_f, mut err_s, mut n_s, mut inside) = (0i64, 0i64, 0i64, 0);
+    for &(j, at, p10, p50, p90, planned, start) in &rows {
+        let plan = planned.map(|p| p - at);
+        eprintln!(
+            "{j:<7} {:>5} {:>5} {:>5} {:>7} {:>7}",
+            p10 - at,
+            p50 - at,
+            p90 - at,
+            plan.map_or("-".into(), |p| p.to_string()),
+            start - at
+        );
+        err_f += (p50 - start).abs();
+        if let Some(p) = planned {
+            err_s += (p - start).abs();
+            n_s += 1;
+        }
+        inside += usize::from(p10 - 5 <= start && start <= p90 + 5);
+    }
+    let n = rows.len() as i64;
+    eprintln!(
+        "{n} jobs: forecast p50 mean error {} s; squeue --start mean error {} s ({n_s} with a plan); {inside} within p10-p90 (+-5 s)",
+        err_f / n,
+        if n_s > 0 { (err_s / n_s).to_string() } else { "-".into() }
+    );
+    // The forecast knows these jobs run a third of their limit: it is
+    // nearer than squeue --start's plan by their limits.
+    if n_s > 0 {
+        assert!(
+            err_f / n < err_s / n_s,
+            "forecast error {} s, squeue --start {} s",
+            err_f / n,
+            err_s / n_s
+        );
+    }
+    assert!(err_f / n <= 30, "forecast p50 mean error {} s", err_f / n);
+}
