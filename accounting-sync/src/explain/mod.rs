@@ -534,6 +534,13 @@ pub fn render(o: &Output, now: i64) -> String {
             p.priority, p.tier, p.rank, p.score, p.age, p.age_points, p.nice
         );
     }
+    if o.live.as_ref().is_some_and(|l| l.state == "PENDING") {
+        let _ = writeln!(
+            s,
+            "  When it may start: allot forecast {} (p10 / p50 / p90, docs/forecast.md)",
+            o.job_id
+        );
+    }
     if let Some(p) = &e.protection {
         let until = p.until.map_or("while suspended, never".to_string(), |u| {
             when(u as i64, now)
