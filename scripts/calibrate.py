@@ -209,9 +209,30 @@ def sim_keys(timing):
         # A victim's GPUs are free once it stops COMPLETING (docs/simulator.md).
         keys["victim_complete_ms"] = str(timing["victim_complete_ms"])
     # CALIB_SIM_DROP=key,...: leave settings out, to see what each does.
-    for k in os.environ.get("CALIB_SIM_DROP", "").split(","):
-        keys.pop(k.strip(), None)
+    dropped = {k.strip() for k in os.environ.get("CALIB_SIM_DROP", "").split(",")} - {""}
+    for k in dropped:
+        keys.pop(k, None)
+    # `timing = "slurmctld"` (sim/src/settings/preset.rs) sets slurmctld's
+    # behaviour: the keys above with its very value go, the measured and
+    # slurm.conf ones stay and win over its. Leaving out (CALIB_SIM_DROP) a
+    # key the preset sets means no preset: every key written, less it.
+    if not dropped & PRESET_KEYS:
+        keys = {"timing": '"slurmctld"', **{k: v for k, v in keys.items() if PRESET_SAME.get(k) != v}}
     return keys
+
+
+# Every key `[sim] timing = "slurmctld"` sets (docs/simulator.md), and those
+# of them whose value calibrate gives as the preset does.
+PRESET_KEYS = {"sched_interval", "backfill_interval", "backfill_depth", "backfill_resolution",
+               "requeue_delay", "repreempt_delay", "backfill_reserve", "backfill_hold",
+               "backfill_candidates", "backfill_idle", "backfill_preempt", "will_run_window",
+               "preemptor_start", "placement", "short_partition", "victim_budget", "snapshot_phase",
+               "ledger_lag", "main_phase_ms", "pass_miss_ms", "attempt_overhead_ms", "attempt_jitter_ms", "victim_complete_ms",
+               "drain_pass_ms"}
+PRESET_SAME = {"backfill_reserve": '"all"', "backfill_hold": '"nodes"', "backfill_preempt": '"all"',
+               "placement": '"cons_tres"', "preemptor_start": '"next_pass"', "victim_budget": '"node"',
+               "backfill_candidates": '"free"', "short_partition": '"shared"', "backfill_idle": '"skip"',
+               "snapshot_phase": '"clock"', "ledger_lag": dur(1)}
 
 
 def read_workload(sdir):
@@ -653,6 +674,8 @@ def report(a):
                     else:
                         iv = timing["sched_interval_s"]
                         extra += f"sched_offset = {(iv - t0 % iv) % iv}\n"
+                        if "timing" in timing["sim_keys"]:
+                            extra += "main_phase_ms = 0\n"  # not the preset's mid-second
                     # bf_resolution (60 s unless set; older saved runs
                     # did not record it) rounds reservations on the epoch.
                     r = timing.get("bf_resolution_s", 60)
@@ -662,6 +685,8 @@ def report(a):
                     # (job_test.c _will_run_test; CALIB_WILL_RUN=0: exact).
                     if os.environ.get("CALIB_WILL_RUN", "1") != "0":
                         extra += f"will_run_window = {dur(30)}\nwill_run_offset = {t0 % 30}\n"
+                    elif "timing" in timing["sim_keys"]:
+                        extra += f"will_run_window = {dur(0)}\n"
                     if timing.get("plugin_timer") == "clock":
                         # The plugins rebuild at whole multiples of
                         # sync.interval on the epoch (fairshare::timer).

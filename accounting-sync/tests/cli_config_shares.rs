@@ -93,3 +93,30 @@ fn shares_parsable2_and_bad_rows() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 2: gpu_seconds must be a number"));
 }
+
+#[test]
+fn check_config_takes_the_slurmctld_timing_preset() {
+    let base = std::fs::read_to_string(example()).unwrap();
+    let good = temp(
+        "timing.toml",
+        &format!("{base}\n[sim]\ntiming = \"slurmctld\"\nsched_interval = \"0:00:02\"\n"),
+    );
+    let out = allot().arg("check-config").arg(&good).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bad = temp(
+        "bad-timing.toml",
+        &format!("{base}\n[sim]\ntiming = \"slurm\"\n"),
+    );
+    let out = allot().arg("check-config").arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        e.contains("sim.timing: \"slurm\" is not a timing preset; write \"ideal\"")
+            && e.contains("\"slurmctld\""),
+        "{e}"
+    );
+}

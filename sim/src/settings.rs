@@ -10,6 +10,7 @@
 //!
 //! ```toml
 //! [sim]
+//! timing = "ideal"                # "slurmctld": slurmctld's timing keys at once (below); keys written here win
 //! cluster = "44x8"                # NODESxGPUS; `allot sim --cluster` overrides
 //! half_life = "7-0"               # classic/fairtree: Slurm's PriorityDecayHalfLife
 //! calc_period = "5:00"            # classic/fairtree: Slurm's PriorityCalcPeriod
@@ -63,6 +64,22 @@
 //! min_runtime = "runtime"         # declare the job's own runtime, capped at max_min_runtime
 //! ```
 //!
+//! `timing = "slurmctld"` sets each key of [`preset::SLURMCTLD`] that
+//! `[sim]` does not write: slurm.conf's (`sched_interval` 1:00,
+//! `backfill_interval` 0:30, `backfill_depth` 500, `backfill_resolution`
+//! 1:00, `requeue_delay` 2:01, `repreempt_delay` 0:40) at Slurm 22.05's
+//! defaults, slurmctld's behaviour (`backfill_reserve` "all",
+//! `backfill_hold` "nodes", `backfill_candidates` "free", `backfill_idle`
+//! "skip", `backfill_preempt` "all", `will_run_window` 0:30,
+//! `preemptor_start` "next_pass", `placement` "cons_tres",
+//! `short_partition` "shared" when the short band is on), allot's
+//! (`victim_budget` "node", `snapshot_phase` "clock", `ledger_lag` 0:01),
+//! both passes mid-second (`main_phase_ms` 500, `pass_miss_ms` 500: no
+//! run's phase) and the testbed's measured latencies (`attempt_overhead_ms` 74,
+//! `attempt_jitter_ms` 37, `victim_complete_ms` 42, `drain_pass_ms` 347).
+//! A site writes its own slurm.conf values beside it (docs/simulator.md
+//! tables where each comes from); `"ideal"`, the default, sets nothing.
+//!
 //! A job whose trace row records a minimum runtime keeps it; otherwise the
 //! first rule that matches sets it (and/or `resumable`); a job matching no
 //! rule gets `contract.default_min_runtime`. The simulator reports how many
@@ -72,6 +89,7 @@ use fairshare::config::{Config, ConfigError, ConfigErrors};
 
 mod choices;
 mod keys;
+pub mod preset;
 mod rules;
 #[cfg(test)]
 mod tests;
@@ -160,8 +178,9 @@ pub struct SimSettings {
     /// Seconds a requeued job (preempted, drained or failed) waits before
     /// it may start again. Slurm 22.05 sets a requeued batch job's begin
     /// time to `now + cred_expire + 1` (`AuthInfo=cred_expire=`, default
-    /// 1200 s, so 1201 s); the default 0 makes it eligible at once, as the
-    /// simulator always did. `scripts/calibrate` gives the testbed's value.
+    /// 120 s in slurm_cred.c, so 121 s; a comment in job_mgr.c says
+    /// 1200); the default 0 makes it eligible at once, as the simulator
+    /// always did. `scripts/calibrate` gives the testbed's value.
     pub requeue_delay: u64,
     /// Milliseconds each attempt holds its GPUs beyond its work: the batch
     /// script's launch after slurmctld starts the job plus the report of
@@ -464,17 +483,22 @@ fn and_of_sim(mut errors: ConfigErrors, table: Option<toml::Table>) -> ConfigErr
     errors
 }
 
-/// Runs every key's validator on the `[sim]` value; problems are appended
-/// to `errors`, each naming its key, and a key with a problem keeps its
+/// Fills the `timing` preset's keys ([`preset::fill`]), then runs every
+/// key's validator on the `[sim]` value; problems are appended to
+/// `errors`, each naming its key, and a key with a problem keeps its
 /// default.
 fn parse(value: &toml::Value, config: &Config, errors: &mut Vec<ConfigError>) -> SimSettings {
-    let raw: keys::RawSim = match value.clone().try_into() {
+    let mut value = value.clone();
+    if let toml::Value::Table(sim) = &mut value {
+        preset::fill(sim, config, errors);
+    }
+    let raw: keys::RawSim = match value.try_into() {
         Ok(r) => r,
         Err(e) => {
             errors.push(ConfigError::Invalid {
                 path: "sim".into(),
                 message: format!(
-                    "{e}; [sim] takes cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_hold, backfill_candidates, backfill_idle, backfill_preempt, short_partition, snapshot_phase, preemptor_start, victim_budget, ledger_lag, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, attempt_jitter_ms, pass_miss_ms, main_phase_ms, pass_drift_us, main_drift_us, main_passes_us, backfill_passes_us, sched_interval, sched_offset, sync_offset, drain_pass_ms, victim_complete_ms, backfill_resolution, resolution_offset, will_run_window, will_run_offset, resumable, checkpoint_interval, metric_window, worst_floor_gpu_hours and [[sim.rule]] tables"
+                    "{e}; [sim] takes timing, cluster, half_life, calc_period, seed, backfill_depth, backfill_interval, backfill_reserve, backfill_hold, backfill_candidates, backfill_idle, backfill_preempt, short_partition, snapshot_phase, preemptor_start, victim_budget, ledger_lag, repreempt_delay, placement, node_cpus, requeue_delay, attempt_overhead_ms, attempt_jitter_ms, pass_miss_ms, main_phase_ms, pass_drift_us, main_drift_us, main_passes_us, backfill_passes_us, sched_interval, sched_offset, sync_offset, drain_pass_ms, victim_complete_ms, backfill_resolution, resolution_offset, will_run_window, will_run_offset, resumable, checkpoint_interval, metric_window, worst_floor_gpu_hours and [[sim.rule]] tables"
                 ),
             });
             return SimSettings::default();

@@ -166,3 +166,138 @@ fn sim_worst_floor_gpu_hours_is_a_whole_number_of_gpu_hours() {
         );
     }
 }
+
+/// `[sim]` with `timing = "slurmctld"` and the short band on, plus `keys`.
+fn slurmctld_preset(keys: &str) -> Result<SimSettings, ConfigErrors> {
+    settings(&format!(
+        "[tree.x]\nshare = 1\n[priority]\nshort_max_gpus = 2\nshort_max_time = \"1:00:00\"\n[sim]\ntiming = \"slurmctld\"\n{keys}"
+    ))
+}
+
+#[test]
+fn sim_timing_slurmctld_fills_slurm_defaults_and_the_measured_latencies() {
+    let s = slurmctld_preset("").unwrap();
+    // slurm.conf's, at Slurm 22.05's defaults (seconds).
+    assert_eq!(
+        (s.sched_interval, s.backfill_interval, s.backfill_depth),
+        (60, 30, 500)
+    );
+    assert_eq!(
+        (s.backfill_resolution, s.requeue_delay, s.repreempt_delay),
+        (60, 121, 40)
+    );
+    assert_eq!(s.will_run_window, 30);
+    assert_eq!(s.backfill_reserve, BackfillReserve::All);
+    assert_eq!(s.backfill_hold, BackfillHold::Nodes);
+    assert_eq!(s.backfill_candidates, BackfillCandidates::Free);
+    assert_eq!(s.backfill_idle, BackfillIdle::Skip);
+    assert_eq!(s.backfill_preempt, BackfillPreempt::All);
+    assert_eq!(s.preemptor_start, PreemptorStart::NextPass);
+    assert_eq!(s.placement, Placement::ConsTres);
+    assert_eq!(s.short_partition, ShortPartition::Shared);
+    assert_eq!(s.victim_budget, VictimBudget::Node);
+    assert_eq!(s.snapshot_phase, SnapshotPhase::Clock);
+    assert_eq!(s.ledger_lag, 1);
+    assert_eq!((s.attempt_overhead_ms, s.attempt_jitter_ms), (74, 37));
+    assert_eq!(
+        (s.victim_complete_ms, s.drain_pass_ms),
+        (Some(42), Some(347))
+    );
+    // Nothing of one run: both passes mid-second, no drift, no offsets.
+    let d = SimSettings::default();
+    assert_eq!((s.main_phase_ms, s.pass_miss_ms), (500, 500));
+    assert_eq!(
+        (s.sched_offset, s.pass_drift_us),
+        (d.sched_offset, d.pass_drift_us)
+    );
+    assert_eq!((s.main_drift_us, s.main_passes_us.len()), (None, 0));
+    assert_eq!(
+        (
+            s.sync_offset,
+            s.resolution_offset,
+            s.will_run_offset,
+            s.node_cpus
+        ),
+        (0, 0, 0, 0)
+    );
+    // "ideal", like no timing at all, leaves every default.
+    let ideal = settings("[tree.x]\nshare = 1\n[sim]\ntiming = \"ideal\"\n").unwrap();
+    assert_eq!(ideal, d);
+    // Without the short band, short_partition is left out, not an error.
+    let s = settings("[tree.x]\nshare = 1\n[sim]\ntiming = \"slurmctld\"\n").unwrap();
+    assert_eq!(
+        (s.short_partition, s.sched_interval),
+        (ShortPartition::Apart, 60)
+    );
+}
+
+#[test]
+fn sim_timing_keys_written_in_sim_win_over_the_preset() {
+    // The testbed's slurm.conf: sched_interval=2, bf_interval=1,
+    // cred_expire=10, KillWait=2 + MessageTimeout=10.
+    let s = slurmctld_preset(
+        "sched_interval = \"0:02\"\nbackfill_interval = \"0:01\"\nrequeue_delay = \"0:11\"\nrepreempt_delay = \"0:12\"\nplacement = \"best_fit\"\nattempt_overhead_ms = 0\nsched_offset = 1\n",
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            s.sched_interval,
+            s.backfill_interval,
+            s.requeue_delay,
+            s.repreempt_delay
+        ),
+        (2, 1, 11, 12)
+    );
+    assert_eq!(
+        (s.placement, s.attempt_overhead_ms),
+        (Placement::BestFit, 0)
+    );
+    assert_eq!(
+        s.sched_offset, 1,
+        "checked against the written sched_interval"
+    );
+    // The rest still come from the preset.
+    assert_eq!((s.backfill_resolution, s.attempt_jitter_ms), (60, 37));
+    // A key the preset fills is checked as if written: one written
+    // against it names itself.
+    let m = message("[tree.x]\nshare = 1\n[sim]\ntiming = \"slurmctld\"\nsched_offset = 60\n");
+    assert!(
+        m.contains("sim.sched_offset") && m.contains("now 60 s"),
+        "{m}"
+    );
+    // A key written against another the preset sets takes the keys that
+    // need that one out of the preset, rather than failing on them.
+    let s = slurmctld_preset(
+        "preemptor_start = \"at_once\"\nbackfill_hold = \"gpus\"\nsched_interval = \"0\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        (s.victim_complete_ms, s.drain_pass_ms, s.will_run_window),
+        (None, None, 0)
+    );
+    assert_eq!((s.main_phase_ms, s.pass_miss_ms), (0, 0));
+    assert_eq!(
+        (s.preemptor_start, s.backfill_hold, s.sched_interval),
+        (PreemptorStart::AtOnce, BackfillHold::Gpus, 0)
+    );
+    assert_eq!(
+        (s.backfill_reserve, s.requeue_delay),
+        (BackfillReserve::All, 121)
+    );
+}
+
+#[test]
+fn sim_timing_names_a_preset() {
+    for bad in ["\"slurm\"", "\"\"", "1"] {
+        let m = message(&format!("[tree.x]\nshare = 1\n[sim]\ntiming = {bad}\n"));
+        assert!(
+            m.starts_with(&format!("sim.timing: {bad} is not a timing preset"))
+                && m.contains("\"ideal\"")
+                && m.contains("\"slurmctld\""),
+            "{m}"
+        );
+    }
+    // A bad name fills nothing.
+    let m = message("[tree.x]\nshare = 1\n[sim]\ntiming = \"slurm\"\nsched_offset = 1\n");
+    assert!(m.contains("sim.sched_offset"), "{m}");
+}
