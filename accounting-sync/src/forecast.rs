@@ -8,13 +8,15 @@ use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 
 use allot_ledger::charge::Charging;
-use allot_ledger::sacct::{Attempt, Parser, RowOutcome, LIVE_FIELDS};
+use allot_ledger::sacct::{Attempt, Parser, RowOutcome};
 use allot_sim::forecast::live::{JobNow, LiveForecast, Present, PresentJob};
 use allot_sim::ClusterSpec;
 use anyhow::Context;
 use fairshare::Config;
 
 use crate::explain::{when, LiveJob};
+use crate::health::node::gres_gpus;
+use crate::sidecar::sync::{local_iso, sacct_attempts};
 
 /// The present: slurmctld's running and pending jobs (`jobs`, from
 /// [`crate::explain::squeue_now`]) and sacct's attempts (`history`) of the
@@ -88,18 +90,10 @@ pub fn present(
 /// # Errors
 /// sacct missing or failing.
 pub fn sacct_since(start: i64) -> anyhow::Result<Vec<Attempt>> {
-    let out = Command::new("sacct")
-        .env("SLURM_TIME_FORMAT", "%s")
-        .args(["-a", "-X", "-D", "--parsable2", "--noheader", "-S"])
-        .arg(
-            jiff::tz::TimeZone::system()
-                .to_datetime(jiff::Timestamp::from_second(start).context("-S out of range")?)
-                .strftime("%Y-%m-%dT%H:%M:%S")
-                .to_string(),
-        )
-        .args(["-E", "now", "-o"])
-        .arg(LIVE_FIELDS.join(","))
-        .stdin(Stdio::null())
+    let out = sacct_attempts("sacct")
+        .arg("-S")
+        .arg(local_iso(start)?)
+        .args(["-E", "now"])
         .output()
         .context("cannot run sacct; is Slurm's sacct installed and on PATH?")?;
     if !out.status.success() {
@@ -143,11 +137,7 @@ pub fn cluster_of(sinfo: &str) -> anyhow::Result<ClusterSpec> {
         .iter()
         .any(|s| state.contains(s))
             || state.ends_with('*');
-        let gpus = gres
-            .split(',')
-            .filter(|g| g.starts_with("gpu"))
-            .filter_map(|g| g.split('(').next()?.rsplit(':').next()?.parse::<u32>().ok())
-            .sum::<u32>();
+        let gpus = gres_gpus(gres).unwrap_or(0);
         if !out && gpus > 0 {
             nodes.insert(name.trim(), gpus);
         }
@@ -220,7 +210,7 @@ mod tests {
 
     #[test]
     fn the_cluster_is_the_nodes_in_service() {
-        let sinfo = "gpu01|gpu:8|mixed\ngpu02|gpu:a100:8(S:0-1)|idle\ngpu03|gpu:8|drained\ngpu04|gpu:8|down*\ngpu05|gpu:8|draining\ncpu01|(null)|idle\n";
+        let sinfo = "gpu01|gpu:8|mixed\ngpu02|gpu:a100:8(S:0,1)|idle\ngpu03|gpu:8|drained\ngpu04|gpu:8|down*\ngpu05|gpu:8|draining\ncpu01|(null)|idle\n";
         let c = cluster_of(sinfo).unwrap();
         assert_eq!((c.nodes, c.gpus_per_node), (3, 8));
         let e = cluster_of("gpu03|gpu:8|drained\n").unwrap_err().to_string();

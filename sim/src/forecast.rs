@@ -360,27 +360,30 @@ impl ForkBuffer {
     }
 }
 
-/// Fills `buf` with `base`'s jobs submitted so far followed, `with_arrivals`,
-/// by the arrivals of draw `draw` (`horizon` ahead), their run times drawn
-/// from `history`.
+/// Fills `buf` with `base`'s jobs submitted so far (copying only those it
+/// does not hold yet), and nothing after them.
+fn copy_prefix(base: &Sim<'_>, buf: &mut ForkBuffer) {
+    let arrived = base.arrived();
+    let kept = buf.prefix.min(arrived);
+    buf.w.jobs.truncate(kept);
+    buf.w
+        .jobs
+        .extend_from_slice(&base.workload().jobs[kept..arrived]);
+    buf.prefix = arrived;
+}
+
+/// Fills `buf` with `base`'s jobs submitted so far followed by the
+/// arrivals of draw `draw` (`horizon` ahead), their run times drawn from
+/// `pools`.
 fn draw_workload(
     base: &Sim<'_>,
     buf: &mut ForkBuffer,
     pools: &ForkPools<'_>,
     opts: &ForecastOptions,
     draw: u32,
-    with_arrivals: bool,
 ) {
-    let w = base.workload();
-    let arrived = base.arrived();
-    let kept = buf.prefix.min(arrived);
-    buf.w.jobs.truncate(kept);
-    buf.w.jobs.extend_from_slice(&w.jobs[kept..arrived]);
-    buf.prefix = arrived;
-    let scratch = &mut buf.w;
-    if !with_arrivals {
-        return;
-    }
+    copy_prefix(base, buf);
+    let (w, arrived) = (base.workload(), base.arrived());
     let now = base.now();
     let past_days = (opts.history / DAY).min(now / DAY);
     if past_days == 0 {
@@ -399,7 +402,7 @@ fn draw_workload(
             let mut a = j.clone();
             a.submit = j.submit + (k + d) * DAY;
             a.duration = pools.draw(&a, 0);
-            scratch.jobs.push(a);
+            buf.w.jobs.push(a);
         }
     }
 }
@@ -415,12 +418,13 @@ fn run_fork(
     mut work: impl FnMut(u32, crate::run::Progress) -> Option<u64>,
 ) -> Option<u64> {
     let mut fork = base.fork(w);
-    fork.retime(|id| {
+    // The jobs submitted so far; the draw's arrivals have theirs.
+    fork.retime(|id, p| {
         if id as usize >= base.arrived() {
-            return None;
+            None
+        } else {
+            work(id, p)
         }
-        let p = base.progress(id);
-        work(id, p).map(|t| (t, p))
     });
     let until = base.now() + horizon;
     loop {
@@ -465,7 +469,7 @@ pub(crate) fn draw_starts(
                 accounts,
                 &[opts.seed, u64::from(job), u64::from(draw), 3],
             );
-            draw_workload(base, buf, &pools, opts, draw, true);
+            draw_workload(base, buf, &pools, opts, draw);
             let w = &buf.w;
             run_fork(base, w, job, opts.horizon, |id, p| {
                 Some(pools.draw(&w.jobs[id as usize], p.kept + p.elapsed))
@@ -482,9 +486,7 @@ pub(crate) fn baseline_start(
     opts: &ForecastOptions,
     buf: &mut ForkBuffer,
 ) -> u64 {
-    let history = History::of(base, 0);
-    let pools = ForkPools::new(&history, base.workload().accounts.len(), &[0]);
-    draw_workload(base, buf, &pools, opts, 0, false);
+    copy_prefix(base, buf);
     let w = &buf.w;
     run_fork(base, w, job, opts.horizon, |id, p| {
         Some(p.kept + w.jobs[id as usize].limit().max(p.elapsed + 1))

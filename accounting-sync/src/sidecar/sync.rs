@@ -253,7 +253,8 @@ pub struct SyncOptions {
     pub batch: usize,
 }
 
-fn local_iso(t: i64) -> anyhow::Result<String> {
+/// `t` (epoch s) as a local date-time, as sacct's `-S` and `-E` read it.
+pub(crate) fn local_iso(t: i64) -> anyhow::Result<String> {
     let ts = jiff::Timestamp::from_second(t).context("time out of range")?;
     Ok(jiff::tz::TimeZone::system()
         .to_datetime(ts)
@@ -261,8 +262,11 @@ fn local_iso(t: i64) -> anyhow::Result<String> {
         .to_string())
 }
 
-fn sacct_command(opts: &SyncOptions) -> Command {
-    let mut c = Command::new(&opts.sacct);
+/// `program` (sacct) listing every user's allocations, each attempt (`-D`),
+/// with the fields the ledger's parser reads ([`LIVE_FIELDS`]), times as
+/// epoch seconds, no header; the caller adds `-S`/`-E` or `-j`.
+pub(crate) fn sacct_attempts(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new(program);
     c.env("SLURM_TIME_FORMAT", "%s")
         .args(["-a", "-X", "-D", "--parsable2", "--noheader", "-o"])
         .arg(LIVE_FIELDS.join(","))
@@ -374,7 +378,7 @@ pub fn sync_once(
     let from = ledger
         .watermark()?
         .map_or(opts.first_start, |w| w - opts.overlap);
-    let mut cmd = sacct_command(opts);
+    let mut cmd = sacct_attempts(&opts.sacct);
     cmd.arg("-S").arg(local_iso(from)?).arg("-E").arg("now");
     let (mut stats, seen) = run_sacct(ledger, charging, cmd, opts.batch, live)?;
     let stale: Vec<String> = ledger
@@ -388,7 +392,7 @@ pub fn sync_once(
             jobs = ids.len(),
             "re-reading attempts still open in the ledger"
         );
-        let mut cmd = sacct_command(opts);
+        let mut cmd = sacct_attempts(&opts.sacct);
         cmd.arg("-j").arg(ids.join(","));
         let (s, _) = run_sacct(ledger, charging, cmd, opts.batch, live)?;
         stats.rows += s.rows;

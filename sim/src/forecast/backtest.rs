@@ -112,18 +112,19 @@ pub fn backtest(
     let actual: Vec<Option<u64>> = made.iter().map(|&(id, _)| base.first_start(id)).collect();
     let report = base.finish();
     progress(report.finished);
-    let mut s = summarize(w, &made, &actual, opts);
-    s.sampled_every = every as u64;
-    s.forecast_wall_s = forecasting.as_secs_f64();
+    let s = summarize(w, &made, &actual, opts, every as u64, forecasting);
     (report, s)
 }
 
-/// The figures from forecasts and the actual starts (`None`: never).
+/// The figures from forecasts and the actual starts (`None`: never), of
+/// every `every`-th job, made in `wall` time.
 fn summarize(
     w: &Workload,
     made: &[(u32, StartForecast)],
     actual: &[Option<u64>],
     opts: &BacktestOptions,
+    every: u64,
+    wall: std::time::Duration,
 ) -> BacktestSummary {
     let (mut rel, mut base_rel, mut waits) = (Vec::new(), Vec::new(), Vec::new());
     let (mut jobs, mut covered_all, mut covered, mut early, mut late, mut never, mut beyond) =
@@ -167,11 +168,11 @@ fn summarize(
         early,
         late,
         never_started: never,
-        sampled_every: 1,
+        sampled_every: every,
         min_wait_s: opts.min_wait,
         draws: opts.forecast.draws,
         beyond_horizon: beyond,
-        forecast_wall_s: 0.0,
+        forecast_wall_s: wall.as_secs_f64(),
     }
 }
 

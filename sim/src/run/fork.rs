@@ -166,16 +166,17 @@ impl<'w> Sim<'w> {
     /// what it has done, plus one second), where it returns one: a pending
     /// job runs that much less its kept work once started, a running one
     /// ends when this attempt has run that much less its kept work.
-    /// `progress` is as [`Sim::progress`] read it before the fork (this
-    /// replay's `w` may give other durations).
-    pub(crate) fn retime(&mut self, mut work: impl FnMut(u32) -> Option<(u64, Progress)>) {
+    /// `progress` is [`Sim::progress`] of the job, read from the jobs this
+    /// replay was forked with (their `duration`s are the past's).
+    pub(crate) fn retime(&mut self, mut work: impl FnMut(u32, Progress) -> Option<u64>) {
         let mut moved = false;
         for id in 0..self.jobs.len() as u32 {
             let state = self.jobs[id as usize].state;
             if state == State::Done {
                 continue;
             }
-            let Some((total, p)) = work(id) else { continue };
+            let p = self.progress(id);
+            let Some(total) = work(id, p) else { continue };
             let j = &mut self.jobs[id as usize];
             let left = total.saturating_sub(p.kept).max(p.elapsed + 1);
             match state {
