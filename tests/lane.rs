@@ -147,6 +147,7 @@ fn a_job_requeued_max_requeues_times_runs_to_its_end() {
     let why = tb.allot_ok(&[
         "explain",
         &v.to_string(),
+        "--no-forecast",
         "--config",
         conf.to_str().unwrap(),
     ]);
@@ -159,6 +160,7 @@ fn a_job_requeued_max_requeues_times_runs_to_its_end() {
     let why = tb.allot_ok(&[
         "explain",
         &v.to_string(),
+        "--no-forecast",
         "--config",
         conf.to_str().unwrap(),
     ]);

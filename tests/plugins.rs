@@ -174,6 +174,7 @@ fn past_its_contract_a_job_is_requeued_only_at_a_requeue_point() {
     let why = tb.allot_ok(&[
         "explain",
         &jobs[0].to_string(),
+        "--no-forecast",
         "--config",
         conf.to_str().unwrap(),
     ]);
@@ -296,6 +297,7 @@ fn a_sweep_is_marked_at_submission_and_never_preempts() {
         &[
             "explain",
             &short[2].to_string(),
+            "--no-forecast",
             "--config",
             conf.to_str().unwrap(),
         ],

@@ -117,7 +117,14 @@ fn cancel_mode_ends_victims_preempted_after_their_contract() {
     tb.ok(bin.to_str().unwrap(), &["sync", "--config", conf]);
     let explain = tb.ok(
         bin.to_str().unwrap(),
-        &["explain", &short.to_string(), "--json", "--config", conf],
+        &[
+            "explain",
+            &short.to_string(),
+            "--json",
+            "--no-forecast",
+            "--config",
+            conf,
+        ],
     );
     let v: serde_json::Value = serde_json::from_str(&explain).unwrap();
     assert_eq!(v["requeues"][0]["state"], "PREEMPTED", "{explain}");

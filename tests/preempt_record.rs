@@ -75,6 +75,7 @@ fn only_the_candidate_slurmctld_takes_is_recorded_with_its_rule() {
         let out = tb.allot_ok(&[
             "explain",
             &job.to_string(),
+            "--no-forecast",
             "--json",
             "--config",
             tb.allot_conf().to_str().unwrap(),

@@ -223,6 +223,9 @@ fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
                     "-A",
                     "b1",
                     "--min-runtime=0",
+                    // A time limit bounds the forecast's replay (the
+                    // history has no run times yet).
+                    "--time=10:00",
                     "-J",
                     "alice's <b>job</b> & \"notes\"",
                     "-o",
@@ -243,6 +246,7 @@ fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
             "-A",
             "a1",
             "--min-runtime=1:00",
+            "--time=10:00",
             "-o",
             "/dev/null",
             "--wrap",
@@ -275,7 +279,9 @@ fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
                 serde_json::from_slice(&out.stdout).map_err(|e| format!("{e}: {}", text(&out)))?;
             // The last preempted attempt (a testbed whose slurmctld state
             // was reset may reuse the id of a job still in sacct).
-            if recorded(&v).is_none() {
+            // ... and the sidecar's snapshot of slurmctld after the
+            // requeue (a pass reads squeue before sacct).
+            if recorded(&v).is_none() || v["live"]["restarts"].as_u64() < Some(1) {
                 return Err(v.to_string());
             }
             Ok(v)
@@ -286,6 +292,16 @@ fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
     assert_eq!(q["preemptor_account"], "a1", "{explained}");
     assert_eq!(q["rule"], "free_tier", "{explained}");
     assert_eq!(explained["user"], "alice", "{explained}");
+    // Requeued, it waits again: its start forecast, replayed by the
+    // sidecar from every job (alice's own squeue would not show them all).
+    assert_eq!(explained["live"]["state"], "PENDING", "{explained}");
+    let f = &explained["forecast"];
+    let t = |k: &str| f[k].as_i64().unwrap_or_else(|| panic!("{k}: {explained}"));
+    assert!(
+        t("at") <= t("p10") && t("p10") <= t("p50") && t("p50") <= t("p90"),
+        "{explained}"
+    );
+    assert!(f["running"].as_u64() >= Some(3), "{explained}");
     // `-v` says where the answer came from.
     let out = tb.allot_as("alice", &format!("-v explain {victim} --config {conf}"));
     assert!(out.status.success(), "{}", text(&out));
@@ -297,7 +313,8 @@ fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.contains(&format!("preempted for job {bob} of account a1"))
-            && said.contains("rule free_tier"),
+            && said.contains("rule free_tier")
+            && said.contains("  Forecast start: "),
         "{said}"
     );
     // ... the same account of the attempt as root's, read from the ledger.
@@ -318,7 +335,9 @@ fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
     assert_eq!(status, 200, "{page}");
     assert!(
         page.contains(&format!("data-field=\"preempted_by\">job {bob}</a>"))
-            && page.contains("<b data-field=\"rule\">free_tier</b>"),
+            && page.contains("<b data-field=\"rule\">free_tier</b>")
+            && page.contains("<td data-field=\"forecast\">")
+            && !page.contains("<td data-field=\"forecast\">none"),
         "{page}"
     );
     assert!(

@@ -92,7 +92,7 @@ fn explain_names_the_preemptor_of_a_requeued_job() {
     allot(&tb, &["sync"]);
     // preempt/allot recorded the preemption: the preemptor and the rule,
     // not a guess.
-    let out = allot(&tb, &["explain", &requeued.to_string()]);
+    let out = allot(&tb, &["explain", &requeued.to_string(), "--no-forecast"]);
     assert!(
         out.contains(&format!("preempted for job {b2} of account b2 (")),
         "{out}"
@@ -100,7 +100,10 @@ fn explain_names_the_preemptor_of_a_requeued_job() {
     assert!(out.contains("rule net_gain"), "{out}");
     assert!(!out.contains("guessed"), "{out}");
     assert!(out.contains("account b1"), "{out}");
-    let json = allot(&tb, &["explain", &requeued.to_string(), "--json"]);
+    let json = allot(
+        &tb,
+        &["explain", &requeued.to_string(), "--json", "--no-forecast"],
+    );
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let r = &v["requeues"][0];
     assert_eq!(r["preempted_by"], u64::from(b2), "{json}");
@@ -111,7 +114,7 @@ fn explain_names_the_preemptor_of_a_requeued_job() {
         "{json}"
     );
     assert!(r["guessed_preemptor"].is_null(), "{json}");
-    let out = allot(&tb, &["explain", &b2.to_string()]);
+    let out = allot(&tb, &["explain", &b2.to_string(), "--no-forecast"]);
     assert!(
         out.contains("(RUNNING)") && out.contains("Contract: minimum runtime 00:00:01"),
         "{out}"

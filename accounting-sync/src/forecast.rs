@@ -6,17 +6,92 @@
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 
 use allot_ledger::charge::Charging;
 use allot_ledger::sacct::{Attempt, Parser, RowOutcome};
-use allot_sim::forecast::live::{JobNow, LiveForecast, Present, PresentJob};
-use allot_sim::ClusterSpec;
+use allot_sim::forecast::live::{
+    forecast_live, JobNow, LiveError, LiveForecast, Present, PresentJob,
+};
+use allot_sim::forecast::ForecastOptions;
+use allot_sim::{ClusterSpec, SimSettings};
 use anyhow::Context;
 use fairshare::Config;
 
 use crate::explain::{when, LiveJob};
 use crate::health::node::gres_gpus;
 use crate::sidecar::sync::{local_iso, sacct_attempts};
+
+/// What a forecast reads besides slurmctld's jobs: sacct's attempts of
+/// the history and usage window and sinfo's nodes in service, as they
+/// were at `at` (epoch s).
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    /// When they were taken (epoch s).
+    pub at: i64,
+    /// sacct's attempts since `at - max(history, window)`.
+    pub history: Vec<Attempt>,
+    /// The nodes in service.
+    pub cluster: ClusterSpec,
+}
+
+impl Inputs {
+    /// Takes them at `now` (epoch s): sacct's attempts of the last
+    /// `opts.history` or `config.window` seconds, whichever is longer,
+    /// and sinfo's nodes in service.
+    ///
+    /// # Errors
+    /// sacct or sinfo missing or failing; no node with GPUs in service.
+    pub fn take(config: &Config, opts: &ForecastOptions, now: i64) -> anyhow::Result<Inputs> {
+        let since = now - opts.history.max(config.window) as i64;
+        Ok(Inputs {
+            at: now,
+            history: sacct_since(since)?,
+            cluster: cluster_now()?,
+        })
+    }
+}
+
+/// The start forecast of pending job `job` among slurmctld's `jobs` at
+/// `now` (epoch s), from `inputs`, with the engine's `config` and the
+/// `[sim]` settings `sim` (the timing preset): what `allot forecast`,
+/// `allot explain` of a pending job and the sidecar's job page show.
+///
+/// # Errors
+/// [`LiveError`]: the job unknown or not pending, or not replayable.
+pub fn forecast_job(
+    config: &Arc<Config>,
+    sim: &SimSettings,
+    jobs: &BTreeMap<u64, LiveJob>,
+    inputs: &Inputs,
+    job: u64,
+    now: i64,
+    opts: &ForecastOptions,
+) -> Result<LiveForecast, LiveError> {
+    let present = present(config, jobs, &inputs.history, now);
+    forecast_live(&present, job, config.clone(), sim, inputs.cluster, opts)
+}
+
+/// The forecast's times relative to `now` (epoch s), in one line:
+/// `p10 / p50 / p90: in 5:00 / in 12:00 / in 40:00 (squeue --start's
+/// kind of plan: in 3:00)`; a time already past (the forecast was made
+/// a little earlier, at the sidecar's last pass) reads `now`.
+pub fn times(f: &LiveForecast, now: i64) -> String {
+    let t = |x: i64| {
+        if x <= now {
+            "now".to_string()
+        } else {
+            when(x, now)
+        }
+    };
+    format!(
+        "{} / {} / {} (p10 / p50 / p90; squeue --start's kind of plan: {})",
+        t(f.p10),
+        t(f.p50),
+        t(f.p90),
+        t(f.baseline)
+    )
+}
 
 /// The present: slurmctld's running and pending jobs (`jobs`, from
 /// [`crate::explain::squeue_now`]) and sacct's attempts (`history`) of the
@@ -62,7 +137,17 @@ pub fn present(
         let (Some(start), Some(end)) = (a.start, a.end) else {
             continue;
         };
-        if jobs.contains_key(&a.job_id) || a.gpus == 0 || end <= start {
+        // The attempt slurmctld holds as running or pending is its own
+        // entry above; a job that ended within MinJobAge is still in
+        // squeue (COMPLETED, ...) and its attempts are history.
+        let current = jobs.get(&a.job_id).is_some_and(|j| {
+            j.submit as i64 == a.submit
+                && matches!(
+                    j.state.as_str(),
+                    "RUNNING" | "SUSPENDED" | "COMPLETING" | "PENDING"
+                )
+        });
+        if current || a.gpus == 0 || end <= start {
             continue;
         }
         let r = charging.record(a);
@@ -207,6 +292,53 @@ pub fn render(f: &LiveForecast, cluster: ClusterSpec, history_days: u64) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn attempt(line: &str) -> Attempt {
+        match Parser::live(jiff::tz::TimeZone::UTC).parse(line) {
+            Ok(RowOutcome::Attempt(a)) => *a,
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_job_that_ended_within_min_job_age_is_history() {
+        let config: Config =
+            Config::from_toml_str(include_str!("../../examples/allot.toml")).unwrap();
+        // Job 5 ended and squeue still lists it (COMPLETED, MinJobAge);
+        // job 6 was requeued: its first attempt ended, its second pends.
+        let history = [
+            "5|5|a1|alice|gpu|gres/gpu=2|100|110|130|00:00:20|COMPLETED|1|",
+            "6|6|a1|alice|gpu|gres/gpu=2|100|110|140|00:00:30|REQUEUED|1|",
+            "6|6|a1|alice|gpu|gres/gpu=2|141|Unknown|Unknown|00:00:00|PENDING|1|",
+        ]
+        .map(attempt);
+        let live = |state: &str, submit: u64| LiveJob {
+            state: state.into(),
+            account: "a1".into(),
+            submit,
+            gpus: 2,
+            time_limit: Some(60),
+            ..LiveJob::default()
+        };
+        let jobs = BTreeMap::from([(5, live("COMPLETED", 100)), (6, live("PENDING", 141))]);
+        let p = present(&config, &jobs, &history, 200);
+        let ended: Vec<(i64, i64)> = p
+            .jobs
+            .iter()
+            .filter_map(|j| match j.now {
+                JobNow::Ended { start, end } => Some((start, end)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ended, [(110, 130), (110, 140)], "{:?}", p.jobs);
+        assert_eq!(
+            p.jobs
+                .iter()
+                .filter(|j| matches!(j.now, JobNow::Pending { .. }))
+                .count(),
+            1
+        );
+    }
 
     #[test]
     fn the_cluster_is_the_nodes_in_service() {

@@ -8,10 +8,15 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use allot_sync::explain;
+use allot_sim::forecast::ForecastOptions;
+use allot_sync::{explain, forecast};
 
-use super::common::{load, now, ConfigArg, LedgerArg};
+use super::common::{load_all, now, ConfigArg, LedgerArg, Loaded};
 use super::remote::{self, Source};
+
+/// How long `allot explain` asks the sidecar for a forecast it is still
+/// making before it prints the answer without one.
+const FORECAST_PATIENCE: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// `allot explain` arguments.
 #[derive(clap::Args, Debug)]
@@ -25,28 +30,69 @@ pub struct Args {
     /// Print JSON
     #[arg(long)]
     json: bool,
+    /// Leave out a pending job's start forecast (which reads sacct's
+    /// history and replays the queue: about a second on a large cluster)
+    #[arg(long)]
+    no_forecast: bool,
 }
 
 /// Runs `allot explain`.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let config = Arc::new(load(&args.config.path())?);
+    let Loaded { config, sim, .. } = load_all(&args.config.path())?;
+    let config = Arc::new(config);
     let reader = match remote::source(&config, &args.ledger)? {
         Source::Ledger(reader) => reader,
         Source::Server(client) => {
+            let job = args.job.trim();
+            if !args.no_forecast {
+                // The sidecar makes a forecast off its request path: ask
+                // until it is made (it then serves it for a minute).
+                let path = format!("/api/v1/jobs/{job}?forecast=1");
+                let give_up = std::time::Instant::now() + FORECAST_PATIENCE;
+                loop {
+                    let body = client.get(&path)?;
+                    let v: serde_json::Value = serde_json::from_str(&body)
+                        .map_err(|e| anyhow::anyhow!("the sidecar's answer is not JSON: {e}"))?;
+                    let pending = v["forecast_pending"].as_bool() == Some(true);
+                    if !pending || std::time::Instant::now() >= give_up {
+                        if args.json {
+                            print!("{body}");
+                            return Ok(ExitCode::SUCCESS);
+                        }
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_secs(2));
+                }
+            }
             let path = format!(
-                "/api/v1/jobs/{}{}",
-                args.job.trim(),
-                if args.json { "" } else { "?format=text" }
+                "/api/v1/jobs/{job}?forecast={}{}",
+                u8::from(!args.no_forecast),
+                if args.json { "" } else { "&format=text" }
             );
             print!("{}", client.get(&path)?);
             return Ok(ExitCode::SUCCESS);
         }
     };
     let t = now();
-    let mut jobs = explain::squeue_now()?;
+    let jobs = explain::squeue_now()?;
     let engine = explain::engine_now(&config, &reader, t, Some(&jobs))?;
     let job = explain::resolve(&args.job, &jobs).map_err(anyhow::Error::msg)?;
-    let out = explain::build(&config, &engine, &reader, job, jobs.remove(&job), t)?;
+    let mut out = explain::build(&config, &engine, &reader, job, jobs.get(&job).cloned(), t)?;
+    if out.is_pending() && !args.no_forecast {
+        let opts = ForecastOptions {
+            seed: sim.seed,
+            ..ForecastOptions::default()
+        };
+        match forecast::Inputs::take(&config, &opts, t) {
+            Ok(inputs) => {
+                match forecast::forecast_job(&config, &sim, &jobs, &inputs, job, t, &opts) {
+                    Ok(f) => out.forecast = Some(f),
+                    Err(e) => out.forecast_error = Some(e.to_string()),
+                }
+            }
+            Err(e) => out.forecast_error = Some(format!("{e:#}")),
+        }
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {

@@ -8,7 +8,6 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use allot_sim::forecast::live::forecast_live;
 use allot_sim::forecast::ForecastOptions;
 use allot_sync::{explain, forecast};
 
@@ -41,15 +40,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         seed: sim.seed,
         ..ForecastOptions::default()
     };
-    let since = t - opts.history.max(config.window) as i64;
-    let history = forecast::sacct_since(since)?;
-    let cluster = forecast::cluster_now()?;
-    let present = forecast::present(&config, &jobs, &history, t);
-    let f = forecast_live(&present, job, config, &sim, cluster, &opts)?;
+    let inputs = forecast::Inputs::take(&config, &opts, t)?;
+    let f = forecast::forecast_job(&config, &sim, &jobs, &inputs, job, t, &opts)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&f)?);
     } else {
-        print!("{}", forecast::render(&f, cluster, opts.history / 86_400));
+        print!(
+            "{}",
+            forecast::render(&f, inputs.cluster, opts.history / 86_400)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -251,6 +251,7 @@ impl Listener {
     fn start(
         addr: &str,
         config: &fairshare::Config,
+        sim: &allot_sim::SimSettings,
         ledger: &std::path::Path,
     ) -> anyhow::Result<Listener> {
         let metrics = Arc::new(SidecarMetrics::new());
@@ -258,6 +259,7 @@ impl Listener {
             ledger.to_path_buf(),
             config.munge_socket.clone(),
             Some(metrics.clone()),
+            Some(sim.clone()),
         );
         let answer = site.clone();
         let server = http::serve(
@@ -325,7 +327,11 @@ enum Plan {
 
 /// Checks every input of `args` and opens what they name (the dump, the
 /// metrics port), so that a bad one fails before the ledger is created.
-fn plan(args: &Args, config: &fairshare::Config) -> anyhow::Result<Plan> {
+fn plan(
+    args: &Args,
+    config: &fairshare::Config,
+    sim: &allot_sim::SimSettings,
+) -> anyhow::Result<Plan> {
     if let Some(from) = &args.from {
         let tz = match &args.timezone {
             Some(name) => jiff::tz::TimeZone::get(name)
@@ -384,7 +390,12 @@ fn plan(args: &Args, config: &fairshare::Config) -> anyhow::Result<Plan> {
     }
     .max(1);
     let listener = match &args.listen {
-        Some(addr) => Some(Listener::start(addr, config, &args.ledger.path(config))?),
+        Some(addr) => Some(Listener::start(
+            addr,
+            config,
+            sim,
+            &args.ledger.path(config),
+        )?),
         None => None,
     };
     Ok(Plan::Follow(opts, interval, listener))
@@ -434,10 +445,10 @@ fn import(
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     init_logging();
     let config_file = args.config.path();
-    let config = common::load(&config_file)?;
+    let common::Loaded { config, sim, .. } = common::load_all(&config_file)?;
     let path = args.ledger.path(&config);
     let charging = Charging::from_config(&config);
-    let plan = plan(args, &config)?;
+    let plan = plan(args, &config, &sim)?;
     let existed = path.exists();
     let mut ledger = Ledger::open(&path)?;
     give_to_slurm_user(&path);

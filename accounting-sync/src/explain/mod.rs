@@ -265,6 +265,17 @@ pub struct Output {
     /// Who owns it (the user of slurmctld's job, else of its last
     /// attempt in the ledger): what `PrivateData=jobs` checks.
     pub user: String,
+    /// For a pending job, its start forecast (times in seconds since the
+    /// epoch; [`crate::forecast::forecast_job`], `docs/forecast.md`);
+    /// absent for other jobs and where none was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forecast: Option<allot_sim::forecast::live::LiveForecast>,
+    /// Why a pending job has no forecast, where one was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forecast_error: Option<String>,
+    /// The sidecar is still making its forecast: ask again.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub forecast_pending: bool,
 }
 
 /// One attempt of the job, as the ledger has it.
@@ -466,7 +477,17 @@ pub fn build(
         live,
         explanation,
         user,
+        forecast: None,
+        forecast_error: None,
+        forecast_pending: false,
     })
+}
+
+impl Output {
+    /// Whether slurmctld has the job pending (what a forecast is for).
+    pub fn is_pending(&self) -> bool {
+        self.live.as_ref().is_some_and(|l| l.state == "PENDING")
+    }
 }
 
 /// `t` (epoch s) against `now`: "5:00 ago" or "in 5:00".
@@ -534,12 +555,30 @@ pub fn render(o: &Output, now: i64) -> String {
             p.priority, p.tier, p.rank, p.score, p.age, p.age_points, p.nice
         );
     }
-    if o.live.as_ref().is_some_and(|l| l.state == "PENDING") {
-        let _ = writeln!(
-            s,
-            "  When it may start: allot forecast {} (p10 / p50 / p90, docs/forecast.md)",
-            o.job_id
-        );
+    if o.is_pending() {
+        match (&o.forecast, &o.forecast_error) {
+            (Some(f), _) => {
+                let _ = writeln!(
+                    s,
+                    "  Forecast start: {} (allot forecast {} says what it assumes)",
+                    crate::forecast::times(f, now),
+                    o.job_id
+                );
+            }
+            (None, Some(why)) if o.forecast_pending => {
+                let _ = writeln!(s, "  Forecast start: {why}");
+            }
+            (None, Some(why)) => {
+                let _ = writeln!(s, "  Forecast start: none ({why})");
+            }
+            (None, None) => {
+                let _ = writeln!(
+                    s,
+                    "  When it may start: allot forecast {} (p10 / p50 / p90, docs/forecast.md)",
+                    o.job_id
+                );
+            }
+        }
     }
     if let Some(p) = &e.protection {
         let until = p.until.map_or("while suspended, never".to_string(), |u| {

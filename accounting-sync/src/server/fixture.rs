@@ -75,6 +75,18 @@ pub fn write_ledger(path: &Path) {
 /// # Panics
 /// On any ledger error (a fixture).
 pub fn site(ledger: &Path, private: PrivateData, name: &str) -> Arc<Site> {
+    site_of(ledger, private, name, false)
+}
+
+/// [`site`] making start forecasts, from no history on 2 nodes x 8 GPUs.
+///
+/// # Panics
+/// As [`site`].
+pub fn site_with_forecasts(ledger: &Path, private: PrivateData, name: &str) -> Arc<Site> {
+    site_of(ledger, private, name, true)
+}
+
+fn site_of(ledger: &Path, private: PrivateData, name: &str, forecasts: bool) -> Arc<Site> {
     let config = Arc::new(
         Config::from_toml_str(include_str!("../../../examples/allot.toml")).expect("example"),
     );
@@ -107,7 +119,21 @@ pub fn site(ledger: &Path, private: PrivateData, name: &str) -> Arc<Site> {
         ]
         .into(),
     };
-    let site = Site::new(ledger.to_path_buf(), None, None);
+    let site = Site::new(
+        ledger.to_path_buf(),
+        None,
+        None,
+        forecasts.then(allot_sim::SimSettings::default),
+    );
+    // No sacct here: the history is empty, the cluster 2 x 8 GPUs.
+    site.install_forecast_inputs(crate::forecast::Inputs {
+        at: NOW,
+        history: Vec::new(),
+        cluster: allot_sim::ClusterSpec {
+            nodes: 2,
+            gpus_per_node: 8,
+        },
+    });
     site.install(Snapshot {
         at: NOW,
         engine: explain::engine_now(&config, &reader, NOW, Some(&jobs)).expect("engine"),

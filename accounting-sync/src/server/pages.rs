@@ -137,6 +137,15 @@ pub fn job_page(o: &Output, now: i64, viewer: &Viewer) -> String {
             ),
         );
     }
+    let forecast = match (&o.forecast, &o.forecast_error) {
+        (Some(f), _) => Some(crate::forecast::times(f, now)),
+        (None, Some(why)) if o.forecast_pending => Some(why.clone()),
+        (None, Some(why)) => Some(format!("none: {why}")),
+        (None, None) => None,
+    };
+    if let Some(f) = forecast {
+        row(&mut h, "Forecast start", "forecast", &f);
+    }
     if let Some(p) = &e.protection {
         row(
             &mut h,

@@ -200,6 +200,21 @@ impl Viewer {
         o
     }
 
+    /// Forecast `f` of a job this viewer may see, as it may see it: under
+    /// `jobs`, without the counts of other users' jobs behind it (0), which
+    /// squeue would not show it; its job's times stay.
+    pub fn redact_forecast(
+        &self,
+        mut f: allot_sim::forecast::live::LiveForecast,
+    ) -> allot_sim::forecast::live::LiveForecast {
+        if !self.sees_all() && self.private.jobs {
+            f.running = 0;
+            f.pending = 0;
+            f.history_jobs = 0;
+        }
+        f
+    }
+
     /// `r` (built over `tree`) as this viewer may see it: under `usage` or
     /// `accounts`, only the lines of the nodes above its accounts (and
     /// those accounts' lines outside the tree); under `users`, only its

@@ -12,6 +12,8 @@
 //! engine, `squeue`'s jobs, PrivateData and who is an admin), so a request
 //! never runs a Slurm command: it reads the snapshot and, for a job, its
 //! attempts and preemption records in the ledger (two indexed queries).
+//! A pending job's page (and `/api/v1/jobs/<id>?forecast=1`) adds its
+//! start forecast, made off the request path ([`super::forecasts`]).
 //! Every answer is for its viewer ([`super::privacy`]), attributed by
 //! munge ([`super::auth`]).
 
@@ -21,13 +23,16 @@ use std::process::Command;
 use std::sync::{Arc, RwLock};
 
 use allot_ledger::LedgerReader;
+use allot_sim::SimSettings;
 use fairshare::{Config, Engine};
 
 use super::auth;
+use super::forecasts::{Answer, Forecasts};
 use super::http::{Request, Response};
 use super::pages;
 use super::privacy::{private_data_of, slurm_user_of, SlurmUsers, Viewer};
 use crate::explain::{self, ExplainError, LiveJob};
+use crate::forecast::Inputs;
 use crate::reports::budget::{self, Report};
 use crate::reports::budget_page::{self, Daily};
 use crate::sidecar::metrics::SidecarMetrics;
@@ -59,6 +64,7 @@ pub struct Site {
     ledger: PathBuf,
     munge_socket: Option<String>,
     metrics: Option<Arc<SidecarMetrics>>,
+    forecasts: Option<Arc<Forecasts>>,
 }
 
 fn run(program: &str, args: &[&str]) -> anyhow::Result<String> {
@@ -122,18 +128,40 @@ pub fn slurm_users() -> anyhow::Result<SlurmUsers> {
 
 impl Site {
     /// A site with no snapshot yet (answers 503 until the first
-    /// [`Site::refresh`]), reading job records from `ledger`.
+    /// [`Site::refresh`]), reading job records from `ledger`, forecasting
+    /// pending jobs with the `[sim]` settings `forecasts` on a thread of
+    /// its own (`None`: no forecasts).
     pub fn new(
         ledger: PathBuf,
         munge_socket: Option<String>,
         metrics: Option<Arc<SidecarMetrics>>,
+        forecasts: Option<SimSettings>,
     ) -> Arc<Site> {
-        Arc::new(Site {
+        let site = Arc::new(Site {
             snapshot: RwLock::new(None),
             ledger,
             munge_socket,
             metrics,
-        })
+            forecasts: forecasts.map(|sim| Arc::new(Forecasts::new(sim))),
+        });
+        if let Some(f) = &site.forecasts {
+            let (f, weak) = (f.clone(), Arc::downgrade(&site));
+            let spawned = std::thread::Builder::new()
+                .name("allot-forecast".into())
+                .spawn(move || f.work(|| weak.upgrade().map(|s| s.current())));
+            if let Err(e) = spawned {
+                tracing::warn!("site: no forecasts: cannot start their thread: {e}");
+            }
+        }
+        site
+    }
+
+    /// Installs the forecasts' `inputs` (a pass takes them itself when
+    /// they are stale; a test gives its own).
+    pub fn install_forecast_inputs(&self, inputs: Inputs) {
+        if let Some(f) = &self.forecasts {
+            f.install(inputs);
+        }
     }
 
     /// Takes a new snapshot at `now` (epoch s) for `capacity` GPUs: the
@@ -175,6 +203,9 @@ impl Site {
             users: slurm_users()?,
         };
         self.install(snap);
+        if let Some(f) = &self.forecasts {
+            f.refresh(config, now);
+        }
         Ok(())
     }
 
@@ -333,7 +364,31 @@ impl Site {
                 if let Err(why) = viewer.may_see_job(&o) {
                     return fail(403, &why);
                 }
-                let o = viewer.redact_job(o);
+                let mut o = viewer.redact_job(o);
+                let asked = match req.query_param("forecast").as_deref() {
+                    None => page,
+                    Some("1" | "true" | "yes") => true,
+                    Some("0" | "false" | "no") => false,
+                    Some(v) => {
+                        return fail(
+                            400,
+                            &format!("forecast={v}: write forecast=1 or forecast=0"),
+                        )
+                    }
+                };
+                match &self.forecasts {
+                    Some(f) if asked && o.is_pending() => {
+                        match f.ask(id, o.live.as_ref().map_or(0, |l| l.restarts), snap.at) {
+                            Answer::Made(f) => o.forecast = Some(viewer.redact_forecast(f)),
+                            Answer::Failed(e) => o.forecast_error = Some(e),
+                            Answer::Pending(e) => {
+                                o.forecast_error = Some(e);
+                                o.forecast_pending = true;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
                 if page {
                     Response::html(200, pages::job_page(&o, now, &viewer))
                 } else {

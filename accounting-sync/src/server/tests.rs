@@ -221,3 +221,75 @@ fn usage_accounts_and_users_hide_other_teams() {
         403
     );
 }
+
+/// The answer to `target` once its forecast is made (the site makes it
+/// off the request path and answers "being computed" meanwhile).
+fn made(site: &super::site::Site, target: &str, user: Option<&str>) -> serde_json::Value {
+    for _ in 0..60 {
+        let v = json(&site.answer_as(&req(target), user.map(who)));
+        if v["forecast_pending"] != true {
+            return v;
+        }
+        assert!(
+            v["forecast_error"]
+                .as_str()
+                .unwrap()
+                .contains("being computed"),
+            "{v}"
+        );
+    }
+    panic!("no forecast for {target} in 60 tries");
+}
+
+#[test]
+fn a_pending_jobs_page_has_its_forecast_and_the_api_gives_it_on_request() {
+    let l = ledger("forecast");
+    let site = fixture::site_with_forecasts(&l, PrivateData::default(), "j");
+    // Not asked for: explain's JSON alone (what stays fast).
+    let v = json(&site.answer(&req("/api/v1/jobs/7")));
+    assert!(v.get("forecast").is_none(), "{v}");
+    let v = made(&site, "/api/v1/jobs/7?forecast=1", None);
+    let f = &v["forecast"];
+    assert_eq!(f["job"], 7, "{v}");
+    assert_eq!(f["at"], fixture::NOW, "{v}");
+    let t = |k: &str| f[k].as_i64().unwrap();
+    assert!(
+        fixture::NOW <= t("p10") && t("p10") <= t("p50") && t("p50") <= t("p90"),
+        "{v}"
+    );
+    assert_eq!(f["pending"], 1, "{v}");
+    // Made once per snapshot: the same answer again.
+    let again = json(&site.answer(&req("/api/v1/jobs/7?forecast=yes")));
+    assert_eq!(&again["forecast"], f);
+    // The page shows it unasked; the text says it.
+    let page = body(&site.answer(&req("/jobs/7")));
+    assert!(
+        page.contains("<th>Forecast start</th><td data-field=\"forecast\">")
+            && page.contains("(p10 / p50 / p90; squeue --start"),
+        "{page}"
+    );
+    let text = body(&site.answer(&req("/api/v1/jobs/7?format=text&forecast=1")));
+    assert!(text.contains("  Forecast start: "), "{text}");
+    // An ended job has none; a bad value is refused.
+    let ended = json(&site.answer(&req("/api/v1/jobs/9?forecast=1")));
+    assert!(ended.get("forecast").is_none(), "{ended}");
+    assert_eq!(site.answer(&req("/api/v1/jobs/7?forecast=2")).status, 400);
+}
+
+#[test]
+fn under_private_jobs_a_forecast_hides_how_many_jobs_it_replays() {
+    let l = ledger("forecast-private");
+    let private = PrivateData {
+        jobs: true,
+        ..Default::default()
+    };
+    let site = fixture::site_with_forecasts(&l, private, "j");
+    let v = made(&site, "/api/v1/jobs/7?forecast=1", Some("alice"));
+    assert_eq!(v["forecast"]["pending"], 0, "{v}");
+    assert!(
+        v["forecast"]["p50"].as_i64().unwrap() >= fixture::NOW,
+        "{v}"
+    );
+    let r = site.answer_as(&req("/api/v1/jobs/7?forecast=1"), Some(who("root")));
+    assert_eq!(json(&r)["forecast"]["pending"], 1);
+}
