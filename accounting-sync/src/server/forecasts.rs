@@ -109,7 +109,7 @@ impl Forecasts {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if let Some((made, of, r)) = s.made.get(&id) {
-                if at - made < TTL && *of == attempt {
+                if at.saturating_sub(*made) < TTL && *of == attempt {
                     return match r {
                         Ok(f) => Answer::Made(f.clone()),
                         Err(e) => Answer::Failed(e.clone()),
@@ -171,7 +171,8 @@ impl Forecasts {
             };
             let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
             s.queue.retain(|q| *q != id);
-            s.made.retain(|_, (made, _, _)| at - *made < TTL);
+            s.made
+                .retain(|_, (made, _, _)| at.saturating_sub(*made) < TTL);
             s.made.insert(id, (at, attempt, r));
             self.changed.notify_all();
         }
