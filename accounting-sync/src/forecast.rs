@@ -5,7 +5,6 @@
 //! `docs/forecast.md`.
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use allot_ledger::charge::Charging;
@@ -20,6 +19,7 @@ use fairshare::Config;
 
 use crate::explain::{when, LiveJob};
 use crate::health::node::gres_gpus;
+use crate::sidecar::slurm_output;
 use crate::sidecar::sync::{local_iso, sacct_attempts};
 
 /// What a forecast reads besides slurmctld's jobs: sacct's attempts of
@@ -242,18 +242,7 @@ pub fn cluster_of(sinfo: &str) -> anyhow::Result<ClusterSpec> {
 /// # Errors
 /// sinfo missing or failing; no node with GPUs in service.
 pub fn cluster_now() -> anyhow::Result<ClusterSpec> {
-    let out = Command::new("sinfo")
-        .args(["-N", "-h", "-o", "%N|%G|%T"])
-        .stdin(Stdio::null())
-        .output()
-        .context("cannot run sinfo")?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "sinfo failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    cluster_of(&String::from_utf8_lossy(&out.stdout))
+    cluster_of(&slurm_output("sinfo", &["-N", "-h", "-o", "%N|%G|%T"])?)
 }
 
 /// The forecast as text, relative to `now` (epoch s), with what it assumes.

@@ -19,7 +19,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::{Arc, RwLock};
 
 use allot_ledger::LedgerReader;
@@ -36,6 +35,7 @@ use crate::forecast::Inputs;
 use crate::reports::budget::{self, Report};
 use crate::reports::budget_page::{self, Daily};
 use crate::sidecar::metrics::SidecarMetrics;
+use crate::sidecar::slurm_output;
 
 /// Days of daily use on the live budget page.
 const PAGE_DAYS: u32 = 14;
@@ -67,31 +67,16 @@ pub struct Site {
     forecasts: Option<Arc<Forecasts>>,
 }
 
-fn run(program: &str, args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .map_err(|e| anyhow::anyhow!("cannot run {program}: {e}"))?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "{program} {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 /// Who is who, from Slurm: `scontrol show config` (PrivateData,
 /// SlurmUser) and slurmdbd (admin levels, associations).
 ///
 /// # Errors
 /// A Slurm command that fails.
 pub fn slurm_users() -> anyhow::Result<SlurmUsers> {
-    let show = run("scontrol", &["show", "config"])?;
+    let show = slurm_output("scontrol", &["show", "config"])?;
     let mut admins: BTreeSet<String> = ["root".to_string()].into();
     admins.extend(slurm_user_of(&show));
-    for l in run(
+    for l in slurm_output(
         "sacctmgr",
         &["-n", "-P", "show", "user", "format=user,adminlevel"],
     )?
@@ -104,7 +89,7 @@ pub fn slurm_users() -> anyhow::Result<SlurmUsers> {
         }
     }
     let mut accounts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for l in run(
+    for l in slurm_output(
         "sacctmgr",
         &["-n", "-P", "show", "assoc", "format=user,account"],
     )?

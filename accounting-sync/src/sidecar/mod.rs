@@ -13,6 +13,27 @@ pub mod sinfo_squeue;
 pub mod sync;
 pub mod tree_sync;
 
+/// The standard output of `program args` (a Slurm command).
+///
+/// # Errors
+/// It cannot run, or it fails: the message names the command and gives
+/// its standard error.
+pub(crate) fn slurm_output(program: &str, args: &[&str]) -> anyhow::Result<String> {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| anyhow::anyhow!("cannot run {program}: {e}"))?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "{program} {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// The value of `key` in `scontrol show config` output (`SlurmUser =
 /// slurm(64030)` gives `slurm(64030)`), trimmed.
 pub fn show_config_value<'a>(show_config: &'a str, key: &str) -> Option<&'a str> {
