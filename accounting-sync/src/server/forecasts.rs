@@ -2,9 +2,10 @@
 //! path: a request asks for a job's forecast and waits at most
 //! [`WAIT`]; one worker thread replays one job at a time (each replay
 //! uses every core), from the latest snapshot's jobs and the inputs
-//! (sacct's history, sinfo's nodes) that a sync pass retakes when they are
-//! [`INPUTS_TTL`] old. A forecast serves for [`TTL`]; at most [`QUEUE`]
-//! jobs wait for one, so requests cannot pile replays up.
+//! (sacct's history, sinfo's nodes), which that thread takes when a
+//! forecast needs them and they are [`INPUTS_TTL`] old: a sidecar nobody
+//! asks for a forecast never reads them. A forecast serves for [`TTL`]; at
+//! most [`QUEUE`] jobs wait for one, so requests cannot pile replays up.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
@@ -18,7 +19,7 @@ use fairshare::Config;
 use super::site::Snapshot;
 use crate::forecast::{self, Inputs};
 
-/// Seconds the inputs serve before a pass takes them again: the history a
+/// Seconds the inputs serve before a forecast takes them again: the history a
 /// forecast draws run times and arrivals from spans days, so minutes of
 /// staleness move it little, while reading a week of sacct every pass
 /// would load slurmdbd.
@@ -78,27 +79,10 @@ impl Forecasts {
         }
     }
 
-    /// Installs `inputs` (a pass takes them itself, [`Forecasts::refresh`];
-    /// a test gives its own).
+    /// Installs `inputs` (a forecast takes them itself when they are
+    /// stale; a test gives its own).
     pub fn install(&self, inputs: Inputs) {
         *self.inputs.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(inputs));
-    }
-
-    /// Retakes the inputs at `now` (epoch s) when they are [`INPUTS_TTL`]
-    /// old or missing; on failure the old ones stay, with a warning.
-    pub fn refresh(&self, config: &Config, now: i64) {
-        let stale = self
-            .inputs
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .is_none_or(|i| now - i.at >= INPUTS_TTL);
-        if stale {
-            match Inputs::take(config, &self.opts, now) {
-                Ok(i) => self.install(i),
-                Err(e) => tracing::warn!("site: forecasts keep their last inputs: {e:#}"),
-            }
-        }
     }
 
     /// The forecast of pending job `id`, requeued `attempt` times, as of
@@ -179,16 +163,7 @@ impl Forecasts {
     }
 
     fn make(&self, snap: &Snapshot, id: u64) -> Result<LiveForecast, String> {
-        let inputs = self
-            .inputs
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let Some(inputs) = inputs else {
-            return Err(
-                "the sidecar has not read sacct's history yet; ask again in a minute".into(),
-            );
-        };
+        let inputs = self.inputs_at(&snap.config, snap.at)?;
         forecast::forecast_job(
             &snap.config,
             &self.sim,
@@ -199,5 +174,33 @@ impl Forecasts {
             &self.opts,
         )
         .map_err(|e| e.to_string())
+    }
+
+    /// The inputs for a forecast at `at` (epoch s): the ones held, or new
+    /// ones when those are [`INPUTS_TTL`] old or missing. If sacct or sinfo
+    /// fails, the old ones serve, with a warning.
+    fn inputs_at(&self, config: &Config, at: i64) -> Result<Arc<Inputs>, String> {
+        let held = self
+            .inputs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(i) = held
+            .as_ref()
+            .filter(|i| at.saturating_sub(i.at) < INPUTS_TTL)
+        {
+            return Ok(i.clone());
+        }
+        match Inputs::take(config, &self.opts, at) {
+            Ok(i) => {
+                let i = Arc::new(i);
+                *self.inputs.write().unwrap_or_else(|p| p.into_inner()) = Some(i.clone());
+                Ok(i)
+            }
+            Err(e) => {
+                tracing::warn!("site: forecasts keep their last inputs: {e:#}");
+                held.ok_or_else(|| format!("cannot read sacct's history or sinfo's nodes: {e:#}"))
+            }
+        }
     }
 }

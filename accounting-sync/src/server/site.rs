@@ -141,8 +141,8 @@ impl Site {
         site
     }
 
-    /// Installs the forecasts' `inputs` (a pass takes them itself when
-    /// they are stale; a test gives its own).
+    /// Installs the forecasts' `inputs` (a forecast takes them itself
+    /// when they are stale; a test gives its own).
     pub fn install_forecast_inputs(&self, inputs: Inputs) {
         if let Some(f) = &self.forecasts {
             f.install(inputs);
@@ -188,9 +188,6 @@ impl Site {
             users: slurm_users()?,
         };
         self.install(snap);
-        if let Some(f) = &self.forecasts {
-            f.refresh(config, now);
-        }
         Ok(())
     }
 
