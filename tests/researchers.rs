@@ -280,8 +280,12 @@ fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
             // The last preempted attempt (a testbed whose slurmctld state
             // was reset may reuse the id of a job still in sacct).
             // ... and the sidecar's snapshot of slurmctld after the
-            // requeue (a pass reads squeue before sacct).
-            if recorded(&v).is_none() || v["live"]["restarts"].as_u64() < Some(1) {
+            // requeue (a pass reads squeue before sacct), once slurmctld
+            // holds it pending again (COMPLETING first).
+            if recorded(&v).is_none()
+                || v["live"]["restarts"].as_u64() < Some(1)
+                || v["live"]["state"] != "PENDING"
+            {
                 return Err(v.to_string());
             }
             Ok(v)
