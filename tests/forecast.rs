@@ -166,3 +166,101 @@ fn twenty_forecasts_beside_squeue_start_and_the_starts() {
     }
     assert!(err_f / n <= 30, "forecast p50 mean error {} s", err_f / n);
 }
+
+/// Resumes the drained node and cancels the test's jobs whatever happens.
+struct Resume<'a> {
+    tb: &'a Testbed,
+    node: String,
+}
+
+impl Drop for Resume<'_> {
+    fn drop(&mut self) {
+        self.tb.cancel_all();
+        let _ = self.tb.run(
+            "scontrol",
+            &["update", &format!("nodename={}", self.node), "state=resume"],
+        );
+        // Until slurmctld answers for it again (`idle*` for a moment), so
+        // the next test finds every node in service; never a panic here.
+        for _ in 0..60 {
+            if self.tb.node_state(&self.node) == "idle" {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
+
+/// alice's forecast of the job behind a full cluster, before and while an
+/// admin drains one of its nodes: sinfo's draining node is counted
+/// (`draining` in the JSON, "draining" in the text) and starts nothing in
+/// the replay, so the job cannot start sooner than before.
+#[test]
+fn a_draining_node_is_out_of_the_forecast() {
+    let (_one, tb) = exclusive(&[]);
+    let per = tb.gpus_per_node();
+    let nodes = tb.nodes();
+    let node_job = |account: &str| {
+        tb.sbatch_gpus(
+            per,
+            &[
+                "-A",
+                account,
+                "--time=10:00",
+                "--min-runtime=10:00",
+                "--wrap",
+                "sleep 600",
+            ],
+        )
+    };
+    let running: Vec<u32> = (0..nodes.len())
+        .map(|i| node_job(ACCOUNTS[i % 4]))
+        .collect();
+    for &j in &running {
+        tb.wait_state(j, "RUNNING", Duration::from_secs(60));
+    }
+    let waiting = node_job("a1");
+    tb.wait_state(waiting, "PENDING", Duration::from_secs(10));
+    let forecast = || -> serde_json::Value {
+        let out = tb.allot_as("alice", &format!("forecast {waiting} --json"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let before = forecast();
+    assert_eq!(before["draining"], 0, "{before}");
+
+    let node = tb.job_nodes(running[0])[0].clone();
+    let _resume = Resume {
+        tb: &tb,
+        node: node.clone(),
+    };
+    tb.drain_for_maintenance(&node);
+    assert_eq!(tb.node_state(&node), "draining");
+    let during = forecast();
+    assert_eq!(during["draining"], 1, "{during}");
+    assert_eq!(during["running"], before["running"], "{during}");
+    let text = tb.allot_as("alice", &format!("forecast {waiting}"));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(&format!(
+            "{} nodes x {per} GPUs in service, 1 of them draining",
+            nodes.len()
+        )),
+        "{text}"
+    );
+    eprintln!(
+        "p50 before the drain: {} s ahead; during it: {} s ahead",
+        before["p50"].as_i64().unwrap() - before["at"].as_i64().unwrap(),
+        during["p50"].as_i64().unwrap() - during["at"].as_i64().unwrap()
+    );
+    // Three nodes' jobs can end, not four: the first of them ends no
+    // sooner than the first of all four did (the draws are seeded).
+    assert!(
+        during["p10"].as_i64().unwrap() >= before["p10"].as_i64().unwrap(),
+        "before {before}\nduring {during}"
+    );
+}

@@ -4,7 +4,7 @@
 //! service) and writes the answer; the method and what it assumes are in
 //! `docs/forecast.md`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use allot_ledger::charge::Charging;
@@ -33,6 +33,8 @@ pub struct Inputs {
     pub history: Vec<Attempt>,
     /// The nodes in service.
     pub cluster: ClusterSpec,
+    /// How many of them are draining (they hold jobs and start none).
+    pub draining: u32,
 }
 
 impl Inputs {
@@ -44,10 +46,12 @@ impl Inputs {
     /// sacct or sinfo missing or failing; no node with GPUs in service.
     pub fn take(config: &Config, opts: &ForecastOptions, now: i64) -> anyhow::Result<Inputs> {
         let since = now - opts.history.max(config.window) as i64;
+        let (cluster, draining) = cluster_now()?;
         Ok(Inputs {
             at: now,
             history: sacct_since(since)?,
-            cluster: cluster_now()?,
+            cluster,
+            draining,
         })
     }
 }
@@ -68,7 +72,8 @@ pub fn forecast_job(
     now: i64,
     opts: &ForecastOptions,
 ) -> Result<LiveForecast, LiveError> {
-    let present = present(config, jobs, &inputs.history, now);
+    let mut present = present(config, jobs, &inputs.history, now);
+    present.draining = inputs.draining;
     forecast_live(&present, job, config.clone(), sim, inputs.cluster, opts)
 }
 
@@ -198,13 +203,16 @@ pub fn sacct_since(start: i64) -> anyhow::Result<Vec<Attempt>> {
 }
 
 /// The nodes in service and their GPUs, from `sinfo -N -h -o "%N|%G|%T"`
-/// output: nodes down, drained, failed or in maintenance are out; the
-/// cluster is the nodes left, each with the most GPUs a node has.
+/// output, and how many of them are draining: nodes down, drained, failed
+/// or in maintenance are out; the cluster is the nodes left, each with the
+/// most GPUs a node has. A draining node (`draining`: it still holds jobs)
+/// is in the cluster and counted: the forecast drains it from now on.
 ///
 /// # Errors
 /// No node with GPUs in service.
-pub fn cluster_of(sinfo: &str) -> anyhow::Result<ClusterSpec> {
+pub fn cluster_of(sinfo: &str) -> anyhow::Result<(ClusterSpec, u32)> {
     let mut nodes: BTreeMap<&str, u32> = BTreeMap::new();
+    let mut draining: BTreeSet<&str> = BTreeSet::new();
     for line in sinfo.lines() {
         let mut f = line.split('|');
         let (Some(name), Some(gres), Some(state)) = (f.next(), f.next(), f.next()) else {
@@ -224,24 +232,31 @@ pub fn cluster_of(sinfo: &str) -> anyhow::Result<ClusterSpec> {
             || state.ends_with('*');
         let gpus = gres_gpus(gres).unwrap_or(0);
         if !out && gpus > 0 {
+            // sinfo -N lists a node once per partition.
             nodes.insert(name.trim(), gpus);
+            if state.contains("drain") {
+                draining.insert(name.trim());
+            }
         }
     }
     let per = nodes.values().copied().max().unwrap_or(0);
     if per == 0 {
         anyhow::bail!("sinfo shows no node with GPUs in service");
     }
-    Ok(ClusterSpec {
-        nodes: nodes.len() as u32,
-        gpus_per_node: per,
-    })
+    Ok((
+        ClusterSpec {
+            nodes: nodes.len() as u32,
+            gpus_per_node: per,
+        },
+        draining.len() as u32,
+    ))
 }
 
 /// [`cluster_of`] on what sinfo says now.
 ///
 /// # Errors
 /// sinfo missing or failing; no node with GPUs in service.
-pub fn cluster_now() -> anyhow::Result<ClusterSpec> {
+pub fn cluster_now() -> anyhow::Result<(ClusterSpec, u32)> {
     cluster_of(&slurm_output("sinfo", &["-N", "-h", "-o", "%N|%G|%T"])?)
 }
 
@@ -252,7 +267,7 @@ pub fn render(f: &LiveForecast, cluster: ClusterSpec, history_days: u64) -> Stri
         "job {}: forecast start (p10 / p50 / p90): {} / {} / {}\n\
          squeue --start's kind of plan (every job runs to its time limit, nothing new arrives): {}\n\
          assumes: {} replays of allot's policy from slurmctld's {} running and {} pending jobs on \
-         {} nodes x {} GPUs in service (running jobs placed where the simulator would place them); \
+         {} nodes x {} GPUs in service{} (running jobs placed where the simulator would place them); \
          run times drawn from {} jobs that ended in the last {} days (run time / time limit, by \
          account and time limit); arrivals repeating recent days{}\n",
         f.job,
@@ -265,6 +280,15 @@ pub fn render(f: &LiveForecast, cluster: ClusterSpec, history_days: u64) -> Stri
         f.pending,
         cluster.nodes,
         cluster.gpus_per_node,
+        if f.draining > 0 {
+            format!(
+                ", {} of them draining (no job starts there again; its jobs leave at their \
+                 requeue points)",
+                f.draining
+            )
+        } else {
+            String::new()
+        },
         f.history_jobs,
         history_days,
         if f.beyond_horizon > 0 {
@@ -332,8 +356,11 @@ mod tests {
     #[test]
     fn the_cluster_is_the_nodes_in_service() {
         let sinfo = "gpu01|gpu:8|mixed\ngpu02|gpu:a100:8(S:0,1)|idle\ngpu03|gpu:8|drained\ngpu04|gpu:8|down*\ngpu05|gpu:8|draining\ncpu01|(null)|idle\n";
-        let c = cluster_of(sinfo).unwrap();
-        assert_eq!((c.nodes, c.gpus_per_node), (3, 8));
+        let (c, draining) = cluster_of(sinfo).unwrap();
+        assert_eq!((c.nodes, c.gpus_per_node, draining), (3, 8, 1));
+        // A node in two partitions is listed twice and counted once.
+        let (c, draining) = cluster_of("gpu05|gpu:8|draining\ngpu05|gpu:8|draining\n").unwrap();
+        assert_eq!((c.nodes, draining), (1, 1));
         let e = cluster_of("gpu03|gpu:8|drained\n").unwrap_err().to_string();
         assert!(e.contains("no node with GPUs in service"), "{e}");
     }

@@ -86,6 +86,7 @@ fn main() {
         now,
         jobs,
         charges: Vec::new(),
+        draining: 0,
     };
     let opts = ForecastOptions::default();
     for (name, target) in [("middle", middle), ("last", last)] {

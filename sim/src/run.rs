@@ -45,7 +45,7 @@ mod fork;
 pub(crate) use fork::Progress;
 mod jobs;
 mod live;
-pub(crate) use live::Standing;
+pub(crate) use live::{AtPresent, Standing};
 mod main_loop;
 mod pass;
 mod preempt;

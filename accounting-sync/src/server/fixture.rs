@@ -133,6 +133,7 @@ fn site_of(ledger: &Path, private: PrivateData, name: &str, forecasts: bool) -> 
             nodes: 2,
             gpus_per_node: 8,
         },
+        draining: 0,
     });
     site.install(Snapshot {
         at: NOW,

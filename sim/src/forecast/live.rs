@@ -11,7 +11,7 @@ use fairshare::config::Config;
 use serde::Serialize;
 
 use super::{baseline_start, draw_starts, summarize_starts, ForecastOptions, ForkBuffer, History};
-use crate::run::{Sim, Standing};
+use crate::run::{AtPresent, Sim, Standing};
 use crate::trace::{Trace, TraceJob};
 use crate::{ClusterSpec, SimSettings, Workload};
 
@@ -55,6 +55,10 @@ pub struct Present {
     /// Charged intervals of the usage window besides the running jobs':
     /// (account, rate in milli-units a second, start, end), epoch seconds.
     pub charges: Vec<(String, u64, i64, i64)>,
+    /// Nodes of the cluster draining now (slurmctld's DRAINING: they still
+    /// hold jobs, start none): the replay drains that many of its nodes
+    /// from now on, never resumed ([`crate::run::Sim`]'s `at_present`).
+    pub draining: u32,
 }
 
 /// A live job's start forecast, epoch seconds.
@@ -77,6 +81,9 @@ pub struct LiveForecast {
     /// Running and pending jobs replayed.
     pub running: u64,
     pub pending: u64,
+    /// Nodes drained from now on (`Present::draining`, at most the
+    /// cluster's).
+    pub draining: u32,
 }
 
 /// Why a live forecast cannot be made.
@@ -93,7 +100,8 @@ pub enum LiveError {
 }
 
 /// Forecasts pending job `job` of `present` on `cluster` (the nodes in
-/// service), with the engine's `config` and `[sim]` settings `sim`.
+/// service, `present.draining` of them draining), with the engine's
+/// `config` and `[sim]` settings `sim`.
 ///
 /// # Errors
 /// [`LiveError`]: the job unknown, not pending or not replayable (its
@@ -211,7 +219,14 @@ pub fn forecast_live(
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(draws as usize + 1);
-    let build = || Sim::at_present(&w, config.clone(), sim, cluster, now, &standing, &charges);
+    let draining = present.draining.min(cluster.nodes);
+    let at_present = AtPresent {
+        now,
+        standing: &standing,
+        charges: &charges,
+        draining,
+    };
+    let build = || Sim::at_present(&w, config.clone(), sim, cluster, &at_present);
     let next = std::sync::atomic::AtomicU32::new(0);
     let (mut starts, mut baseline) = (Vec::new(), now + opts.horizon);
     std::thread::scope(|s| -> Result<(), LiveError> {
@@ -267,5 +282,6 @@ pub fn forecast_live(
         history_jobs: history,
         running,
         pending,
+        draining,
     })
 }

@@ -107,6 +107,7 @@ fn present() -> Present {
         now,
         jobs,
         charges: Vec::new(),
+        draining: 0,
     }
 }
 
@@ -144,6 +145,47 @@ fn a_live_forecast_replays_the_present() {
     ));
     let e = forecast_live(&p, 2, c, &s, ONE_NODE, &opts).unwrap_err();
     assert!(e.to_string().contains("does not fit a 1x8 cluster"), "{e}");
+}
+
+#[test]
+fn a_draining_node_starts_nothing_from_now_on() {
+    let c = config(TWO_TEAMS);
+    let s = sim_of(&c);
+    let opts = ForecastOptions {
+        draws: 4,
+        horizon: 86_400,
+        ..ForecastOptions::default()
+    };
+    // The one node drains: its running job ends at its limit and the
+    // pending job never starts within the horizon.
+    let mut p = present();
+    p.draining = 1;
+    let f = forecast_live(&p, 2, c.clone(), &s, ONE_NODE, &opts).unwrap();
+    let end = p.now + 86_400;
+    assert_eq!((f.p10, f.p50, f.p90, f.baseline), (end, end, end, end));
+    assert_eq!((f.beyond_horizon, f.draining), (4, 1));
+    // Two nodes, one holding the running job, and a second 8-GPU job
+    // pending behind job 2. The node that drains is the busy one: job 2
+    // starts now on the idle node, and job 3 there when job 2 ends (every
+    // job runs to its 600-s limit), not when the running job does.
+    let two = ClusterSpec {
+        nodes: 2,
+        gpus_per_node: 8,
+    };
+    p.jobs.push(present_job(
+        3,
+        p.now - 40,
+        600,
+        JobNow::Pending { restarts: 0 },
+    ));
+    let f = forecast_live(&p, 2, c.clone(), &s, two, &opts).unwrap();
+    assert_eq!((f.p10, f.p90), (p.now, p.now));
+    let f = forecast_live(&p, 3, c.clone(), &s, two, &opts).unwrap();
+    assert_eq!((f.p10, f.p90), (p.now + 600, p.now + 600));
+    // Without the drain job 3 starts as the running job ends.
+    p.draining = 0;
+    let f = forecast_live(&p, 3, c, &s, two, &opts).unwrap();
+    assert_eq!(f.p50, p.now + 500);
 }
 
 #[test]

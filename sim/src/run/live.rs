@@ -16,13 +16,32 @@ pub(crate) enum Standing {
     Pending { attempt: u32 },
 }
 
+/// A cluster's present as a replay starts from it (times in seconds of
+/// the replay's clock).
+pub(crate) struct AtPresent<'a> {
+    /// The present instant.
+    pub now: u64,
+    /// Where each job of the workload stands (one entry per job, in its
+    /// order).
+    pub standing: &'a [Standing],
+    /// The usage window's charged intervals besides the running jobs':
+    /// (account, rate in milli-units a second, start, end).
+    pub charges: &'a [(String, u64, u64, u64)],
+    /// Nodes draining from `now` on.
+    pub draining: u32,
+}
+
 impl<'w> Sim<'w> {
-    /// A replay of `w` under `allot` at `now`, with every job of `w` as
-    /// `standing` says (one entry per job, in `w`'s order) and the usage
-    /// window charged with `charges` (account, rate in milli-units a
-    /// second, start, end) besides the running jobs. Running jobs are
+    /// A replay of `w` under `allot` at `p.now`, with every job of `w` as
+    /// `p.standing` says and the usage window charged with `p.charges`
+    /// besides the running jobs. Running jobs are
     /// placed, in the order they started, where the simulator would place
-    /// them. Nothing arrives after `now` but what a fork adds.
+    /// them. `p.draining` nodes start to drain at `now` and stay drained:
+    /// the nodes that hold the most GPUs once the running jobs are placed
+    /// (slurmctld's draining nodes still hold jobs; where the replay placed
+    /// which job is its own), their jobs requeued at their requeue points
+    /// as allot's drain does (fairshare::drain). Nothing arrives after
+    /// `now` but what a fork adds.
     ///
     /// # Errors
     /// A running job that does not fit the cluster beside those before it.
@@ -31,10 +50,14 @@ impl<'w> Sim<'w> {
         config: Arc<Config>,
         sim: &'w SimSettings,
         cluster: ClusterSpec,
-        now: u64,
-        standing: &[Standing],
-        charges: &[(String, u64, u64, u64)],
+        p: &AtPresent<'_>,
     ) -> Result<Sim<'w>, String> {
+        let AtPresent {
+            now,
+            standing,
+            charges,
+            draining,
+        } = *p;
         let mut s = Sim::new(w, config, sim, cluster, Policy::Allot, &[]);
         for (account, rate, start, end) in charges {
             s.tracker.add_closed(account, *rate, *start, *end);
@@ -96,7 +119,23 @@ impl<'w> Sim<'w> {
             s.jobs[id as usize].first_start = start;
         }
         s.set_now(now);
-        // Contracts that ended before now end now.
+        // The draining nodes: most GPUs held first, then the lowest index.
+        let mut by_use: Vec<u32> = (0..s.cluster.nodes()).collect();
+        by_use.sort_by_key(|&n| (s.cluster.free[n as usize], n));
+        for node in by_use.into_iter().take(draining as usize) {
+            s.events
+                .push(Reverse((now, NODE_START, s.node_events.len() as u32, 0)));
+            s.node_events.push(NodeEvent {
+                node,
+                at: now,
+                // Never resumed within any horizon: slurmctld says nothing
+                // of when an admin resumes a node.
+                duration: u64::from(u32::MAX),
+                kind: NodeEventKind::Drain,
+                at_ms: None,
+            });
+        }
+        // Contracts that ended before now end now; the drains begin.
         while let Some(&Reverse((t, kind, a, b))) = s.events.peek() {
             if t > now {
                 break;
