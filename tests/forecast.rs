@@ -264,3 +264,56 @@ fn a_draining_node_is_out_of_the_forecast() {
         "before {before}\nduring {during}"
     );
 }
+
+/// Behind a full cluster, alice's forecasts as slurmctld's queue holds
+/// them: a held job has none and says why; a job array's pending tasks,
+/// one squeue record (`N_[0-3]`), count as four jobs of the replay, and a
+/// task inside that record is named with the job to ask for.
+#[test]
+fn held_jobs_and_pending_array_tasks() {
+    let (_one, tb) = exclusive(&[]);
+    let per = tb.gpus_per_node();
+    let node_job = |account: &str, extra: &[&str]| {
+        let mut args = vec!["-A", account, "--time=10:00", "--min-runtime=10:00"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--wrap", "sleep 600"]);
+        tb.sbatch_gpus(per, &args)
+    };
+    let running: Vec<u32> = (0..tb.nodes().len())
+        .map(|i| node_job(ACCOUNTS[i % 4], &[]))
+        .collect();
+    for &j in &running {
+        tb.wait_state(j, "RUNNING", Duration::from_secs(60));
+    }
+    let held = node_job("a1", &["--hold"]);
+    let array = node_job("b1", &["--array=0-3"]);
+    let waiting = node_job("a2", &[]);
+    tb.wait_state(waiting, "PENDING", Duration::from_secs(10));
+
+    let out = tb.allot_as("alice", &format!("forecast {held}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("it is held"), "{err}");
+
+    let out = tb.allot_as("alice", &format!("forecast {waiting} --json"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The array's four tasks and the waiting job; not the held one.
+    assert_eq!(f["pending"], 5, "{f}");
+
+    let out = tb.allot_as("alice", &format!("forecast {array}_3"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains(&format!("ask for job {array}")),
+        "{err}"
+    );
+    let out = tb.allot_as("alice", &format!("forecast {array} --json"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -29,8 +29,11 @@ use crate::sidecar::sync::{local_iso, sacct_attempts};
 pub struct Inputs {
     /// When they were taken (epoch s).
     pub at: i64,
-    /// sacct's attempts since `at - max(history, window)`.
-    pub history: Vec<Attempt>,
+    /// When the nodes (`cluster`, `draining`) were taken (epoch s).
+    pub nodes_at: i64,
+    /// sacct's attempts since `at - max(history, window)` (shared: a
+    /// sidecar takes the nodes again more often than the history).
+    pub history: Arc<Vec<Attempt>>,
     /// The nodes in service.
     pub cluster: ClusterSpec,
     /// How many of them are draining (they hold jobs and start none).
@@ -49,7 +52,8 @@ impl Inputs {
         let (cluster, draining) = cluster_now()?;
         Ok(Inputs {
             at: now,
-            history: sacct_since(since)?,
+            nodes_at: now,
+            history: Arc::new(sacct_since(since)?),
             cluster,
             draining,
         })
@@ -72,6 +76,19 @@ pub fn forecast_job(
     now: i64,
     opts: &ForecastOptions,
 ) -> Result<LiveForecast, LiveError> {
+    if let Some(j) = jobs.get(&job) {
+        if j.state != "PENDING" {
+            return Err(LiveError::State(format!(
+                "job {job} is not pending ({}): only a pending job has a start forecast",
+                j.state
+            )));
+        }
+        if let Some(why) = j.waits_for_other_than_turn() {
+            return Err(LiveError::State(format!(
+                "job {job} has no start forecast: {why}"
+            )));
+        }
+    }
     let mut present = present(config, jobs, &inputs.history, now);
     present.draining = inputs.draining;
     forecast_live(&present, job, config.clone(), sim, inputs.cluster, opts)
@@ -80,10 +97,13 @@ pub fn forecast_job(
 /// The forecast's times relative to `now` (epoch s), in one line:
 /// `p10 / p50 / p90: in 5:00 / in 12:00 / in 40:00 (squeue --start's
 /// kind of plan: in 3:00)`; a time already past (the forecast was made
-/// a little earlier, at the sidecar's last pass) reads `now`.
+/// a little earlier, at the sidecar's last pass) reads `now`, and one at
+/// the horizon's end "not within N days".
 pub fn times(f: &LiveForecast, now: i64) -> String {
     let t = |x: i64| {
-        if x <= now {
+        if x >= f.horizon_end {
+            not_within(f)
+        } else if x <= now {
             "now".to_string()
         } else {
             when(x, now)
@@ -98,11 +118,17 @@ pub fn times(f: &LiveForecast, now: i64) -> String {
     )
 }
 
+/// Tasks of one job array's pending record a replay takes at most.
+const MAX_TASKS: u64 = (1 << 20) - 1;
+
 /// The present: slurmctld's running and pending jobs (`jobs`, from
 /// [`crate::explain::squeue_now`]) and sacct's attempts (`history`) of the
 /// last `window` seconds before `now` (epoch s): the ended ones are the
 /// history run times and arrivals are drawn from, and their charges fill
-/// the usage window.
+/// the usage window. Pending jobs that are held, wait for a dependency or
+/// for their `--begin` time are left out
+/// ([`LiveJob::waits_for_other_than_turn`]); a job array's record of
+/// pending tasks is one job per task.
 pub fn present(
     config: &Config,
     jobs: &BTreeMap<u64, LiveJob>,
@@ -128,15 +154,31 @@ pub fn present(
         if j.gpus == 0 {
             continue;
         }
-        out.jobs.push(PresentJob {
-            id,
-            account: j.account.clone(),
-            gpus: u32::try_from(j.gpus).unwrap_or(u32::MAX),
-            submit: j.submit as i64,
-            time_limit: j.time_limit,
-            min_runtime: j.min_runtime(&config.contract),
-            now: now_state,
-        });
+        let pending = matches!(now_state, JobNow::Pending { .. });
+        // Held, dependent or not yet begun: slurmctld does not start it
+        // as GPUs free up, so it takes no place in the replay.
+        if pending && j.waits_for_other_than_turn().is_some() {
+            continue;
+        }
+        // A job array's record of tasks not started yet stands for each of
+        // them: the record's id is the first, the others get ids of their
+        // own (the high bit set).
+        let tasks = if pending { j.tasks().min(MAX_TASKS) } else { 1 };
+        for k in 0..tasks {
+            out.jobs.push(PresentJob {
+                id: if k == 0 {
+                    id
+                } else {
+                    (1 << 63) | (id << 20) | k
+                },
+                account: j.account.clone(),
+                gpus: u32::try_from(j.gpus).unwrap_or(u32::MAX),
+                submit: j.submit as i64,
+                time_limit: j.time_limit,
+                min_runtime: j.min_runtime(&config.contract),
+                now: now_state,
+            });
+        }
     }
     for a in history {
         let (Some(start), Some(end)) = (a.start, a.end) else {
@@ -260,25 +302,54 @@ pub fn cluster_now() -> anyhow::Result<(ClusterSpec, u32)> {
     cluster_of(&slurm_output("sinfo", &["-N", "-h", "-o", "%N|%G|%T"])?)
 }
 
+/// "not within 14 days": a percentile at the horizon's end, where the
+/// forks that had not started the job by then count.
+fn not_within(f: &LiveForecast) -> String {
+    let secs = (f.horizon_end - f.at).max(0);
+    if secs % 86_400 == 0 {
+        format!("not within {} days", secs / 86_400)
+    } else {
+        format!(
+            "not within {}",
+            when(f.horizon_end, f.at).trim_start_matches("in ")
+        )
+    }
+}
+
+/// `n` and the noun, plural unless `n` is 1: `1 node`, `4 nodes`.
+fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// The forecast as text, relative to `now` (epoch s), with what it assumes.
 pub fn render(f: &LiveForecast, cluster: ClusterSpec, history_days: u64) -> String {
-    let t = |x: i64| when(x, f.at);
+    let t = |x: i64| {
+        if x >= f.horizon_end {
+            not_within(f)
+        } else {
+            when(x, f.at)
+        }
+    };
     format!(
         "job {}: forecast start (p10 / p50 / p90): {} / {} / {}\n\
          squeue --start's kind of plan (every job runs to its time limit, nothing new arrives): {}\n\
-         assumes: {} replays of allot's policy from slurmctld's {} running and {} pending jobs on \
-         {} nodes x {} GPUs in service{} (running jobs placed where the simulator would place them); \
-         run times drawn from {} jobs that ended in the last {} days (run time / time limit, by \
-         account and time limit); arrivals repeating recent days{}\n",
+         assumes: {} of allot's policy from slurmctld's {} running and {} pending jobs on \
+         {} x {} GPUs in service{} (running jobs placed where the simulator would place them); \
+         run times drawn from {} that ended in the last {} days (run time / time limit, by \
+         account and time limit){}; arrivals repeating recent days{}\n",
         f.job,
         t(f.p10),
         t(f.p50),
         t(f.p90),
         t(f.baseline),
-        f.draws,
+        count(u64::from(f.draws), "replay"),
         f.running,
         f.pending,
-        cluster.nodes,
+        count(u64::from(cluster.nodes), "node"),
         cluster.gpus_per_node,
         if f.draining > 0 {
             format!(
@@ -289,8 +360,17 @@ pub fn render(f: &LiveForecast, cluster: ClusterSpec, history_days: u64) -> Stri
         } else {
             String::new()
         },
-        f.history_jobs,
+        count(f.history_jobs, "job"),
         history_days,
+        if f.history_jobs < allot_sim::forecast::MIN_HISTORY as u64 {
+            format!(
+                " (fewer than {}: too few run times to draw from, so p10-p90 is narrower than \
+                 the real spread; with none, every job runs to its time limit)",
+                allot_sim::forecast::MIN_HISTORY
+            )
+        } else {
+            String::new()
+        },
         if f.beyond_horizon > 0 {
             format!(
                 "; {} of {} replays had not started it within the horizon",
@@ -350,6 +430,108 @@ mod tests {
                 .filter(|j| matches!(j.now, JobNow::Pending { .. }))
                 .count(),
             1
+        );
+    }
+
+    #[test]
+    fn held_dependent_and_later_jobs_are_left_out_and_array_records_are_their_tasks() {
+        let config: Config =
+            Config::from_toml_str(include_str!("../../examples/allot.toml")).unwrap();
+        let live = |reason: &str, pending: &str| LiveJob {
+            state: "PENDING".into(),
+            account: "a1".into(),
+            submit: 100,
+            gpus: 2,
+            time_limit: Some(60),
+            reason: reason.into(),
+            array_pending: pending.into(),
+            ..LiveJob::default()
+        };
+        let jobs = BTreeMap::from([
+            (1, live("Priority", "")),
+            (2, live("JobHeldUser", "")),
+            (3, live("Dependency", "")),
+            (4, live("BeginTime", "")),
+            (5, live("Resources", "0-5")),
+        ]);
+        let p = present(&config, &jobs, &[], 200);
+        let ids: Vec<u64> = p.jobs.iter().map(|j| j.id).collect();
+        assert_eq!(ids.len(), 1 + 6, "{ids:?}");
+        assert_eq!(&ids[..2], &[1, 5]);
+        assert!(ids[2..].iter().all(|&i| i >> 63 == 1), "{ids:?}");
+        // Their own forecast says why there is none.
+        let inputs = Inputs {
+            at: 200,
+            nodes_at: 200,
+            history: Default::default(),
+            cluster: ClusterSpec {
+                nodes: 1,
+                gpus_per_node: 8,
+            },
+            draining: 0,
+        };
+        let sim = SimSettings::default();
+        let config = Arc::new(config);
+        let opts = ForecastOptions {
+            draws: 2,
+            ..ForecastOptions::default()
+        };
+        for (job, why) in [(2, "held"), (3, "dependency"), (4, "--begin")] {
+            let e = forecast_job(&config, &sim, &jobs, &inputs, job, 200, &opts)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("has no start forecast") && e.contains(why),
+                "{e}"
+            );
+        }
+        let mut done = jobs.clone();
+        done.get_mut(&1).unwrap().state = "COMPLETED".into();
+        let e = forecast_job(&config, &sim, &done, &inputs, 1, 200, &opts)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not pending (COMPLETED)"), "{e}");
+    }
+
+    #[test]
+    fn a_start_beyond_the_horizon_reads_not_within() {
+        let f = LiveForecast {
+            job: 9,
+            at: 1000,
+            p10: 1100,
+            p50: 1000 + 14 * 86_400,
+            p90: 1000 + 14 * 86_400,
+            baseline: 1000 + 14 * 86_400,
+            horizon_end: 1000 + 14 * 86_400,
+            draws: 1,
+            beyond_horizon: 1,
+            history_jobs: 3,
+            running: 1,
+            pending: 1,
+            draining: 1,
+        };
+        let line = times(&f, 1000);
+        assert!(
+            line.starts_with("in 00:01:40 / not within 14 days / not within 14 days"),
+            "{line}"
+        );
+        let text = render(
+            &f,
+            ClusterSpec {
+                nodes: 1,
+                gpus_per_node: 8,
+            },
+            7,
+        );
+        assert!(text.contains("not within 14 days"), "{text}");
+        assert!(text.contains("1 replay of allot's policy"), "{text}");
+        assert!(
+            text.contains("on 1 node x 8 GPUs in service, 1 of them draining"),
+            "{text}"
+        );
+        assert!(
+            text.contains("3 jobs that ended") && text.contains("fewer than 8"),
+            "{text}"
         );
     }
 

@@ -41,7 +41,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         ..ForecastOptions::default()
     };
     let inputs = forecast::Inputs::take(&config, &opts, t)?;
-    let f = forecast::forecast_job(&config, &sim, &jobs, &inputs, job, t, &opts)?;
+    let f = forecast::forecast_job(&config, &sim, &jobs, &inputs, job, t, &opts).map_err(|e| {
+        // The user gave an array task: say which job that is.
+        if args.job.trim() == job.to_string() {
+            anyhow::Error::from(e)
+        } else {
+            anyhow::anyhow!("{} is job {job}: {e}", args.job.trim())
+        }
+    })?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&f)?);
     } else {

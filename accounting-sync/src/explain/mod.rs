@@ -55,9 +55,40 @@ pub struct LiveJob {
     pub gpus: u64,
     /// Time limit, seconds (`None`: unlimited or not given).
     pub time_limit: Option<u64>,
+    /// Why it waits, as squeue says (`Priority`, `Resources`,
+    /// `JobHeldUser`, `Dependency`, `BeginTime`, ...; `None` otherwise).
+    pub reason: String,
+    /// For the record of a job array's tasks that have not started yet
+    /// (squeue's `4242_[3-9]`), their ids as squeue prints them (`3-9`);
+    /// empty for any other job.
+    pub array_pending: String,
 }
 
 impl LiveJob {
+    /// Why a pending job waits for something other than GPUs and its
+    /// turn: held, waiting for a dependency or for its `--begin` time.
+    /// slurmctld starts none of these when GPUs free up, so a forecast
+    /// leaves them out; `None` for any other job.
+    pub fn waits_for_other_than_turn(&self) -> Option<&'static str> {
+        match self.reason.as_str() {
+            "JobHeldUser" | "JobHeldAdmin" => {
+                Some("it is held: it starts only once released (scontrol release)")
+            }
+            "Dependency" | "DependencyNeverSatisfied" => Some(
+                "it waits for a dependency (squeue -o %E): it starts only once that is satisfied",
+            ),
+            "BeginTime" => Some("it may not start before its --begin time (squeue -o %S)"),
+            _ => None,
+        }
+    }
+
+    /// The tasks this record stands for: the count of ids in
+    /// `array_pending` (`0-5` is 6, `1,3,8-15:2` is 6; a `%N` throttle
+    /// is ignored), at least 1.
+    pub fn tasks(&self) -> u64 {
+        array_task_count(&self.array_pending).max(1)
+    }
+
     /// Its minimum runtime, read as the plugins read it (at most its time
     /// limit).
     pub fn min_runtime(&self, policy: &ContractPolicy) -> u64 {
@@ -111,6 +142,10 @@ struct SqueueJob {
     array_job_id: serde_json::Value,
     #[serde(default)]
     array_task_id: serde_json::Value,
+    #[serde(default)]
+    array_task_string: serde_json::Value,
+    #[serde(default)]
+    state_reason: serde_json::Value,
 }
 
 #[derive(serde::Deserialize)]
@@ -153,14 +188,22 @@ pub fn resolve(job: &str, jobs: &BTreeMap<u64, LiveJob>) -> Result<u64, String> 
             "{job:?} is not a job id: give a number (4242) or an array task as squeue shows it (4242_7)"
         ));
     };
-    jobs.iter()
-        .find(|(_, l)| l.array == Some((array, task)))
-        .map(|(id, _)| *id)
-        .ok_or_else(|| {
-            format!(
-                "array task {array}_{task} is not in slurmctld now; give its job id instead (sacct -j {array}_{task} -X -n -o JobIDRaw)"
-            )
-        })
+    if let Some((id, _)) = jobs.iter().find(|(_, l)| l.array == Some((array, task))) {
+        return Ok(*id);
+    }
+    // Tasks not started yet share one record, the array's own id.
+    if let Some(rec) = jobs
+        .get(&array)
+        .filter(|l| l.array.is_none() && !l.array_pending.is_empty())
+    {
+        return Err(format!(
+            "array task {array}_{task} has not started: slurmctld keeps the array's pending tasks as one job, {array}_[{}]; ask for job {array}, which stands for the first of them (tasks start in order)",
+            rec.array_pending
+        ));
+    }
+    Err(format!(
+        "array task {array}_{task} is not in slurmctld now; give its job id instead (sacct -j {array}_{task} -X -n -o JobIDRaw)"
+    ))
 }
 
 /// Every job slurmctld has now (`squeue --json`, streamed through
@@ -239,6 +282,8 @@ fn live_of(j: &SqueueJob) -> LiveJob {
             _ => None,
         },
         gpus: fairshare::tres::gpu_count(&text(&j.tres_req_str)).unwrap_or(0),
+        reason: text(&j.state_reason),
+        array_pending: text(&j.array_task_string),
         // Minutes; an infinite limit is none.
         time_limit: (j.time_limit["infinite"] != true)
             .then(|| number(&j.time_limit))
@@ -246,6 +291,30 @@ fn live_of(j: &SqueueJob) -> LiveJob {
             .filter(|&m| m > 0 && m < u64::from(u32::MAX))
             .map(|m| m * 60),
     }
+}
+
+/// How many task ids squeue's `array_task_string` names: comma-separated
+/// ids and ranges `a-b` or `a-b:step`, with an optional `%N` throttle at
+/// the end (ignored); 0 for an empty or unreadable string.
+pub fn array_task_count(s: &str) -> u64 {
+    let s = s.split('%').next().unwrap_or("").trim();
+    let s = s.trim_start_matches('[').trim_end_matches(']');
+    let mut n = 0u64;
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        let (range, step) = match part.split_once(':') {
+            Some((r, st)) => (r, st.parse::<u64>().unwrap_or(1).max(1)),
+            None => (part, 1),
+        };
+        let (a, b) = match range.split_once('-') {
+            Some((a, b)) => (a.parse::<u64>(), b.parse::<u64>()),
+            None => (range.parse::<u64>(), range.parse::<u64>()),
+        };
+        match (a, b) {
+            (Ok(a), Ok(b)) if b >= a => n += (b - a) / step + 1,
+            _ => return 0,
+        }
+    }
+    n
 }
 
 /// `allot explain JOB --json`, and the sidecar's `/api/v1/jobs/JOB`.
@@ -626,6 +695,38 @@ pub fn render(o: &Output, now: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn array_task_strings_count_their_tasks() {
+        for (s, n) in [
+            ("0-5", 6),
+            ("7", 1),
+            ("1,3,8-15:2", 6),
+            ("0-9%2", 10),
+            ("[0-3]", 4),
+            ("", 0),
+            ("5-2", 0),
+            ("x", 0),
+        ] {
+            assert_eq!(array_task_count(s), n, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn a_task_inside_the_pending_record_is_named() {
+        let rec = LiveJob {
+            state: "PENDING".into(),
+            array_pending: "0-5".into(),
+            ..LiveJob::default()
+        };
+        let jobs = BTreeMap::from([(28, rec)]);
+        let e = resolve("28_5", &jobs).unwrap_err();
+        assert!(
+            e.contains("28_[0-5]") && e.contains("ask for job 28"),
+            "{e}"
+        );
+        assert_eq!(resolve("28", &jobs), Ok(28));
+    }
 
     #[test]
     fn squeue_is_read_in_both_releases_forms() {

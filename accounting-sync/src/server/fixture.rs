@@ -128,7 +128,8 @@ fn site_of(ledger: &Path, private: PrivateData, name: &str, forecasts: bool) -> 
     // No sacct here: the history is empty, the cluster 2 x 8 GPUs.
     site.install_forecast_inputs(crate::forecast::Inputs {
         at: NOW,
-        history: Vec::new(),
+        nodes_at: NOW,
+        history: Default::default(),
         cluster: allot_sim::ClusterSpec {
             nodes: 2,
             gpus_per_node: 8,

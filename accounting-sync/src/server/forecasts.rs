@@ -25,6 +25,10 @@ use crate::forecast::{self, Inputs};
 /// would load slurmdbd.
 pub const INPUTS_TTL: i64 = 300;
 
+/// Seconds sinfo's nodes serve: a node drained or resumed changes a
+/// forecast at once, and sinfo is one cheap call to slurmctld.
+pub const NODES_TTL: i64 = 30;
+
 /// Seconds a forecast serves (against the snapshots' clock).
 pub const TTL: i64 = 60;
 
@@ -189,7 +193,26 @@ impl Forecasts {
             .as_ref()
             .filter(|i| at.saturating_sub(i.at) < INPUTS_TTL)
         {
-            return Ok(i.clone());
+            if at.saturating_sub(i.nodes_at) < NODES_TTL {
+                return Ok(i.clone());
+            }
+            // The history serves on; the nodes are taken again.
+            return match forecast::cluster_now() {
+                Ok((cluster, draining)) => {
+                    let i = Arc::new(Inputs {
+                        nodes_at: at,
+                        cluster,
+                        draining,
+                        ..(**i).clone()
+                    });
+                    *self.inputs.write().unwrap_or_else(|p| p.into_inner()) = Some(i.clone());
+                    Ok(i)
+                }
+                Err(e) => {
+                    tracing::warn!("site: forecasts keep their last nodes: {e:#}");
+                    Ok(i.clone())
+                }
+            };
         }
         match Inputs::take(config, &self.opts, at) {
             Ok(i) => {

@@ -75,6 +75,9 @@ pub struct LiveForecast {
     pub draws: u32,
     /// Forks that reached the horizon without starting it.
     pub beyond_horizon: u32,
+    /// The horizon's end (epoch s): a percentile equal to it means "not
+    /// within the horizon", not a start then.
+    pub horizon_end: i64,
     /// Ended jobs its run times are drawn from, and jobs of the history
     /// its arrivals repeat.
     pub history_jobs: u64,
@@ -177,7 +180,23 @@ pub fn forecast_live(
             .left_out
             .iter()
             .find(|l| l.account.as_deref() == Some(target.account.to_lowercase().as_str()))
-            .map_or("left out".to_string(), |l| l.reason.clone());
+            .map(|l| l.reason.clone())
+            .unwrap_or_else(|| {
+                if u64::from(target.gpus) > cluster.gpus() {
+                    format!(
+                        "it asks for {} GPUs and the nodes in service have {} ({} x {})",
+                        target.gpus,
+                        cluster.gpus(),
+                        cluster.nodes,
+                        cluster.gpus_per_node
+                    )
+                } else {
+                    format!(
+                        "its {} GPUs do not fit the nodes in service ({} x {})",
+                        target.gpus, cluster.nodes, cluster.gpus_per_node
+                    )
+                }
+            });
         LiveError::LeftOut(job, why)
     })? as u32;
     let (mut history, mut running, mut pending) = (0u64, 0u64, 0u64);
@@ -277,6 +296,7 @@ pub fn forecast_live(
         p50: epoch(f.p50),
         p90: epoch(f.p90),
         baseline: epoch(f.baseline),
+        horizon_end: epoch(now + opts.horizon),
         draws: opts.draws,
         beyond_horizon: f.beyond_horizon,
         history_jobs: history,
