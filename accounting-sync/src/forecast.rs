@@ -91,7 +91,14 @@ pub fn forecast_job(
     }
     let mut present = present(config, jobs, &inputs.history, now);
     present.draining = inputs.draining;
-    forecast_live(&present, job, config.clone(), sim, inputs.cluster, opts)
+    let mut f = forecast_live(&present, job, config.clone(), sim, inputs.cluster, opts)?;
+    // Not before its begin time (a --begin, or a requeue's few seconds).
+    if let Some(begin) = jobs.get(&job).and_then(|j| j.begins(now)) {
+        for t in [&mut f.p10, &mut f.p50, &mut f.p90, &mut f.baseline] {
+            *t = (*t).max(begin.min(f.horizon_end));
+        }
+    }
+    Ok(f)
 }
 
 /// The forecast's times relative to `now` (epoch s), in one line:
@@ -125,10 +132,9 @@ const MAX_TASKS: u64 = (1 << 20) - 1;
 /// [`crate::explain::squeue_now`]) and sacct's attempts (`history`) of the
 /// last `window` seconds before `now` (epoch s): the ended ones are the
 /// history run times and arrivals are drawn from, and their charges fill
-/// the usage window. Pending jobs that are held, wait for a dependency or
-/// for their `--begin` time are left out
-/// ([`LiveJob::waits_for_other_than_turn`]); a job array's record of
-/// pending tasks is one job per task.
+/// the usage window. Pending jobs that are held or wait for a dependency
+/// are left out ([`LiveJob::waits_for_other_than_turn`]); a job array's
+/// record of pending tasks is one job per task.
 pub fn present(
     config: &Config,
     jobs: &BTreeMap<u64, LiveJob>,
@@ -155,8 +161,8 @@ pub fn present(
             continue;
         }
         let pending = matches!(now_state, JobNow::Pending { .. });
-        // Held, dependent or not yet begun: slurmctld does not start it
-        // as GPUs free up, so it takes no place in the replay.
+        // Held or dependent: slurmctld does not start it as GPUs free
+        // up, so it takes no place in the replay.
         if pending && j.waits_for_other_than_turn().is_some() {
             continue;
         }
@@ -441,6 +447,7 @@ mod tests {
             state: "PENDING".into(),
             account: "a1".into(),
             submit: 100,
+            eligible: if reason == "BeginTime" { 5_000 } else { 100 },
             gpus: 2,
             time_limit: Some(60),
             reason: reason.into(),
@@ -456,9 +463,9 @@ mod tests {
         ]);
         let p = present(&config, &jobs, &[], 200);
         let ids: Vec<u64> = p.jobs.iter().map(|j| j.id).collect();
-        assert_eq!(ids.len(), 1 + 6, "{ids:?}");
-        assert_eq!(&ids[..2], &[1, 5]);
-        assert!(ids[2..].iter().all(|&i| i >> 63 == 1), "{ids:?}");
+        assert_eq!(ids.len(), 2 + 6, "{ids:?}");
+        assert_eq!(&ids[..3], &[1, 4, 5]);
+        assert!(ids[3..].iter().all(|&i| i >> 63 == 1), "{ids:?}");
         // Their own forecast says why there is none.
         let inputs = Inputs {
             at: 200,
@@ -476,7 +483,7 @@ mod tests {
             draws: 2,
             ..ForecastOptions::default()
         };
-        for (job, why) in [(2, "held"), (3, "dependency"), (4, "--begin")] {
+        for (job, why) in [(2, "held"), (3, "dependency")] {
             let e = forecast_job(&config, &sim, &jobs, &inputs, job, 200, &opts)
                 .unwrap_err()
                 .to_string();
@@ -485,6 +492,10 @@ mod tests {
                 "{e}"
             );
         }
+        // A job that may not begin before 5,000 (a --begin, or the few
+        // seconds slurmctld waits before a requeued job) starts no sooner.
+        let f = forecast_job(&config, &sim, &jobs, &inputs, 4, 200, &opts).unwrap();
+        assert!(f.p10 >= 5_000 && f.baseline >= 5_000, "{f:?}");
         let mut done = jobs.clone();
         done.get_mut(&1).unwrap().state = "COMPLETED".into();
         let e = forecast_job(&config, &sim, &done, &inputs, 1, 200, &opts)

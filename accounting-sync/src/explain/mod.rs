@@ -66,9 +66,12 @@ pub struct LiveJob {
 
 impl LiveJob {
     /// Why a pending job waits for something other than GPUs and its
-    /// turn: held, waiting for a dependency or for its `--begin` time.
-    /// slurmctld starts none of these when GPUs free up, so a forecast
-    /// leaves them out; `None` for any other job.
+    /// turn: held, or waiting for a dependency. slurmctld starts neither
+    /// when GPUs free up, so a forecast leaves them out; `None` for any
+    /// other job. (A job waiting for its begin time, squeue's `BeginTime`,
+    /// is not among them: slurmctld gives every requeued job a begin time
+    /// a few seconds ahead; its forecast starts no earlier than then,
+    /// [`LiveJob::begins`].)
     pub fn waits_for_other_than_turn(&self) -> Option<&'static str> {
         match self.reason.as_str() {
             "JobHeldUser" | "JobHeldAdmin" => {
@@ -77,9 +80,15 @@ impl LiveJob {
             "Dependency" | "DependencyNeverSatisfied" => Some(
                 "it waits for a dependency (squeue -o %E): it starts only once that is satisfied",
             ),
-            "BeginTime" => Some("it may not start before its --begin time (squeue -o %S)"),
             _ => None,
         }
+    }
+
+    /// When a pending job waiting for its begin time (`--begin`, or the
+    /// delay slurmctld puts before a requeued job) may start, epoch
+    /// seconds: its eligible time, where that is after `now`.
+    pub fn begins(&self, now: i64) -> Option<i64> {
+        (self.state == "PENDING" && self.eligible as i64 > now).then_some(self.eligible as i64)
     }
 
     /// The tasks this record stands for: the count of ids in
