@@ -536,7 +536,11 @@ impl Testbed {
     /// # Panics
     /// When slurmctld does not stop within 10 s or `up` fails.
     pub fn restart_slurmctld(&self) {
-        let pid = std::fs::read_to_string(self.dir.join("run/slurmctld.pid")).unwrap();
+        // The first line: slurmctld 24.11 rewrites its pid file without
+        // truncating it, so a shorter pid leaves the end of a longer one
+        // behind ("643\n5").
+        let text = std::fs::read_to_string(self.dir.join("run/slurmctld.pid")).unwrap();
+        let pid = text.lines().next().unwrap_or("").to_string();
         self.ok("kill", &[pid.trim()]);
         wait_until(Duration::from_secs(10), "slurmctld to die", || {
             if std::path::Path::new("/proc").join(pid.trim()).exists() {
