@@ -536,9 +536,8 @@ impl Testbed {
     /// # Panics
     /// When slurmctld does not stop within 10 s or `up` fails.
     pub fn restart_slurmctld(&self) {
-        // The first line: slurmctld 24.11 rewrites its pid file without
-        // truncating it, so a shorter pid leaves the end of a longer one
-        // behind ("643\n5").
+        // The first line: the full 24.11 suite once found "643\n5" there
+        // (the pid, then a stray byte; which writer left it is not known).
         let text = std::fs::read_to_string(self.dir.join("run/slurmctld.pid")).unwrap();
         let pid = text.lines().next().unwrap_or("").to_string();
         self.ok("kill", &[pid.trim()]);
