@@ -76,7 +76,8 @@ pub fn forecast_job(
     now: i64,
     opts: &ForecastOptions,
 ) -> Result<LiveForecast, LiveError> {
-    if let Some(j) = jobs.get(&job) {
+    let live = jobs.get(&job);
+    if let Some(j) = live {
         if j.state != "PENDING" {
             return Err(LiveError::State(format!(
                 "job {job} is not pending ({}): only a pending job has a start forecast",
@@ -93,7 +94,7 @@ pub fn forecast_job(
     present.draining = inputs.draining;
     let mut f = forecast_live(&present, job, config.clone(), sim, inputs.cluster, opts)?;
     // Not before its begin time (a --begin, or a requeue's few seconds).
-    if let Some(begin) = jobs.get(&job).and_then(|j| j.begins(now)) {
+    if let Some(begin) = live.and_then(|j| j.begins(now)) {
         for t in [&mut f.p10, &mut f.p50, &mut f.p90, &mut f.baseline] {
             *t = (*t).max(begin.min(f.horizon_end));
         }

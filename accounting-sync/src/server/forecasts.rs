@@ -180,41 +180,32 @@ impl Forecasts {
         .map_err(|e| e.to_string())
     }
 
-    /// The inputs for a forecast at `at` (epoch s): the ones held, or new
-    /// ones when those are [`INPUTS_TTL`] old or missing. If sacct or sinfo
-    /// fails, the old ones serve, with a warning.
+    /// The inputs for a forecast at `at` (epoch s): the ones held; their
+    /// history with sinfo's nodes taken again when the nodes are
+    /// [`NODES_TTL`] old; or new ones when the history is [`INPUTS_TTL`]
+    /// old or missing. If sacct or sinfo fails, the held ones serve, with
+    /// a warning.
     fn inputs_at(&self, config: &Config, at: i64) -> Result<Arc<Inputs>, String> {
         let held = self
             .inputs
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        if let Some(i) = held
+        let fresh = held
             .as_ref()
-            .filter(|i| at.saturating_sub(i.at) < INPUTS_TTL)
-        {
-            if at.saturating_sub(i.nodes_at) < NODES_TTL {
-                return Ok(i.clone());
-            }
+            .filter(|i| at.saturating_sub(i.at) < INPUTS_TTL);
+        let taken = match fresh {
+            Some(i) if at.saturating_sub(i.nodes_at) < NODES_TTL => return Ok(i.clone()),
             // The history serves on; the nodes are taken again.
-            return match forecast::cluster_now() {
-                Ok((cluster, draining)) => {
-                    let i = Arc::new(Inputs {
-                        nodes_at: at,
-                        cluster,
-                        draining,
-                        ..(**i).clone()
-                    });
-                    *self.inputs.write().unwrap_or_else(|p| p.into_inner()) = Some(i.clone());
-                    Ok(i)
-                }
-                Err(e) => {
-                    tracing::warn!("site: forecasts keep their last nodes: {e:#}");
-                    Ok(i.clone())
-                }
-            };
-        }
-        match Inputs::take(config, &self.opts, at) {
+            Some(i) => forecast::cluster_now().map(|(cluster, draining)| Inputs {
+                nodes_at: at,
+                cluster,
+                draining,
+                ..(**i).clone()
+            }),
+            None => Inputs::take(config, &self.opts, at),
+        };
+        match taken {
             Ok(i) => {
                 let i = Arc::new(i);
                 *self.inputs.write().unwrap_or_else(|p| p.into_inner()) = Some(i.clone());
