@@ -223,15 +223,18 @@ impl Sim<'_> {
         }
         running.sort_unstable();
         let mut start_res = now;
+        let mut avail: Vec<bool> = Vec::with_capacity(n_all as usize);
         loop {
-            let avail: Vec<bool> = (0..n_all)
-                .map(|n| {
-                    c.usable(n)
-                        && !held.iter().any(|h| {
-                            h.node == n && h.end > start_res && h.start <= start_res + planned
-                        })
-                })
-                .collect();
+            // A usable node no hold overlaps: one walk of the holds (not
+            // one per node: with `backfill_reserve = "all"` a pass holds
+            // hundreds, and that product was 80% of a forecast's replay).
+            avail.clear();
+            avail.extend((0..n_all).map(|n| c.usable(n)));
+            for h in held.iter() {
+                if h.end > start_res && h.start <= start_res + planned {
+                    avail[h.node as usize] = false;
+                }
+            }
             let later = held
                 .iter()
                 .filter(|h| c.usable(h.node) && h.end > start_res)
