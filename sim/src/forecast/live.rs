@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::{baseline_start, draw_starts, summarize_starts, ForecastOptions, ForkBuffer, History};
 use crate::run::{AtPresent, Sim, Standing};
+use crate::settings::{BackfillPreempt, BackfillReserve};
 use crate::trace::{Trace, TraceJob};
 use crate::{ClusterSpec, SimSettings, Workload};
 
@@ -102,6 +103,31 @@ pub enum LiveError {
     State(String),
 }
 
+/// `sim` with the backfill the forecast replays: EASY, a hold for the first
+/// job a pass cannot start and a preemption tried for it alone
+/// (`backfill_reserve` and `backfill_preempt` "first"), whatever `sim` says.
+///
+/// Why: with `backfill_reserve = "all"` and `backfill_preempt = "all"` (the
+/// `slurmctld` preset, as Slurm's sched/backfill works) every job a pass
+/// looks at, up to `backfill_depth`, gets its own will-run plan over the
+/// running jobs and the holds before it, and a preemption test. A forecast
+/// replays days of those passes in each of its forks: on 1,024 GPUs with
+/// 150-300 jobs pending one forecast took 18 s to more than 5 minutes
+/// (`cargo bench -p allot-sim --bench forecast`, docs/benchmarks.md), and
+/// it grows with the queue. EASY's pass stops at the first job that cannot
+/// start or preempt, plus the jobs backfilled around its one hold, so its
+/// cost follows the jobs that start. What the forecast gives up is the
+/// order in which the jobs behind the first wait for nodes; the run times it
+/// draws move a start by far more (docs/forecast.md). Every other key
+/// (pass intervals, requeue delay, resolution, ...) stays as `sim` sets it.
+pub fn easy_backfill(sim: &SimSettings) -> SimSettings {
+    SimSettings {
+        backfill_reserve: BackfillReserve::First,
+        backfill_preempt: BackfillPreempt::First,
+        ..sim.clone()
+    }
+}
+
 /// Forecasts pending job `job` of `present` on `cluster` (the nodes in
 /// service, `present.draining` of them draining), with the engine's
 /// `config` and `[sim]` settings `sim`.
@@ -173,6 +199,8 @@ pub fn forecast_live(
         classes_only: false,
         format: None,
     };
+    let easy = easy_backfill(sim);
+    let sim = &easy;
     let w = Workload::prepare(&trace, &config, sim, cluster);
     let by_id: HashMap<u64, &PresentJob> = present.jobs.iter().map(|j| (j.id, j)).collect();
     let index = w.jobs.iter().position(|j| j.id == job).ok_or_else(|| {
