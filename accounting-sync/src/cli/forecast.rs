@@ -12,6 +12,7 @@ use allot_sim::forecast::ForecastOptions;
 use allot_sync::{explain, forecast};
 
 use super::common::{load_all, now, ConfigArg, Loaded};
+use super::remote::verbose;
 
 /// `allot forecast` arguments.
 #[derive(clap::Args, Debug)]
@@ -20,7 +21,8 @@ pub struct Args {
     job: String,
     #[command(flatten)]
     config: ConfigArg,
-    /// Replays (draws) of the forecast
+    /// Replays (draws) of the forecast, 1 to 1000: more narrow the error of
+    /// p10 and p90, each costing another replay of the queue
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1000))]
     draws: u32,
     /// Print JSON (times in seconds since the epoch)
@@ -30,10 +32,20 @@ pub struct Args {
 
 /// Runs `allot forecast`.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let Loaded { config, sim, .. } = load_all(&args.config.path())?;
+    let path = args.config.path();
+    let Loaded { config, sim, .. } = load_all(&path)?;
     let config = Arc::new(config);
     let t = now();
+    // `allot -v`: what the answer is made of. The forecast never asks the
+    // sidecar or the ledger: it reads slurmctld and slurmdbd itself.
+    verbose(|| {
+        format!(
+            "forecasting here from squeue, sacct and sinfo, with the policy and [sim] of {}",
+            path.display()
+        )
+    });
     let jobs = explain::squeue_now()?;
+    verbose(|| format!("squeue --json: {} jobs", jobs.len()));
     let job = explain::resolve(&args.job, &jobs).map_err(anyhow::Error::msg)?;
     let opts = ForecastOptions {
         draws: args.draws,
@@ -41,6 +53,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         ..ForecastOptions::default()
     };
     let inputs = forecast::Inputs::take(&config, &opts, t)?;
+    verbose(|| {
+        format!(
+            "sacct: {} job attempts of the last {} days; sinfo: {} nodes x {} GPUs in service, {} draining",
+            inputs.history.len(),
+            opts.history.max(config.window) / 86_400,
+            inputs.cluster.nodes,
+            inputs.cluster.gpus_per_node,
+            inputs.draining
+        )
+    });
     let f = forecast::forecast_job(&config, &sim, &jobs, &inputs, job, t, &opts).map_err(|e| {
         // The user gave an array task: say which job that is.
         if args.job.trim() == job.to_string() {

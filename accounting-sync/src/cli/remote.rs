@@ -15,7 +15,7 @@ use super::common::LedgerArg;
 /// `allot -v`: say on stderr where answers come from.
 pub static VERBOSE: AtomicBool = AtomicBool::new(false);
 
-fn verbose(msg: impl FnOnce() -> String) {
+pub(super) fn verbose(msg: impl FnOnce() -> String) {
     if VERBOSE.load(Ordering::Relaxed) {
         eprintln!("allot: {}", msg());
     }
