@@ -268,7 +268,8 @@ fn a_draining_node_is_out_of_the_forecast() {
 /// Behind a full cluster, alice's forecasts as slurmctld's queue holds
 /// them: a held job has none and says why; a job array's pending tasks,
 /// one squeue record (`N_[0-3]`), count as four jobs of the replay, and a
-/// task inside that record is named with the job to ask for.
+/// task inside that record is named with the job to ask for; `allot -v`
+/// says what the forecast read.
 #[test]
 fn held_jobs_and_pending_array_tasks() {
     let (_one, tb) = exclusive(&[]);
@@ -294,15 +295,22 @@ fn held_jobs_and_pending_array_tasks() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("it is held"), "{err}");
 
-    let out = tb.allot_as("alice", &format!("forecast {waiting} --json"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = tb.allot_as("alice", &format!("-v forecast {waiting} --json"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
     let f: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // The array's four tasks and the waiting job; not the held one.
     assert_eq!(f["pending"], 5, "{f}");
+    // `-v` says what the forecast read, itself: slurmctld's nodes as sinfo
+    // gives them, not the sidecar.
+    let nodes = format!(
+        "sinfo: {} nodes x {per} GPUs in service, 0 draining",
+        tb.nodes().len()
+    );
+    assert!(
+        err.contains("forecasting here from squeue, sacct and sinfo") && err.contains(&nodes),
+        "{err}"
+    );
 
     let out = tb.allot_as("alice", &format!("forecast {array}_3"));
     let err = String::from_utf8_lossy(&out.stderr);
