@@ -336,10 +336,17 @@ impl Site {
                 let o = match self.explain(&snap, id, now) {
                     Ok(o) => o,
                     Err(ExplainError::Unknown(_)) => {
+                        // The snapshot's jobs are slurmctld's as of its last
+                        // pass: a job submitted since is not among them yet.
                         return fail(
                             404,
-                            &format!("job {id} is neither in slurmctld nor in the ledger"),
-                        )
+                            &format!(
+                                "job {id} is neither in slurmctld as of the sidecar's last look \
+                                 ({} s ago) nor in the ledger; a job submitted since then shows \
+                                 at its next look: ask again in a few seconds",
+                                (now - snap.at).max(0)
+                            ),
+                        );
                     }
                     Err(e) => return fail(503, &format!("cannot read the ledger: {e}")),
                 };
