@@ -41,14 +41,20 @@ pub struct Inputs {
 }
 
 impl Inputs {
+    /// Seconds of sacct's history the inputs cover: `opts.history` (the
+    /// run times and arrivals drawn) or `config.window` (the usage the
+    /// engine ranks by), whichever is longer.
+    pub fn history_span(config: &Config, opts: &ForecastOptions) -> u64 {
+        opts.history.max(config.window)
+    }
+
     /// Takes them at `now` (epoch s): sacct's attempts of the last
-    /// `opts.history` or `config.window` seconds, whichever is longer,
-    /// and sinfo's nodes in service.
+    /// [`Inputs::history_span`] seconds and sinfo's nodes in service.
     ///
     /// # Errors
     /// sacct or sinfo missing or failing; no node with GPUs in service.
     pub fn take(config: &Config, opts: &ForecastOptions, now: i64) -> anyhow::Result<Inputs> {
-        let since = now - opts.history.max(config.window) as i64;
+        let since = now - Inputs::history_span(config, opts) as i64;
         let (cluster, draining) = cluster_now()?;
         Ok(Inputs {
             at: now,

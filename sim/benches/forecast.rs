@@ -102,7 +102,7 @@ fn main() {
         draining: 0,
     };
     let opts = ForecastOptions::default();
-    for (timing, text) in [("", &preset), ("ideal_", &toml)] {
+    for (key, timing, text) in [("", "slurmctld", &preset), ("ideal_", "ideal", &toml)] {
         let config = Arc::new(Config::from_toml_str(text).expect("valid bench config"));
         let sim = SimSettings::from_config(&config).expect("valid [sim]");
         for (name, target) in [("middle", middle), ("last", last), ("lowest", lowest)] {
@@ -111,13 +111,12 @@ fn main() {
                 .expect("forecast");
             let s = t.elapsed().as_secs_f64();
             println!(
-                "forecast of the {name} job of {pending} pending on 1,024 GPUs, timing {}: {s:.2} s ({} draws on {} threads; p50 in {:.1} days)",
-                if timing.is_empty() { "slurmctld" } else { "ideal" },
+                "forecast of the {name} job of {pending} pending on 1,024 GPUs, timing {timing}: {s:.2} s ({} draws on {} threads; p50 in {:.1} days)",
                 opts.draws,
                 std::thread::available_parallelism().map_or(1, |n| n.get()),
                 (f.p50 - now) as f64 / 86_400.0
             );
-            println!("BENCH forecast_{timing}{name}_s={s:.3} unit=s");
+            println!("BENCH forecast_{key}{name}_s={s:.3} unit=s");
         }
     }
 }

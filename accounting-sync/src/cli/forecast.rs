@@ -57,7 +57,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         format!(
             "sacct: {} job attempts of the last {} days; sinfo: {} nodes x {} GPUs in service, {} draining",
             inputs.history.len(),
-            opts.history.max(config.window) / 86_400,
+            forecast::Inputs::history_span(&config, &opts) / 86_400,
             inputs.cluster.nodes,
             inputs.cluster.gpus_per_node,
             inputs.draining
