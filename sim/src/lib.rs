@@ -297,6 +297,47 @@ pub struct PriorityRecord {
     pub rank: u32,
 }
 
+/// One attempt of a job (a run between its start and its end or requeue),
+/// as `sacct --duplicates` lists them; times are seconds since the first
+/// submission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct AttemptRecord {
+    /// The job's trace id.
+    pub job: u64,
+    /// Its team index.
+    pub team: u32,
+    /// 0 for the first attempt, n after n requeues (Slurm's `Restarts`).
+    pub attempt: u32,
+    /// When the attempt started.
+    pub start: u64,
+    /// When it ended or was requeued; `None` if it was still running when
+    /// the replay stopped (`stopped_at_horizon`).
+    pub end: Option<u64>,
+    /// GPUs it held.
+    pub gpus: u32,
+    /// The job's minimum runtime, seconds (0: free tier). The attempt
+    /// could not be preempted before `start + min_runtime`.
+    pub min_runtime: u64,
+    /// How it ended.
+    pub ended: AttemptEnd,
+}
+
+/// How an attempt ended ([`AttemptRecord::ended`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AttemptEnd {
+    /// The job's work was done.
+    Completed,
+    /// Requeued by a preemptor.
+    Preempted,
+    /// Requeued by a drain of its node.
+    Drained,
+    /// Requeued by a node failure.
+    Failed,
+    /// Still running when the replay stopped.
+    Running,
+}
+
 /// The result of one replay.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SimReport {
@@ -389,6 +430,10 @@ pub struct SimReport {
     /// Under `allot`, every job's priority at its submission.
     #[serde(skip)]
     pub submit_priorities: Vec<PriorityRecord>,
+    /// Every attempt of every job, in the order they ended (those still
+    /// running at the end last).
+    #[serde(skip)]
+    pub attempt_log: Vec<AttemptRecord>,
 }
 
 /// Replays `workload` under `policy` on `cluster`, with node `events`, the

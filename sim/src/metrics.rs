@@ -154,6 +154,8 @@ pub(crate) struct Metrics {
     pub preemptions: Vec<PreemptionRecord>,
     /// Under `allot`: each job's priority at its submission.
     pub submit_priorities: Vec<crate::PriorityRecord>,
+    /// Every ended attempt.
+    pub attempts: Vec<crate::AttemptRecord>,
 }
 
 /// Adds `rate` per second over `[from, to)` into hour buckets.
@@ -199,6 +201,39 @@ impl Metrics {
             stopped_at_horizon: false,
             preemptions: Vec::new(),
             submit_priorities: Vec::new(),
+            attempts: Vec::new(),
+        }
+    }
+
+    /// A copy for a fork of the replay ([`crate::run`]'s `Sim::fork`):
+    /// every figure so far, but none of the logs (preemptions, priorities,
+    /// attempts), which a fork does not report and which would make every
+    /// fork of a long replay copy them.
+    pub fn for_fork(&self) -> Metrics {
+        Metrics {
+            last: self.last.clone(),
+            running: self.running.clone(),
+            pending: self.pending.clone(),
+            got: self.got.clone(),
+            demand: self.demand.clone(),
+            cap: self.cap.clone(),
+            cap_last: self.cap_last,
+            raw: self.raw.clone(),
+            events: self.events,
+            starts: self.starts,
+            finished: self.finished,
+            free_tier_gpu_s: self.free_tier_gpu_s,
+            lost_gpu_s: self.lost_gpu_s,
+            team_lost_gpu_s: self.team_lost_gpu_s.clone(),
+            team_charged_s: self.team_charged_s.clone(),
+            team_preempted: self.team_preempted.clone(),
+            drain_requeues: self.drain_requeues,
+            fail_requeues: self.fail_requeues,
+            ignored_node_events: self.ignored_node_events,
+            stopped_at_horizon: self.stopped_at_horizon,
+            preemptions: Vec::new(),
+            submit_priorities: Vec::new(),
+            attempts: Vec::new(),
         }
     }
 
@@ -563,6 +598,7 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
         wait_samples: class_waits,
         preemption_log: i.m.preemptions,
         submit_priorities: i.m.submit_priorities,
+        attempt_log: i.m.attempts,
     }
 }
 

@@ -536,6 +536,21 @@ impl<'w> Sim<'w> {
         let waits = waits_by(|s| s.class as usize);
         let team_waits = waits_by(|s| s.team as usize);
         let unfinished = self.jobs.iter().filter(|j| j.state != State::Done).count() as u64;
+        // The attempts still running (a replay stopped at its horizon).
+        for (s, j) in self.w.jobs.iter().zip(&self.jobs) {
+            if j.state == State::Running {
+                self.m.attempts.push(crate::AttemptRecord {
+                    job: s.id,
+                    team: s.team,
+                    attempt: j.attempt,
+                    start: j.start,
+                    end: None,
+                    gpus: s.gpus(),
+                    min_runtime: s.min_runtime,
+                    ended: crate::AttemptEnd::Running,
+                });
+            }
+        }
         let mut team_jobs = vec![0u64; self.w.teams.len()];
         for s in &self.w.jobs {
             team_jobs[s.team as usize] += 1;

@@ -3,7 +3,7 @@
 //! ```text
 //! allot sim --trace FILE --config allot.toml [--cluster NODESxGPUS]
 //!           [--policy NAME]... [--sweep key=v1,v2,...]... [--json] [--plot DIR]
-//!           [--preemptions FILE] [--priorities FILE]
+//!           [--preemptions FILE] [--priorities FILE] [--attempts FILE]
 //! ```
 //!
 //! Every combination of `--sweep` values x `--policy` is one run; runs go in
@@ -15,7 +15,8 @@
 //! writes SVGs: share over time per team (one per run), wait-time CDFs per
 //! job class, share error over time. `--preemptions FILE` lists every
 //! preemption of every run, one JSON object a line; `--priorities FILE`
-//! every job's priority at submission (slurmctld's `InitPrio`). Formats and every
+//! every job's priority at submission (slurmctld's `InitPrio`); `--attempts
+//! FILE` every attempt of every job (as `sacct --duplicates`). Formats and every
 //! metric: docs/simulator.md.
 
 use std::collections::BTreeMap;
@@ -85,6 +86,12 @@ pub struct Args {
     /// 1 allocated, 2 entitled, 3 short) and rank: what slurmctld logs as InitPrio
     #[arg(long, value_name = "FILE")]
     pub priorities: Option<PathBuf>,
+    /// Write every attempt of every job of every run to FILE, one JSON object a line (as
+    /// `sacct --duplicates` lists them): run, job (trace id), team, attempt (0 first, n after
+    /// n requeues), start and end (s since the first submission), gpus, min_runtime (s) and
+    /// how it ended (completed, preempted, drained, failed; running if the replay stopped)
+    #[arg(long, value_name = "FILE")]
+    pub attempts: Option<PathBuf>,
     /// Replay what could be read even if some rows are malformed (they are listed on stderr)
     #[arg(long)]
     pub skip_bad_rows: bool,
@@ -348,6 +355,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.priorities {
         write_priorities(path, &outs, &w0.teams)?;
     }
+    if let Some(path) = &args.attempts {
+        write_attempts(path, &outs, &w0.teams)?;
+    }
     if let Some(dir) = &args.plot {
         let alloc: Vec<f64> = w0.teams.iter().map(|t| t.allocation).collect();
         let names: Vec<String> = w0.teams.iter().map(|t| t.name.clone()).collect();
@@ -447,6 +457,29 @@ fn write_priorities(path: &Path, outs: &[RunOut], teams: &[sim::Team]) -> anyhow
             })
     });
     write_json_lines(path, "--priorities", lines)
+}
+
+/// One line of `--attempts`: the run's label, the record, its team's name.
+#[derive(Serialize)]
+struct AttemptLine<'a> {
+    run: String,
+    #[serde(flatten)]
+    record: &'a sim::AttemptRecord,
+    team_name: &'a str,
+}
+
+/// Writes every run's job attempts to `path` (JSON lines). Errors: the
+/// file cannot be written (named in the message).
+fn write_attempts(path: &Path, outs: &[RunOut], teams: &[sim::Team]) -> anyhow::Result<()> {
+    let lines = outs.iter().flat_map(|o| {
+        let run = run_label(o);
+        o.report.attempt_log.iter().map(move |a| AttemptLine {
+            run: run.clone(),
+            record: a,
+            team_name: teams.get(a.team as usize).map_or("?", |t| t.name.as_str()),
+        })
+    });
+    write_json_lines(path, "--attempts", lines)
 }
 
 /// Writes `lines` to `path`, one JSON object a line. Errors: the file

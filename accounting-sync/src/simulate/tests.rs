@@ -74,6 +74,7 @@ fn the_shipped_demo_runs_and_plots() {
         plot: Some(dir.clone()),
         preemptions: Some(dir.join("preemptions.jsonl")),
         priorities: Some(dir.join("priorities.jsonl")),
+        attempts: Some(dir.join("attempts.jsonl")),
         skip_bad_rows: false,
         forecast_backtest: false,
         forecast_jobs: 1000,
@@ -124,6 +125,59 @@ fn the_shipped_demo_runs_and_plots() {
         );
         assert!(l["band"].as_u64().unwrap() <= 3, "{l}");
         assert!(l["rank"].is_u64() && l["team_name"].is_string(), "{l}");
+    }
+    // Every run's attempts: each job completed once, after one attempt
+    // per preemption of it (numbered from 0); none ends before it starts.
+    let attempts: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("attempts.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let preemptions: Vec<serde_json::Value> =
+        std::fs::read_to_string(dir.join("preemptions.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+    let preempted = |run: &str, job: u64| {
+        let victims = preemptions
+            .iter()
+            .filter(|p| p["run"] == run && p["victim"] == job);
+        victims.count() as u64
+    };
+    let runs: std::collections::BTreeSet<&str> = attempts
+        .iter()
+        .map(|a| a["run"].as_str().unwrap())
+        .collect();
+    assert_eq!(runs.len(), 4, "{runs:?}");
+    for run in runs {
+        let of_run: Vec<_> = attempts.iter().filter(|a| a["run"] == run).collect();
+        let done: Vec<_> = of_run
+            .iter()
+            .filter(|a| a["ended"] == "completed")
+            .collect();
+        assert_eq!(done.len(), jobs, "{run}");
+        for a in &done {
+            let job = a["job"].as_u64().unwrap();
+            assert_eq!(a["attempt"].as_u64().unwrap(), preempted(run, job), "{a}");
+        }
+        for a in &of_run {
+            assert!(
+                a["start"].as_u64().unwrap() <= a["end"].as_u64().unwrap(),
+                "{a}"
+            );
+            assert!(
+                ["completed", "preempted"].contains(&a["ended"].as_str().unwrap()),
+                "{a}"
+            );
+            assert!(
+                a["team_name"].is_string() && a["gpus"].as_u64().unwrap() >= 1,
+                "{a}"
+            );
+        }
+        let requeued = of_run.iter().filter(|a| a["ended"] == "preempted").count();
+        let logged = preemptions.iter().filter(|p| p["run"] == run).count();
+        assert_eq!(requeued, logged, "{run}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -235,6 +289,7 @@ fn sim_args(dir: &Path, config: &str, trace: &str) -> Args {
         plot: None,
         preemptions: None,
         priorities: None,
+        attempts: None,
         skip_bad_rows: false,
         forecast_backtest: false,
         forecast_jobs: 1000,

@@ -34,9 +34,7 @@ impl<'w> Sim<'w> {
         jobs.extend(w.jobs[self.next_arrival..].iter().map(JobState::new));
         let mut queue_pos = self.queue_pos[..self.next_arrival].to_vec();
         queue_pos.resize(w.jobs.len(), 0);
-        let mut m = self.m.clone();
-        m.preemptions = Vec::new();
-        m.submit_priorities = Vec::new();
+        let m = self.m.for_fork();
         let nodes = self.cluster.nodes() as usize;
         Sim {
             w,

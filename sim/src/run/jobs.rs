@@ -2,6 +2,7 @@
 //! the leaves' load, contract expiry events, lost work and requeues.
 
 use super::*;
+use crate::{AttemptEnd, AttemptRecord};
 use fairshare::attempts::{charged_ends, AttemptSpan, EndedBy};
 
 impl Sim<'_> {
@@ -149,6 +150,16 @@ impl Sim<'_> {
             }
         }
         self.m.change_team(team, now, -i64::from(gpus), 0);
+        self.m.attempts.push(AttemptRecord {
+            job: sj.id,
+            team: sj.team,
+            attempt: j.attempt,
+            start: j.start,
+            end: Some(now),
+            gpus,
+            min_runtime: sj.min_runtime,
+            ended: why.attempt_end(),
+        });
         if sj.min_runtime == 0 {
             self.m.free_tier_gpu_s += u64::from(gpus) * run;
         }
@@ -188,6 +199,16 @@ impl Sim<'_> {
 }
 
 impl StopReason {
+    /// The attempt log's word for it ([`AttemptRecord::ended`]).
+    fn attempt_end(self) -> AttemptEnd {
+        match self {
+            StopReason::Complete => AttemptEnd::Completed,
+            StopReason::Preempted => AttemptEnd::Preempted,
+            StopReason::Drain => AttemptEnd::Drained,
+            StopReason::Fail => AttemptEnd::Failed,
+        }
+    }
+
     /// Who ended the attempt, as Slurm would record it: `COMPLETED` and
     /// `PREEMPTED` are the owner's side, `REQUEUED` (a drain) and
     /// `NODE_FAIL` the cluster's ([`fairshare::attempts::ended_by`]).
