@@ -353,10 +353,20 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         write_preemptions(path, &outs, &w0.teams)?;
     }
     if let Some(path) = &args.priorities {
-        write_priorities(path, &outs, &w0.teams)?;
+        // Every allot run's submit-time priorities.
+        let (o, t) = (&outs, &w0.teams);
+        write_team_lines(
+            path,
+            "--priorities",
+            o,
+            t,
+            |r| &r.submit_priorities,
+            |p| p.team,
+        )?;
     }
     if let Some(path) = &args.attempts {
-        write_attempts(path, &outs, &w0.teams)?;
+        let (o, t) = (&outs, &w0.teams);
+        write_team_lines(path, "--attempts", o, t, |r| &r.attempt_log, |a| a.team)?;
     }
     if let Some(dir) = &args.plot {
         let alloc: Vec<f64> = w0.teams.iter().map(|t| t.allocation).collect();
@@ -432,54 +442,37 @@ fn write_preemptions(path: &Path, outs: &[RunOut], teams: &[sim::Team]) -> anyho
     write_json_lines(path, "--preemptions", lines)
 }
 
-/// One line of `--priorities`: the run's label, the record, its team's
-/// name.
+/// One line of `--priorities` or `--attempts`: the run's label, the
+/// record, its team's name.
 #[derive(Serialize)]
-struct PriorityLine<'a> {
+struct TeamLine<'a, R> {
     run: String,
     #[serde(flatten)]
-    record: &'a sim::PriorityRecord,
+    record: &'a R,
     team_name: &'a str,
 }
 
-/// Writes every allot run's submit-time priorities to `path` (JSON lines).
-/// Errors: the file cannot be written (named in the message).
-fn write_priorities(path: &Path, outs: &[RunOut], teams: &[sim::Team]) -> anyhow::Result<()> {
+/// Writes the log `log` picks from every run's report to `path` (JSON
+/// lines), each record with its team's name (`team`: the record's team
+/// index). Errors: the file cannot be written (named in the message, after
+/// `flag`).
+fn write_team_lines<R: Serialize>(
+    path: &Path,
+    flag: &str,
+    outs: &[RunOut],
+    teams: &[sim::Team],
+    log: fn(&SimReport) -> &Vec<R>,
+    team: fn(&R) -> u32,
+) -> anyhow::Result<()> {
     let lines = outs.iter().flat_map(|o| {
         let run = run_label(o);
-        o.report
-            .submit_priorities
-            .iter()
-            .map(move |p| PriorityLine {
-                run: run.clone(),
-                record: p,
-                team_name: teams.get(p.team as usize).map_or("?", |t| t.name.as_str()),
-            })
-    });
-    write_json_lines(path, "--priorities", lines)
-}
-
-/// One line of `--attempts`: the run's label, the record, its team's name.
-#[derive(Serialize)]
-struct AttemptLine<'a> {
-    run: String,
-    #[serde(flatten)]
-    record: &'a sim::AttemptRecord,
-    team_name: &'a str,
-}
-
-/// Writes every run's job attempts to `path` (JSON lines). Errors: the
-/// file cannot be written (named in the message).
-fn write_attempts(path: &Path, outs: &[RunOut], teams: &[sim::Team]) -> anyhow::Result<()> {
-    let lines = outs.iter().flat_map(|o| {
-        let run = run_label(o);
-        o.report.attempt_log.iter().map(move |a| AttemptLine {
+        log(&o.report).iter().map(move |r| TeamLine {
             run: run.clone(),
-            record: a,
-            team_name: teams.get(a.team as usize).map_or("?", |t| t.name.as_str()),
+            record: r,
+            team_name: teams.get(team(r) as usize).map_or("?", |t| t.name.as_str()),
         })
     });
-    write_json_lines(path, "--attempts", lines)
+    write_json_lines(path, flag, lines)
 }
 
 /// Writes `lines` to `path`, one JSON object a line. Errors: the file
