@@ -39,6 +39,7 @@ use serde::Serialize;
 use crate::cli::common::{self as config_path, ConfigArg};
 
 mod input;
+mod outputs;
 mod plot;
 mod table;
 
@@ -211,6 +212,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             trace.jobs.len()
         );
     }
+    // The log files, created before the replay: a path that cannot be
+    // written fails now, not after the replay.
+    let logs = outputs::Logs::create(args)?;
     let policies = parse_policies(&args.policies)?;
     let base_cluster = match (&args.cluster, settings.cluster, config.capacity_gpus) {
         (Some(c), _, _) => ClusterSpec::parse(c).map_err(anyhow::Error::msg)?,
@@ -349,25 +353,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     } else {
         print_text(args, &format, &trace, w0, &variants, &outs);
     }
-    if let Some(path) = &args.preemptions {
-        write_preemptions(path, &outs, &w0.teams)?;
-    }
-    if let Some(path) = &args.priorities {
-        // Every allot run's submit-time priorities.
-        let (o, t) = (&outs, &w0.teams);
-        write_team_lines(
-            path,
-            "--priorities",
-            o,
-            t,
-            |r| &r.submit_priorities,
-            |p| p.team,
-        )?;
-    }
-    if let Some(path) = &args.attempts {
-        let (o, t) = (&outs, &w0.teams);
-        write_team_lines(path, "--attempts", o, t, |r| &r.attempt_log, |a| a.team)?;
-    }
+    logs.write(&outs, &w0.teams)?;
     if let Some(dir) = &args.plot {
         let alloc: Vec<f64> = w0.teams.iter().map(|t| t.allocation).collect();
         let names: Vec<String> = w0.teams.iter().map(|t| t.name.clone()).collect();
@@ -413,86 +399,6 @@ fn fill_classic_waits(outs: &mut [RunOut]) {
             t.classic_wait_p90_s = waits.and_then(|w| w.get(i).copied());
         }
     }
-}
-
-/// One line of `--preemptions`: the run's label, the record, its teams'
-/// names.
-#[derive(Serialize)]
-struct PreemptionLine<'a> {
-    run: String,
-    #[serde(flatten)]
-    record: &'a sim::PreemptionRecord,
-    preemptor_team_name: &'a str,
-    victim_team_name: &'a str,
-}
-
-/// Writes every run's preemptions to `path` (JSON lines). Errors: the file
-/// cannot be written (named in the message).
-fn write_preemptions(path: &Path, outs: &[RunOut], teams: &[sim::Team]) -> anyhow::Result<()> {
-    let name = |t: u32| teams.get(t as usize).map_or("?", |t| t.name.as_str());
-    let lines = outs.iter().flat_map(|o| {
-        let run = run_label(o);
-        o.report.preemption_log.iter().map(move |p| PreemptionLine {
-            run: run.clone(),
-            record: p,
-            preemptor_team_name: name(p.preemptor_team),
-            victim_team_name: name(p.victim_team),
-        })
-    });
-    write_json_lines(path, "--preemptions", lines)
-}
-
-/// One line of `--priorities` or `--attempts`: the run's label, the
-/// record, its team's name.
-#[derive(Serialize)]
-struct TeamLine<'a, R> {
-    run: String,
-    #[serde(flatten)]
-    record: &'a R,
-    team_name: &'a str,
-}
-
-/// Writes the log `log` picks from every run's report to `path` (JSON
-/// lines), each record with its team's name (`team`: the record's team
-/// index). Errors: the file cannot be written (named in the message, after
-/// `flag`).
-fn write_team_lines<R: Serialize>(
-    path: &Path,
-    flag: &str,
-    outs: &[RunOut],
-    teams: &[sim::Team],
-    log: fn(&SimReport) -> &Vec<R>,
-    team: fn(&R) -> u32,
-) -> anyhow::Result<()> {
-    let lines = outs.iter().flat_map(|o| {
-        let run = run_label(o);
-        log(&o.report).iter().map(move |r| TeamLine {
-            run: run.clone(),
-            record: r,
-            team_name: teams.get(team(r) as usize).map_or("?", |t| t.name.as_str()),
-        })
-    });
-    write_json_lines(path, flag, lines)
-}
-
-/// Writes `lines` to `path`, one JSON object a line. Errors: the file
-/// cannot be created or written (named in the message, after `flag`, the
-/// option that asked for it).
-fn write_json_lines<T: Serialize>(
-    path: &Path,
-    flag: &str,
-    lines: impl Iterator<Item = T>,
-) -> anyhow::Result<()> {
-    use std::io::Write;
-    let file = std::fs::File::create(path)
-        .with_context(|| format!("{flag} {}: cannot create it", path.display()))?;
-    let mut w = std::io::BufWriter::new(file);
-    for line in lines {
-        serde_json::to_writer(&mut w, &line)?;
-        w.write_all(b"\n")?;
-    }
-    w.flush()
-        .with_context(|| format!("{flag} {}: cannot write it", path.display()))
 }
 
 fn run_label(o: &RunOut) -> String {

@@ -620,3 +620,61 @@ fn a_replay_that_leaves_most_of_the_work_out_fails() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The log files are created before the replay: a log on the trace's path
+/// is refused with the trace untouched, and a log that cannot be created
+/// fails the run before it replays, leaving the other logs as they were.
+#[test]
+fn log_files_are_checked_before_the_replay() {
+    let dir = std::env::temp_dir().join(format!("allot-sim-logs-{}", std::process::id()));
+    let trace = "id,team,submit,duration,gpus\n1,a,0,600,1\n2,b,60,600,1\n";
+    let base = sim_args(&dir, "[tree.a]\nshare = 1\n[tree.b]\nshare = 1\n", trace);
+    let args = Args {
+        attempts: Some(dir.join("trace.csv")),
+        ..sim_args(&dir, "[tree.a]\nshare = 1\n[tree.b]\nshare = 1\n", trace)
+    };
+    let e = run(&args).unwrap_err().to_string();
+    assert!(
+        e.contains("--attempts") && e.contains("--trace is that file too"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read_to_string(&base.trace).unwrap(), trace);
+    // Two logs on one path (spelled two ways) are refused too.
+    let args = Args {
+        preemptions: Some(dir.join("log.jsonl")),
+        attempts: Some(dir.join(".").join("log.jsonl")),
+        ..sim_args(&dir, "[tree.a]\nshare = 1\n[tree.b]\nshare = 1\n", trace)
+    };
+    let e = run(&args).unwrap_err().to_string();
+    assert!(e.contains("--preemptions is that file too"), "{e}");
+    // A log in a missing directory: the run fails naming it; the file
+    // given before it keeps its contents.
+    std::fs::write(dir.join("kept.jsonl"), "kept\n").unwrap();
+    let args = Args {
+        preemptions: Some(dir.join("kept.jsonl")),
+        attempts: Some(dir.join("missing").join("a.jsonl")),
+        ..sim_args(&dir, "[tree.a]\nshare = 1\n[tree.b]\nshare = 1\n", trace)
+    };
+    let e = format!("{:#}", run(&args).unwrap_err());
+    assert!(
+        e.contains("--attempts")
+            && e.contains("missing/a.jsonl")
+            && e.contains("directory you can write"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("kept.jsonl")).unwrap(),
+        "kept\n"
+    );
+    // Both writable: both written, one attempt per job.
+    let args = Args {
+        preemptions: Some(dir.join("kept.jsonl")),
+        attempts: Some(dir.join("a.jsonl")),
+        ..base
+    };
+    assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
+    assert_eq!(std::fs::read_to_string(dir.join("kept.jsonl")).unwrap(), "");
+    let attempts = std::fs::read_to_string(dir.join("a.jsonl")).unwrap();
+    assert_eq!(attempts.lines().count(), 2, "{attempts}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
