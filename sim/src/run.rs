@@ -539,16 +539,8 @@ impl<'w> Sim<'w> {
         // The attempts still running (a replay stopped at its horizon).
         for (s, j) in self.w.jobs.iter().zip(&self.jobs) {
             if j.state == State::Running {
-                self.m.attempts.push(crate::AttemptRecord {
-                    job: s.id,
-                    team: s.team,
-                    attempt: j.attempt,
-                    start: j.start,
-                    end: None,
-                    gpus: s.gpus(),
-                    min_runtime: s.min_runtime,
-                    ended: crate::AttemptEnd::Running,
-                });
+                let record = jobs::attempt_record(s, j, None, crate::AttemptEnd::Running);
+                self.m.attempts.push(record);
             }
         }
         let mut team_jobs = vec![0u64; self.w.teams.len()];

@@ -150,16 +150,9 @@ impl Sim<'_> {
             }
         }
         self.m.change_team(team, now, -i64::from(gpus), 0);
-        self.m.attempts.push(AttemptRecord {
-            job: sj.id,
-            team: sj.team,
-            attempt: j.attempt,
-            start: j.start,
-            end: Some(now),
-            gpus,
-            min_runtime: sj.min_runtime,
-            ended: why.attempt_end(),
-        });
+        self.m
+            .attempts
+            .push(attempt_record(sj, j, Some(now), why.attempt_end()));
         if sj.min_runtime == 0 {
             self.m.free_tier_gpu_s += u64::from(gpus) * run;
         }
@@ -195,6 +188,26 @@ impl Sim<'_> {
             StopReason::Complete => unreachable!(),
         }
         self.enqueue_at(id, now + delay);
+    }
+}
+
+/// The attempt log's record of job `sj`'s current attempt `j`, which
+/// ended at `end` (`None`: still running) as `ended` says.
+pub(super) fn attempt_record(
+    sj: &crate::workload::SimJob,
+    j: &JobState,
+    end: Option<u64>,
+    ended: AttemptEnd,
+) -> AttemptRecord {
+    AttemptRecord {
+        job: sj.id,
+        team: sj.team,
+        attempt: j.attempt,
+        start: j.start,
+        end,
+        gpus: sj.gpus(),
+        min_runtime: sj.min_runtime,
+        ended,
     }
 }
 
