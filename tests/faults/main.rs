@@ -46,7 +46,9 @@ fn spawn(c: &mut Command) -> std::process::Child {
     let mut tries = 0;
     loop {
         match c.spawn() {
-            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+            // ETXTBSY (Linux: 26; `ErrorKind::ExecutableFileBusy` needs Rust 1.83, above the
+            // workspace's rust-version).
+            Err(e) if e.raw_os_error() == Some(26) && tries < 100 => {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(10));
             }
