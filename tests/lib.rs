@@ -166,7 +166,7 @@ impl Testbed {
             vec![format!("--gres=gpu:{gpus}")]
         } else {
             assert!(
-                gpus % g == 0,
+                gpus.is_multiple_of(g),
                 "{gpus} GPUs are neither part of one {g}-GPU node nor whole nodes"
             );
             vec![

@@ -133,7 +133,7 @@ impl Oldest {
     /// Keeps in `slot` the longer-waiting of what it holds and `job` (the
     /// first seen on a tie).
     pub fn keep(slot: &mut Option<Oldest>, job: Oldest) {
-        if slot.map_or(true, |o| job.eligible < o.eligible) {
+        if slot.is_none_or(|o| job.eligible < o.eligible) {
             *slot = Some(job);
         }
     }

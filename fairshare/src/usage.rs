@@ -66,7 +66,7 @@ impl Cursor {
         if until > start {
             self.value += rate * i128::from(until - start);
         }
-        if start <= t && end.map_or(true, |e| t < e) {
+        if start <= t && end.is_none_or(|e| t < e) {
             self.slope += rate;
         }
     }

@@ -249,7 +249,7 @@ pub(crate) fn cons_tres_run_pick(
                 ),
             });
         } else if let Some(r) = run.take() {
-            if best.map_or(true, |b| r.0 < b.0) {
+            if best.is_none_or(|b| r.0 < b.0) {
                 best = Some(r);
             }
         }

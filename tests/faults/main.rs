@@ -46,9 +46,7 @@ fn spawn(c: &mut Command) -> std::process::Child {
     let mut tries = 0;
     loop {
         match c.spawn() {
-            // ETXTBSY (Linux: 26; `ErrorKind::ExecutableFileBusy` needs Rust 1.83, above the
-            // workspace's rust-version).
-            Err(e) if e.raw_os_error() == Some(26) && tries < 100 => {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(10));
             }

@@ -16,7 +16,7 @@ fn a_preemptor_takes_its_victims_only_on_the_node_where_it_starts() {
     let nodes = tb.nodes();
     let g = tb.gpus_per_node();
     assert!(
-        nodes.len() >= 2 && g % 4 == 0,
+        nodes.len() >= 2 && g.is_multiple_of(4),
         "this test needs 2 nodes or more of 4k GPUs, the testbed has {} x {g}",
         nodes.len()
     );

@@ -18,10 +18,28 @@ use serde::Serialize;
 
 use super::{run_label, Args, RunOut};
 
+/// Which log a file is: what it holds, and the option that asks for it.
+#[derive(Clone, Copy)]
+enum Kind {
+    Preemptions,
+    Priorities,
+    Attempts,
+}
+
+impl Kind {
+    /// The option that asks for this log (`--attempts`).
+    fn flag(self) -> &'static str {
+        match self {
+            Kind::Preemptions => "--preemptions",
+            Kind::Priorities => "--priorities",
+            Kind::Attempts => "--attempts",
+        }
+    }
+}
+
 /// One log file, created.
 struct Log {
-    /// The option that asked for it (`--attempts`).
-    flag: &'static str,
+    kind: Kind,
     path: PathBuf,
     file: File,
 }
@@ -50,13 +68,13 @@ impl Logs {
     /// as another log, the trace or the config; a file that cannot be
     /// created (each names the option, the file and the fix).
     pub fn create(args: &Args) -> anyhow::Result<Logs> {
-        let asked: Vec<(&'static str, &PathBuf)> = [
-            ("--preemptions", &args.preemptions),
-            ("--priorities", &args.priorities),
-            ("--attempts", &args.attempts),
+        let asked: Vec<(Kind, &PathBuf)> = [
+            (Kind::Preemptions, &args.preemptions),
+            (Kind::Priorities, &args.priorities),
+            (Kind::Attempts, &args.attempts),
         ]
         .into_iter()
-        .filter_map(|(f, p)| p.as_ref().map(|p| (f, p)))
+        .filter_map(|(k, p)| p.as_ref().map(|p| (k, p)))
         .collect();
         let inputs = [
             ("--trace", args.trace.clone()),
@@ -64,7 +82,8 @@ impl Logs {
         ];
         let mut taken: Vec<(&str, PathBuf)> =
             inputs.iter().map(|(f, p)| (*f, resolved(p))).collect();
-        for &(flag, path) in &asked {
+        for &(kind, path) in &asked {
+            let flag = kind.flag();
             let r = resolved(path);
             if let Some((other, _)) = taken.iter().find(|(_, t)| *t == r) {
                 bail!(
@@ -79,7 +98,8 @@ impl Logs {
         // created are removed again.
         let mut opened: Vec<Log> = Vec::new();
         let mut created: Vec<PathBuf> = Vec::new();
-        for &(flag, path) in &asked {
+        for &(kind, path) in &asked {
+            let flag = kind.flag();
             let existed = path.exists();
             let file = std::fs::OpenOptions::new()
                 .write(true)
@@ -92,7 +112,7 @@ impl Logs {
                         created.push(path.clone());
                     }
                     opened.push(Log {
-                        flag,
+                        kind,
                         path: path.clone(),
                         file,
                     });
@@ -115,7 +135,11 @@ impl Logs {
             let regular = log.file.metadata().is_ok_and(|m| m.is_file());
             if regular {
                 log.file.set_len(0).with_context(|| {
-                    format!("{} {}: cannot empty it", log.flag, log.path.display())
+                    format!(
+                        "{} {}: cannot empty it",
+                        log.kind.flag(),
+                        log.path.display()
+                    )
                 })?;
             }
         }
@@ -126,13 +150,15 @@ impl Logs {
     /// Errors: a write fails (naming the option and the file).
     pub fn write(self, outs: &[RunOut], teams: &[sim::Team]) -> anyhow::Result<()> {
         for log in self.0 {
-            match log.flag {
-                "--preemptions" => write_preemptions(log, outs, teams)?,
+            match log.kind {
+                Kind::Preemptions => write_preemptions(log, outs, teams)?,
                 // Every allot run's submit-time priorities.
-                "--priorities" => {
+                Kind::Priorities => {
                     write_team_lines(log, outs, teams, |r| &r.submit_priorities, |p| p.team)?
                 }
-                _ => write_team_lines(log, outs, teams, |r| &r.attempt_log, |a| a.team)?,
+                Kind::Attempts => {
+                    write_team_lines(log, outs, teams, |r| &r.attempt_log, |a| a.team)?
+                }
             }
         }
         Ok(())
@@ -198,7 +224,8 @@ fn write_team_lines<R: Serialize>(
 /// Writes `lines` to `log`, one JSON object a line. Errors: a write
 /// fails (naming the option and the file).
 fn write_json_lines<T: Serialize>(log: Log, lines: impl Iterator<Item = T>) -> anyhow::Result<()> {
-    let Log { flag, path, file } = log;
+    let Log { kind, path, file } = log;
+    let flag = kind.flag();
     let context = || format!("{flag} {}: cannot write it", path.display());
     let mut w = BufWriter::new(file);
     for line in lines {

@@ -105,7 +105,7 @@ pub fn backtest(
             }
         }
         steps += 1;
-        if steps % 8192 == 0 {
+        if steps.is_multiple_of(8192) {
             progress(base.finished());
         }
     }

@@ -68,7 +68,7 @@ mod tests {
             for u in [0.0, 0.3, 0.7, 0.99] {
                 let l = user_limit(d, u);
                 assert!(
-                    l >= d && (ROUNDED.contains(&l) || l % 86_400 == 0),
+                    l >= d && (ROUNDED.contains(&l) || l.is_multiple_of(86_400)),
                     "{d} {u} -> {l}"
                 );
             }

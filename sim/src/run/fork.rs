@@ -200,7 +200,7 @@ impl<'w> Sim<'w> {
                     *kind != COMPLETE
                         || jobs
                             .get(*a as usize)
-                            .map_or(true, |j| j.state != State::Running)
+                            .is_none_or(|j| j.state != State::Running)
                 })
                 .collect();
             for &(end, id) in &self.running_by_end {

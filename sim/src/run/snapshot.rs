@@ -83,9 +83,9 @@ impl Sim<'_> {
         for (t, team) in self.w.teams.iter().enumerate() {
             self.team_rank[t] = engine.fair_tree().rank(team.leaf);
             self.team_below[t] = engine.load().is_some_and(|l| l.below(team.leaf));
-            self.team_lane[t] = engine.load().map_or(true, |l| {
-                l.lane_open(team.leaf, self.config.priority.allowance())
-            });
+            self.team_lane[t] = engine
+                .load()
+                .is_none_or(|l| l.lane_open(team.leaf, self.config.priority.allowance()));
         }
         self.engine = Some(engine);
         self.next_refresh = self.tick_after(now);

@@ -270,9 +270,9 @@ impl ContractRule {
         (self.teams.is_empty() || self.teams.iter().any(|t| t == team))
             && (self.partitions.is_empty()
                 || partition.is_some_and(|p| self.partitions.iter().any(|x| x == p)))
-            && self.min_gpus.map_or(true, |m| gpus >= m)
-            && self.max_gpus.map_or(true, |m| gpus <= m)
-            && self.min_duration.map_or(true, |m| duration >= m)
-            && self.max_duration.map_or(true, |m| duration <= m)
+            && self.min_gpus.is_none_or(|m| gpus >= m)
+            && self.max_gpus.is_none_or(|m| gpus <= m)
+            && self.min_duration.is_none_or(|m| duration >= m)
+            && self.max_duration.is_none_or(|m| duration <= m)
     }
 }

@@ -95,10 +95,10 @@ pub(super) fn fill(sim: &mut toml::Table, config: &Config, errors: &mut Vec<Conf
 /// with it, `sched_interval = "0"` the passes' phases and `drain_pass_ms`
 /// too), and `short_partition` where the engine's short band is off.
 fn applies(key: &str, sim: &toml::Table, config: &Config) -> bool {
-    let as_preset = |k: &str, v: &str| sim.get(k).map_or(true, |w| w.as_str() == Some(v));
-    let passes = sim.get("sched_interval").map_or(true, |v| {
-        v.as_str().and_then(|s| parse_slurm_duration(s).ok()) != Some(0)
-    });
+    let as_preset = |k: &str, v: &str| sim.get(k).is_none_or(|w| w.as_str() == Some(v));
+    let passes = sim
+        .get("sched_interval")
+        .is_none_or(|v| v.as_str().and_then(|s| parse_slurm_duration(s).ok()) != Some(0));
     match key {
         "short_partition" => config.priority.short_max_gpus > 0,
         "will_run_window" => {
