@@ -147,7 +147,7 @@ impl Ledger {
 pub fn append_event(path: &Path, event: &Event) -> Result<bool> {
     let sql = |source| LedgerError::Sqlite {
         path: path.to_path_buf(),
-        source,
+        error: source,
     };
     let (conn, version) = super::open_existing(path, OpenFlags::SQLITE_OPEN_READ_WRITE)?;
     if version < 2 {

@@ -148,13 +148,14 @@ CREATE TABLE buckets (
 /// Ledger failures. Each message names the file and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum LedgerError {
-    /// SQLite failed.
-    #[error("ledger {path}: {source}")]
+    /// SQLite failed. (The SQLite error is in the message, not a
+    /// `source`: a chain would print it twice.)
+    #[error("ledger {path}: {error}{}", sqlite_fix(path, error))]
     Sqlite {
         /// The ledger file.
         path: PathBuf,
         /// The SQLite error.
-        source: rusqlite::Error,
+        error: rusqlite::Error,
     },
     /// A file operation failed.
     #[error("ledger {path}: {source}")]
@@ -197,6 +198,21 @@ pub enum LedgerError {
         /// Its schema version (0: empty or not a ledger).
         found: i64,
     },
+}
+
+/// What to do about SQLite error `e` on `path`, where the error alone does
+/// not say ("" where it does).
+fn sqlite_fix(path: &std::path::Path, e: &rusqlite::Error) -> &'static str {
+    use rusqlite::ErrorCode;
+    match e.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase) => {
+            "; it is not an allot ledger: pass --ledger the file `allot sync` writes ([ledger] path in allot.toml)"
+        }
+        Some(ErrorCode::SystemIoFailure | ErrorCode::CannotOpen) if path.is_dir() => {
+            "; it is a directory: pass --ledger the ledger file in it ([ledger] path in allot.toml)"
+        }
+        _ => "",
+    }
 }
 
 /// Result alias.
@@ -378,7 +394,7 @@ pub(crate) fn schema_version(conn: &Connection, path: &Path) -> Result<i64> {
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .map_err(|source| LedgerError::Sqlite {
             path: path.to_path_buf(),
-            source,
+            error: source,
         })?;
     if version > SCHEMA_VERSION {
         return Err(LedgerError::NewerSchema {
@@ -399,7 +415,7 @@ pub(crate) fn schema_version(conn: &Connection, path: &Path) -> Result<i64> {
 pub(crate) fn open_existing(path: &Path, flags: OpenFlags) -> Result<(Connection, i64)> {
     let sql = |source| LedgerError::Sqlite {
         path: path.to_path_buf(),
-        source,
+        error: source,
     };
     if !path.exists() {
         return Err(LedgerError::Missing {

@@ -199,7 +199,7 @@ impl Ledger {
         let path = self.path.clone();
         let sql = move |source| LedgerError::Sqlite {
             path: path.clone(),
-            source,
+            error: source,
         };
         let tx = self.conn.transaction().map_err(&sql)?;
         for (n, line) in buf[..complete].split(|&b| b == b'\n').enumerate() {

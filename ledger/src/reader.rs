@@ -61,7 +61,7 @@ impl LedgerReader {
     pub(crate) fn sql(&self) -> impl Fn(rusqlite::Error) -> LedgerError + '_ {
         move |source| LedgerError::Sqlite {
             path: self.path.clone(),
-            source,
+            error: source,
         }
     }
 

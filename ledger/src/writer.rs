@@ -126,7 +126,7 @@ impl Ledger {
         create_private(path)?;
         let sql = |source| LedgerError::Sqlite {
             path: path.to_path_buf(),
-            source,
+            error: source,
         };
         let conn = Connection::open(path).map_err(sql)?;
         conn.pragma_update(None, "journal_mode", "WAL")
@@ -165,7 +165,7 @@ impl Ledger {
     pub(crate) fn sql(&self) -> impl Fn(rusqlite::Error) -> LedgerError + '_ {
         move |source| LedgerError::Sqlite {
             path: self.path.clone(),
-            source,
+            error: source,
         }
     }
 
@@ -173,7 +173,7 @@ impl Ledger {
         let path = self.path.clone();
         let sql = move |source| LedgerError::Sqlite {
             path: path.clone(),
-            source,
+            error: source,
         };
         let version = schema_version(&self.conn, &self.path)?;
         for (i, m) in MIGRATIONS.iter().enumerate().skip(version as usize) {
@@ -240,7 +240,7 @@ impl Ledger {
         let path = self.path.clone();
         let sql = move |source| LedgerError::Sqlite {
             path: path.clone(),
-            source,
+            error: source,
         };
         let tx = self
             .conn
