@@ -79,6 +79,35 @@ pub fn resolve_config_path(
     dir.join("allot.toml")
 }
 
+/// Where the config path `path` came from, as [`resolve_config_path`]
+/// chose it, for an error message: `$ALLOT_CONF`, beside `$SLURM_CONF`,
+/// the default, or the command line.
+pub fn config_origin(
+    path: &Path,
+    allot_conf: Option<OsString>,
+    slurm_conf: Option<OsString>,
+) -> String {
+    let env = |v: &Option<OsString>| v.clone().filter(|p| !p.is_empty());
+    if env(&allot_conf).is_some_and(|p| Path::new(&p) == path) {
+        return "from $ALLOT_CONF".into();
+    }
+    if env(&allot_conf).is_none() {
+        if let Some(sc) = env(&slurm_conf) {
+            if resolve_config_path(None, None, Some(sc.clone())) == path {
+                return format!(
+                    "allot.toml beside slurm.conf: the directory of $SLURM_CONF={}",
+                    Path::new(&sc).display()
+                );
+            }
+        } else if Path::new(DEFAULT_SLURM_CONF_DIR).join("allot.toml") == path {
+            return format!(
+                "the default, allot.toml in {DEFAULT_SLURM_CONF_DIR}: neither $ALLOT_CONF nor $SLURM_CONF is set"
+            );
+        }
+    }
+    "from --config".into()
+}
+
 /// Reads and validates a config file: the engine's config and its `[sim]`
 /// section (which only `allot sim` reads, but every command checks).
 ///
@@ -105,8 +134,21 @@ pub struct Loaded {
 /// # Errors
 /// As [`load`].
 pub fn load_all(path: &Path) -> anyhow::Result<Loaded> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        let origin = config_origin(
+            path,
+            std::env::var_os("ALLOT_CONF"),
+            std::env::var_os("SLURM_CONF"),
+        );
+        let fix = if e.kind() == std::io::ErrorKind::PermissionDenied {
+            "make it readable by this user, or give --config FILE"
+        } else if origin == "from --config" {
+            "give --config an allot.toml that exists"
+        } else {
+            "give --config FILE, or set $ALLOT_CONF to the file"
+        };
+        anyhow::anyhow!("cannot read {} ({origin}): {e}; {fix}", path.display())
+    })?;
     let (config, sim) =
         allot_sim::settings::from_toml_str(&text).map_err(|errs| listed(path, &errs))?;
     // Valid TOML: it parsed above.
@@ -261,6 +303,35 @@ mod tests {
         assert_eq!(
             resolve_config_path(None, None, os("slurm.conf")),
             PathBuf::from("allot.toml")
+        );
+    }
+
+    #[test]
+    fn a_config_error_says_where_the_path_came_from() {
+        let os = |s: &str| Some(OsString::from(s));
+        let at = |p: &str, a, s| config_origin(Path::new(p), a, s);
+        assert_eq!(
+            at("/a/b.toml", os("/a/b.toml"), os("/s/slurm.conf")),
+            "from $ALLOT_CONF"
+        );
+        assert!(
+            at("/s/allot.toml", None, os("/s/slurm.conf")).contains("$SLURM_CONF=/s/slurm.conf")
+        );
+        assert!(at("/etc/slurm/allot.toml", os(""), None)
+            .contains("neither $ALLOT_CONF nor $SLURM_CONF"));
+        // An explicit file, also where the environment names another.
+        assert_eq!(at("x.toml", os("/a/b.toml"), None), "from --config");
+        assert_eq!(
+            at("/s/allot.toml", os("/a/b.toml"), os("/s/slurm.conf")),
+            "from --config"
+        );
+        let e = load_all(Path::new("/nonexistent/allot-test.toml"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("cannot read /nonexistent/allot-test.toml") && e.contains("give --config"),
+            "{e}"
         );
     }
 
