@@ -186,33 +186,66 @@ pub fn read_squeue(r: impl std::io::Read) -> serde_json::Result<BTreeMap<u64, Li
 /// says how to find its job id).
 pub fn resolve(job: &str, jobs: &BTreeMap<u64, LiveJob>) -> Result<u64, String> {
     let job = job.trim();
-    if let Ok(id) = job.parse::<u64>() {
-        return Ok(id);
+    let id = |s: &str| -> Result<Option<u64>, String> {
+        match s.parse::<u64>() {
+            Ok(n) if n > u64::from(u32::MAX) => Err(format!(
+                "{s} is not a job id: Slurm's job ids go up to {}",
+                u32::MAX
+            )),
+            Ok(n) => Ok(Some(n)),
+            Err(_) => Ok(None),
+        }
+    };
+    if let Some(n) = id(job)? {
+        return Ok(n);
     }
-    let parsed = job
-        .split_once('_')
-        .and_then(|(a, t)| Some((a.parse::<u64>().ok()?, t.parse::<u64>().ok()?)));
-    let Some((array, task)) = parsed else {
-        return Err(format!(
-            "{job:?} is not a job id: give a number (4242) or an array task as squeue shows it (4242_7)"
-        ));
+    let not_an_id = || {
+        format!(
+            "{job:?} is not a job id: give a number (4242) or an array task as squeue shows it (4242_7, or 4242_[8-15] for its pending tasks)"
+        )
+    };
+    let Some((a, t)) = job.split_once('_') else {
+        return Err(not_an_id());
+    };
+    let Some(array) = id(a)? else {
+        return Err(not_an_id());
+    };
+    // The array's pending tasks as squeue prints them (4242_[8-15]): the
+    // array's own record.
+    let pending_record = jobs
+        .get(&array)
+        .filter(|l| l.array.is_none() && !l.array_pending.is_empty());
+    if t.starts_with('[') && t.ends_with(']') {
+        return match pending_record {
+            Some(_) => Ok(array),
+            None => Err(format!(
+                "{job} is not in slurmctld now: array {array} has no pending tasks (squeue shows their record as {array}_[...])"
+            )),
+        };
+    }
+    let Some(task) = id(t)? else {
+        return Err(not_an_id());
     };
     if let Some((id, _)) = jobs.iter().find(|(_, l)| l.array == Some((array, task))) {
         return Ok(*id);
     }
-    // Tasks not started yet share one record, the array's own id.
-    if let Some(rec) = jobs
-        .get(&array)
-        .filter(|l| l.array.is_none() && !l.array_pending.is_empty())
-    {
-        return Err(format!(
+    match (pending_record, jobs.get(&array)) {
+        // Tasks not started yet share one record, the array's own id.
+        (Some(rec), _) if array_has_task(&rec.array_pending, task) => Err(format!(
             "array task {array}_{task} has not started: slurmctld keeps the array's pending tasks as one job, {array}_[{}]; ask for job {array}, which stands for the first of them (tasks start in order)",
             rec.array_pending
-        ));
+        )),
+        (Some(rec), _) => Err(format!(
+            "array task {array}_{task} is not in slurmctld now, nor among the array's pending tasks {array}_[{}]; if it ran, give its job id (sacct -j {array}_{task} -X -n -o JobIDRaw)",
+            rec.array_pending
+        )),
+        (None, Some(l)) if l.array.is_none() => Err(format!(
+            "job {array} is not a job array, so it has no task {task}: ask for job {array}"
+        )),
+        _ => Err(format!(
+            "array task {array}_{task} is not in slurmctld now; give its job id instead (sacct -j {array}_{task} -X -n -o JobIDRaw)"
+        )),
     }
-    Err(format!(
-        "array task {array}_{task} is not in slurmctld now; give its job id instead (sacct -j {array}_{task} -X -n -o JobIDRaw)"
-    ))
 }
 
 /// Every job slurmctld has now (`squeue --json`, streamed through
@@ -306,9 +339,26 @@ fn live_of(j: &SqueueJob) -> LiveJob {
 /// ids and ranges `a-b` or `a-b:step`, with an optional `%N` throttle at
 /// the end (ignored); 0 for an empty or unreadable string.
 pub fn array_task_count(s: &str) -> u64 {
+    array_ranges(s).map_or(0, |r| {
+        r.iter().map(|&(a, b, step)| (b - a) / step + 1).sum()
+    })
+}
+
+/// True when task `task` is among the tasks of `s` (as
+/// [`array_task_count`] reads it).
+pub fn array_has_task(s: &str, task: u64) -> bool {
+    array_ranges(s).is_some_and(|r| {
+        r.iter()
+            .any(|&(a, b, step)| (a..=b).contains(&task) && (task - a).is_multiple_of(step))
+    })
+}
+
+/// The ranges (first, last, step) of an array's task list (`0-5`,
+/// `1,3,8-15:2`, `[0-3]%2`); `None` where it is not one.
+fn array_ranges(s: &str) -> Option<Vec<(u64, u64, u64)>> {
     let s = s.split('%').next().unwrap_or("").trim();
     let s = s.trim_start_matches('[').trim_end_matches(']');
-    let mut n = 0u64;
+    let mut out = Vec::new();
     for part in s.split(',').filter(|p| !p.is_empty()) {
         let (range, step) = match part.split_once(':') {
             Some((r, st)) => (r, st.parse::<u64>().unwrap_or(1).max(1)),
@@ -319,11 +369,11 @@ pub fn array_task_count(s: &str) -> u64 {
             None => (range.parse::<u64>(), range.parse::<u64>()),
         };
         match (a, b) {
-            (Ok(a), Ok(b)) if b >= a => n += (b - a) / step + 1,
-            _ => return 0,
+            (Ok(a), Ok(b)) if b >= a => out.push((a, b, step)),
+            _ => return None,
         }
     }
-    n
+    Some(out)
 }
 
 /// `allot explain JOB --json`, and the sidecar's `/api/v1/jobs/JOB`.
@@ -735,6 +785,21 @@ mod tests {
             "{e}"
         );
         assert_eq!(resolve("28", &jobs), Ok(28));
+        // As squeue prints the pending record.
+        assert_eq!(resolve("28_[0-5]", &jobs), Ok(28));
+        // A task the array does not have pending, a job that is no array,
+        // an id above Slurm's.
+        let e = resolve("28_9", &jobs).unwrap_err();
+        assert!(
+            e.contains("nor among the array's pending tasks 28_[0-5]"),
+            "{e}"
+        );
+        let jobs = BTreeMap::from([(18, LiveJob::default())]);
+        let e = resolve("18_3", &jobs).unwrap_err();
+        assert!(e.contains("job 18 is not a job array"), "{e}");
+        let e = resolve("4294967296", &jobs).unwrap_err();
+        assert!(e.contains("up to 4294967295"), "{e}");
+        assert!(array_has_task("1,3,8-15:2", 10) && !array_has_task("1,3,8-15:2", 9));
     }
 
     #[test]
