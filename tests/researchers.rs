@@ -403,6 +403,17 @@ fn alice_sees_who_preempted_her_job_and_bob_is_refused_under_private_data() {
     );
     let out = tb.allot_as("alice", &format!("explain {victim} --json --config {conf}"));
     assert!(out.status.success(), "{}", text(&out));
+    // `allot forecast` reads squeue and sacct itself, which now show alice
+    // her own jobs only: refused (it would forecast an emptier cluster),
+    // pointing to `allot explain`, which asks the sidecar.
+    let out = tb.allot_as("alice", &format!("forecast {victim} --config {conf}"));
+    let said = text(&out);
+    assert!(
+        !out.status.success()
+            && said.contains("PrivateData=jobs")
+            && said.contains("allot explain"),
+        "{said}"
+    );
     let (status, page) = get(port, &format!("/jobs/{victim}")).expect("the page");
     assert_eq!(status, 403, "a browser is anonymous: {page}");
     tb.cancel_all();

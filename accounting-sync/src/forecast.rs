@@ -353,7 +353,7 @@ pub fn render(f: &LiveForecast, cluster: ClusterSpec, history_days: u64) -> Stri
          assumes: {} of allot's policy from slurmctld's {} running and {} pending jobs on \
          {} x {} GPUs in service{} (running jobs placed where the simulator would place them); \
          run times drawn from {} that ended in the last {} days (run time / time limit, by \
-         account and time limit){}; arrivals repeating recent days{}\n",
+         account and time limit){}; arrivals repeating recent days{}{}\n",
         f.job,
         t(f.p10),
         t(f.p50),
@@ -388,6 +388,20 @@ pub fn render(f: &LiveForecast, cluster: ClusterSpec, history_days: u64) -> Stri
             format!(
                 "; {} of {} replays had not started it within the horizon",
                 f.beyond_horizon, f.draws
+            )
+        } else {
+            String::new()
+        },
+        if f.outlived_history > 0 {
+            format!(
+                "; {} had run longer than any like job of the history, and each runs to its time \
+                 limit in every replay: where that decides the start, p10-p90 is narrower than \
+                 the real spread",
+                if f.outlived_history == 1 {
+                    "1 running job".to_string()
+                } else {
+                    format!("{} running jobs", f.outlived_history)
+                }
             )
         } else {
             String::new()
@@ -527,6 +541,7 @@ mod tests {
             running: 1,
             pending: 1,
             draining: 1,
+            outlived_history: 1,
         };
         let line = times(&f, 1000);
         assert!(
@@ -542,6 +557,10 @@ mod tests {
             7,
         );
         assert!(text.contains("not within 14 days"), "{text}");
+        assert!(
+            text.contains("1 running job had run longer than any like job"),
+            "{text}"
+        );
         assert!(text.contains("1 replay of allot's policy"), "{text}");
         assert!(
             text.contains("on 1 node x 8 GPUs in service, 1 of them draining"),

@@ -267,6 +267,10 @@ struct ForkPools<'h> {
     history: &'h History,
     day_draw: Vec<usize>,
     seed: u64,
+    /// Jobs drawn with some run already (running ones) that had run longer
+    /// than every value they could be drawn from: they get their time
+    /// limit ([`ForkPools::draw`]).
+    outlived: std::cell::Cell<u32>,
 }
 
 impl<'h> ForkPools<'h> {
@@ -274,6 +278,7 @@ impl<'h> ForkPools<'h> {
         let mut rng = Draws::new(seed);
         ForkPools {
             seed: rng.0,
+            outlived: std::cell::Cell::new(0),
             history,
             day_draw: (0..accounts)
                 .map(|_| rng.below(history.days as u64) as usize)
@@ -306,7 +311,12 @@ impl<'h> ForkPools<'h> {
         };
         match r {
             Some(r) => ((r * limit as f64).ceil() as u64).max(done + 1),
-            None => limit.max(done + 1),
+            None => {
+                if done > 0 {
+                    self.outlived.set(self.outlived.get() + 1);
+                }
+                limit.max(done + 1)
+            }
         }
     }
 }
@@ -446,13 +456,15 @@ pub(crate) fn forecast(
     buf: &mut ForkBuffer,
 ) -> StartForecast {
     let history = History::of(base, opts.history);
-    let starts = draw_starts(base, &history, job, opts, buf, 0..opts.draws.max(1));
+    let starts = draw_starts(base, &history, job, opts, buf, 0..opts.draws.max(1), &mut 0);
     let baseline = baseline_start(base, job, opts, buf);
     summarize_starts(base.now(), opts, starts, baseline)
 }
 
 /// The starts of `job` in the forks `draws` of `base`, with run times from
-/// `history` (`None`: not by the horizon).
+/// `history` (`None`: not by the horizon). `outlived` becomes at least the
+/// number of jobs, in any of these forks, that had run longer than every
+/// run time they could be drawn from (each then runs to its time limit).
 pub(crate) fn draw_starts(
     base: &Sim<'_>,
     history: &History,
@@ -460,6 +472,7 @@ pub(crate) fn draw_starts(
     opts: &ForecastOptions,
     buf: &mut ForkBuffer,
     draws: impl Iterator<Item = u32>,
+    outlived: &mut u32,
 ) -> Vec<Option<u64>> {
     let accounts = base.workload().accounts.len();
     draws
@@ -471,9 +484,11 @@ pub(crate) fn draw_starts(
             );
             draw_workload(base, buf, &pools, opts, draw);
             let w = &buf.w;
-            run_fork(base, w, job, opts.horizon, |id, p| {
+            let start = run_fork(base, w, job, opts.horizon, |id, p| {
                 Some(pools.draw(&w.jobs[id as usize], p.kept + p.elapsed))
-            })
+            });
+            *outlived = (*outlived).max(pools.outlived.get());
+            start
         })
         .collect()
 }

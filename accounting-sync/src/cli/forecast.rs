@@ -9,6 +9,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use allot_sim::forecast::ForecastOptions;
+use allot_sync::server::auth;
+use allot_sync::server::privacy::{private_data_of, slurm_user_of};
 use allot_sync::{explain, forecast};
 
 use super::common::{load_all, now, ConfigArg, Loaded};
@@ -44,6 +46,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             path.display()
         )
     });
+    refuse_partial_view()?;
     let jobs = explain::squeue_now()?;
     verbose(|| format!("squeue --json: {} jobs", jobs.len()));
     let job = explain::resolve(&args.job, &jobs).map_err(anyhow::Error::msg)?;
@@ -80,4 +83,60 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The forecast replays every job slurmctld has. Under `PrivateData=jobs`
+/// (squeue) or `usage` (sacct), a user who is not an admin (root,
+/// SlurmUser, or AdminLevel Operator or Administrator in slurmdbd) sees
+/// only their own jobs, and a forecast from them would start the job as if
+/// the cluster held nobody else's: refused, naming what sees every job.
+///
+/// # Errors
+/// That case; `scontrol show config` that cannot be run or fails.
+fn refuse_partial_view() -> anyhow::Result<()> {
+    let out = std::process::Command::new("scontrol")
+        .args(["show", "config"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| {
+            anyhow::anyhow!("cannot run scontrol show config: {e} (is Slurm's scontrol on PATH?)")
+        })?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "scontrol show config failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let show = String::from_utf8_lossy(&out.stdout);
+    let private = private_data_of(&show);
+    if !(private.jobs || private.usage) {
+        return Ok(());
+    }
+    // SAFETY: getuid cannot fail.
+    let me = auth::user_name(unsafe { libc::getuid() });
+    if me == "root" || slurm_user_of(&show).as_deref() == Some(me.as_str()) || is_operator(&me) {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "slurmctld's PrivateData={} hides other users' jobs from {me}'s squeue and sacct, so a forecast made here would see an emptier cluster than there is. \
+         Ask the sidecar, which sees every job: `allot explain JOBID` prints the same forecast (its `Forecast start` line; set [server] url in allot.toml if it says the sidecar is not configured), \
+         and so does the researchers' page /jobs/JOBID. Root, SlurmUser and slurmdbd's Operators and Administrators can run `allot forecast`.",
+        private.describe()
+    )
+}
+
+/// True when slurmdbd gives `user` AdminLevel Operator or Administrator
+/// (false where sacctmgr cannot say).
+fn is_operator(user: &str) -> bool {
+    std::process::Command::new("sacctmgr")
+        .args(["-n", "-P", "show", "user", user, "format=adminlevel"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .is_some_and(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| matches!(l.trim(), "Administrator" | "Operator"))
+        })
 }

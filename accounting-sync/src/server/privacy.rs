@@ -211,6 +211,7 @@ impl Viewer {
             f.running = 0;
             f.pending = 0;
             f.history_jobs = 0;
+            f.outlived_history = 0;
         }
         f
     }

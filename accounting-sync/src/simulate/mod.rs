@@ -102,12 +102,13 @@ pub struct Args {
     /// one from the user-limit model (docs/forecast.md)
     #[arg(long)]
     pub forecast_backtest: bool,
-    /// With --forecast-backtest: jobs to sample at most (every n-th job)
+    /// With --forecast-backtest: jobs to sample at most (every n-th job), at least 1
     #[arg(
         long,
         value_name = "N",
         default_value_t = 1000,
-        requires = "forecast_backtest"
+        requires = "forecast_backtest",
+        value_parser = clap::value_parser!(u32).range(1..)
     )]
     pub forecast_jobs: u32,
     /// With --forecast-backtest: forks (draws) per forecast
@@ -377,6 +378,20 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                     .join(", ")
             );
         }
+    }
+    // A backtest that compared nothing measured nothing: its figures are
+    // printed (n/a, JSON null), and the run fails saying why.
+    if let Some((o, f)) = outs
+        .iter()
+        .find_map(|o| o.forecast.as_ref().filter(|f| f.jobs == 0).map(|f| (o, f)))
+    {
+        bail!(
+            "--forecast-backtest compared no forecast in run {}: of the jobs sampled (one in {}), none was left pending by its submission's scheduling pass and started later ({} never started). Sample more with --forecast-jobs N (now {}), or give a trace whose jobs queue",
+            run_label(o),
+            f.sampled_every,
+            f.never_started,
+            args.forecast_jobs
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

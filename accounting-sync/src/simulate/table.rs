@@ -199,17 +199,21 @@ pub(super) fn print_text(
         );
         for o in outs {
             let Some(f) = &o.forecast else { continue };
+            // n/a where no job was compared or scored (no ratio of none).
+            let fixed = |v: Option<f64>, scale: f64, digits: usize| {
+                v.map_or("n/a".to_string(), |v| format!("{:.digits$}", scale * v))
+            };
             println!(
-                "{:<cfg_w$} {:<8} {:>6} {:>6} {:>10.3} {:>13.3} {:>9.1} {:>11} {:>10}",
+                "{:<cfg_w$} {:<8} {:>6} {:>6} {:>10} {:>13} {:>9} {:>11} {:>10}",
                 o.config,
                 o.report.policy.name(),
                 f.jobs,
                 f.scored,
-                f.mae_ratio,
-                f.baseline_mae_ratio,
-                100.0 * f.coverage_80,
+                fixed(f.mae_ratio, 1.0, 3),
+                fixed(f.baseline_mae_ratio, 1.0, 3),
+                fixed(f.coverage_80, 100.0, 1),
                 format!("{}/{}", f.early, f.late),
-                human_secs(f.median_wait_s),
+                f.median_wait_s.map_or("n/a".to_string(), human_secs),
             );
         }
         println!("mae_ratio = median |forecast p50 - actual start| / actual wait; baseline = time limits, no arrivals (squeue --start); cover80% = actual starts within p10-p90. See docs/forecast.md.");

@@ -323,6 +323,28 @@ fn the_forecast_backtest_runs_on_a_trace_without_limits() {
     assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
 }
 
+/// A backtest in which no job queues compared nothing: an error naming
+/// the run and the fix, not a row of zeros.
+#[test]
+fn a_forecast_backtest_that_compares_nothing_fails() {
+    let dir = std::env::temp_dir().join(format!("allot-fb0-{}", std::process::id()));
+    // Ten 1-GPU jobs an hour apart on 8 GPUs: none waits.
+    let trace: String = std::iter::once("submit,duration,gpus,team\n".to_string())
+        .chain((0..10).map(|i| format!("{},600,1,a\n", i * 3600)))
+        .collect();
+    let args = Args {
+        forecast_backtest: true,
+        forecast_jobs: 10,
+        forecast_draws: 2,
+        ..sim_args(&dir, "[tree.a]\nshare = 1\n", &trace)
+    };
+    let e = run(&args).unwrap_err().to_string();
+    assert!(
+        e.contains("compared no forecast in run allot") && e.contains("--forecast-jobs"),
+        "{e}"
+    );
+}
+
 #[test]
 fn mixed_case_trace_accounts_match_and_unmatched_traces_fail() {
     let dir = std::env::temp_dir().join(format!("allot-sim-case-{}", std::process::id()));

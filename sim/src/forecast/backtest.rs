@@ -43,16 +43,17 @@ pub struct BacktestSummary {
     /// Of those, jobs that waited at least `min_wait_s`: the ones scored.
     pub scored: u64,
     /// Median over scored jobs of |forecast p50 - actual start| / actual
-    /// wait.
-    pub mae_ratio: f64,
+    /// wait; `None` (JSON null) when no job was scored.
+    pub mae_ratio: Option<f64>,
     /// The same for the baseline (time limits, no arrivals: `squeue --start`).
-    pub baseline_mae_ratio: f64,
-    /// Share of scored jobs whose actual start lies within p10-p90, [0, 1].
-    pub coverage_80: f64,
-    /// The same over every job compared.
-    pub coverage_80_all: f64,
-    /// Median actual wait of the scored jobs, seconds.
-    pub median_wait_s: u64,
+    pub baseline_mae_ratio: Option<f64>,
+    /// Share of scored jobs whose actual start lies within p10-p90, [0, 1];
+    /// `None` when no job was scored.
+    pub coverage_80: Option<f64>,
+    /// The same over every job compared (`None`: none was).
+    pub coverage_80_all: Option<f64>,
+    /// Median actual wait of the scored jobs, seconds (`None`: none).
+    pub median_wait_s: Option<u64>,
     /// Scored jobs whose actual start was before p10 / after p90.
     pub early: u64,
     pub late: u64,
@@ -150,7 +151,7 @@ fn summarize(
         waits.push(wait);
     }
     let scored = rel.len() as u64;
-    let share = |k: u64, of: u64| if of == 0 { 0.0 } else { k as f64 / of as f64 };
+    let share = |k: u64, of: u64| (of > 0).then(|| k as f64 / of as f64);
     BacktestSummary {
         jobs,
         scored,
@@ -160,10 +161,7 @@ fn summarize(
         coverage_80_all: share(covered_all, jobs),
         median_wait_s: {
             waits.sort_unstable();
-            waits
-                .get(waits.len().saturating_sub(1) / 2)
-                .copied()
-                .unwrap_or(0)
+            waits.get(waits.len().saturating_sub(1) / 2).copied()
         },
         early,
         late,
@@ -176,17 +174,17 @@ fn summarize(
     }
 }
 
-/// The median (the mean of the two middle values of an even count); 0 for
-/// none.
-fn median_f(v: &mut [f64]) -> f64 {
+/// The median (the mean of the two middle values of an even count);
+/// `None` for none.
+fn median_f(v: &mut [f64]) -> Option<f64> {
     if v.is_empty() {
-        return 0.0;
+        return None;
     }
     v.sort_by(f64::total_cmp);
     let m = v.len() / 2;
     if v.len() % 2 == 1 {
-        v[m]
+        Some(v[m])
     } else {
-        (v[m - 1] + v[m]) / 2.0
+        Some((v[m - 1] + v[m]) / 2.0)
     }
 }

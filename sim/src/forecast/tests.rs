@@ -54,8 +54,11 @@ fn a_backtest_leaves_the_replay_as_it_was_and_beats_its_baseline() {
     assert_eq!(r, plain);
     assert_eq!(f.sampled_every, 4);
     assert!(f.jobs >= 20 && f.scored >= 10, "{f:?}");
-    assert!(f.mae_ratio < f.baseline_mae_ratio, "{f:?}");
-    assert!((0.0..=1.0).contains(&f.coverage_80));
+    assert!(
+        f.mae_ratio.unwrap() < f.baseline_mae_ratio.unwrap(),
+        "{f:?}"
+    );
+    assert!((0.0..=1.0).contains(&f.coverage_80.unwrap()));
 }
 
 fn present_job(id: u64, submit: i64, limit: u64, now: JobNow) -> PresentJob {
