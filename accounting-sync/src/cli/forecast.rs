@@ -3,7 +3,8 @@
 //! ([`allot_sync::forecast`], `docs/forecast.md`). It reads squeue, sacct
 //! (every user's jobs of the usage window) and sinfo, so it answers fully
 //! where those show every job: an admin's host, or a cluster without
-//! `PrivateData=jobs,usage`.
+//! `PrivateData=jobs,usage`. Elsewhere it refuses and names `allot explain`,
+//! whose forecast the sidecar makes from every job.
 
 use std::process::ExitCode;
 use std::sync::Arc;
