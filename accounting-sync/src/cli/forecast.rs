@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use allot_sim::forecast::ForecastOptions;
 use allot_sync::server::auth;
-use allot_sync::server::privacy::{private_data_of, slurm_user_of};
+use allot_sync::server::privacy::private_data_of;
+use allot_sync::server::site;
 use allot_sync::{explain, forecast};
 
 use super::common::{load_all, now, ConfigArg, Loaded};
@@ -87,35 +88,22 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The forecast replays every job slurmctld has. Under `PrivateData=jobs`
-/// (squeue) or `usage` (sacct), a user who is not an admin (root,
-/// SlurmUser, or AdminLevel Operator or Administrator in slurmdbd) sees
-/// only their own jobs, and a forecast from them would start the job as if
-/// the cluster held nobody else's: refused, naming what sees every job.
+/// (squeue) or `usage` (sacct), a user who is not an admin
+/// ([`site::admins`]) sees only their own jobs, and a forecast from them
+/// would start the job as if the cluster held nobody else's: refused,
+/// naming what sees every job.
 ///
 /// # Errors
-/// That case; `scontrol show config` that cannot be run or fails.
+/// That case; scontrol or sacctmgr that cannot be run or fails.
 fn refuse_partial_view() -> anyhow::Result<()> {
-    let out = std::process::Command::new("scontrol")
-        .args(["show", "config"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| {
-            anyhow::anyhow!("cannot run scontrol show config: {e} (is Slurm's scontrol on PATH?)")
-        })?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "scontrol show config failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    let show = String::from_utf8_lossy(&out.stdout);
+    let show = site::show_config()?;
     let private = private_data_of(&show);
     if !(private.jobs || private.usage) {
         return Ok(());
     }
     // SAFETY: getuid cannot fail.
     let me = auth::user_name(unsafe { libc::getuid() });
-    if me == "root" || slurm_user_of(&show).as_deref() == Some(me.as_str()) || is_operator(&me) {
+    if site::admins(&show)?.contains(&me) {
         return Ok(());
     }
     anyhow::bail!(
@@ -124,20 +112,4 @@ fn refuse_partial_view() -> anyhow::Result<()> {
          and so does the researchers' page /jobs/JOBID. Root, SlurmUser and slurmdbd's Operators and Administrators can run `allot forecast`.",
         private.describe()
     )
-}
-
-/// True when slurmdbd gives `user` AdminLevel Operator or Administrator
-/// (false where sacctmgr cannot say).
-fn is_operator(user: &str) -> bool {
-    std::process::Command::new("sacctmgr")
-        .args(["-n", "-P", "show", "user", user, "format=adminlevel"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .is_some_and(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .any(|l| matches!(l.trim(), "Administrator" | "Operator"))
-        })
 }

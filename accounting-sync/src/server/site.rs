@@ -73,21 +73,8 @@ pub struct Site {
 /// # Errors
 /// A Slurm command that fails.
 pub fn slurm_users() -> anyhow::Result<SlurmUsers> {
-    let show = slurm_output("scontrol", &["show", "config"])?;
-    let mut admins: BTreeSet<String> = ["root".to_string()].into();
-    admins.extend(slurm_user_of(&show));
-    for l in slurm_output(
-        "sacctmgr",
-        &["-n", "-P", "show", "user", "format=user,adminlevel"],
-    )?
-    .lines()
-    {
-        if let Some((u, level)) = l.split_once('|') {
-            if matches!(level.trim(), "Administrator" | "Operator") {
-                admins.insert(u.to_string());
-            }
-        }
-    }
+    let show = show_config()?;
+    let admins = admins(&show)?;
     let mut accounts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for l in slurm_output(
         "sacctmgr",
@@ -109,6 +96,38 @@ pub fn slurm_users() -> anyhow::Result<SlurmUsers> {
         admins,
         accounts,
     })
+}
+
+/// `scontrol show config`'s output.
+///
+/// # Errors
+/// scontrol cannot run or fails.
+pub fn show_config() -> anyhow::Result<String> {
+    slurm_output("scontrol", &["show", "config"])
+}
+
+/// Who sees everything whatever `PrivateData` says: root, SlurmUser (from
+/// `show`, `scontrol show config`'s output) and slurmdbd's users of
+/// AdminLevel Operator or Administrator.
+///
+/// # Errors
+/// sacctmgr cannot run or fails.
+pub fn admins(show: &str) -> anyhow::Result<BTreeSet<String>> {
+    let mut admins: BTreeSet<String> = ["root".to_string()].into();
+    admins.extend(slurm_user_of(show));
+    for l in slurm_output(
+        "sacctmgr",
+        &["-n", "-P", "show", "user", "format=user,adminlevel"],
+    )?
+    .lines()
+    {
+        if let Some((u, level)) = l.split_once('|') {
+            if matches!(level.trim(), "Administrator" | "Operator") {
+                admins.insert(u.to_string());
+            }
+        }
+    }
+    Ok(admins)
 }
 
 impl Site {
