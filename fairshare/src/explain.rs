@@ -216,7 +216,7 @@ impl Engine {
         let when = match from {
             _ if used => "never".to_string(),
             Some(t) if t <= now => "now".to_string(),
-            Some(t) => format!("in {} (at {t})", SlurmDuration(t - now)),
+            Some(t) => format!("in {}", SlurmDuration(t - now)),
             None => "not while suspended".to_string(),
         };
         e.summary = if by_any {
