@@ -22,6 +22,7 @@ const FORECAST_PATIENCE: std::time::Duration = std::time::Duration::from_secs(12
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Slurm job id, or a task of a job array as squeue shows it (4242_7)
+    #[arg(allow_negative_numbers = true)]
     job: String,
     #[command(flatten)]
     config: ConfigArg,

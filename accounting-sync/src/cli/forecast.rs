@@ -22,6 +22,7 @@ use super::remote::verbose;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Slurm job id of a pending job, or a task of a job array (4242_7)
+    #[arg(allow_negative_numbers = true)]
     job: String,
     #[command(flatten)]
     config: ConfigArg,
