@@ -93,7 +93,11 @@ impl Client {
                 None
             }
             Err(e) => {
-                eprintln!("allot: warning: asking the sidecar anonymously, so PrivateData hides what it covers: {e:#}");
+                // Once per command, however many requests it makes.
+                static WARNED: std::sync::Once = std::sync::Once::new();
+                WARNED.call_once(|| {
+                    eprintln!("allot: warning: asking the sidecar anonymously, so PrivateData hides what it covers: {e:#}");
+                });
                 Some(format!("{e:#}"))
             }
         };
