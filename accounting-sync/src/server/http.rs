@@ -99,6 +99,33 @@ impl Request {
             .find(|(k, _)| form_decode(k) == key)
             .map(|(_, v)| form_decode(v))
     }
+
+    /// Why the query does not fit an endpoint that takes the parameters
+    /// `allowed` (each at most once): the first unknown or repeated key, as
+    /// a message naming the ones it takes. `None` when it fits (or has no
+    /// query).
+    pub fn query_misfit(&self, allowed: &[&str]) -> Option<String> {
+        let mut seen: Vec<String> = Vec::new();
+        for pair in self.query.as_deref()?.split('&').filter(|p| !p.is_empty()) {
+            let key = form_decode(pair.split_once('=').map_or(pair, |(k, _)| k));
+            let takes = || allowed.join(", ");
+            if !allowed.contains(&key.as_str()) {
+                return Some(if allowed.is_empty() {
+                    format!("{key:?}: this endpoint takes no query parameters")
+                } else {
+                    format!("{key:?} is not a parameter here: it takes {}", takes())
+                });
+            }
+            if seen.contains(&key) {
+                return Some(format!(
+                    "{key} is given twice: give each of {} at most once",
+                    takes()
+                ));
+            }
+            seen.push(key);
+        }
+        None
+    }
 }
 
 /// Percent-decodes `s` with `+` as a space (`application/x-www-form-urlencoded`).
@@ -1137,6 +1164,27 @@ mod tests {
             .unwrap();
         assert_eq!(bare.query, None);
         assert_eq!(bare.query_param("a"), None);
+        // An endpoint's parameters: unknown and repeated keys are named.
+        assert_eq!(bare.query_misfit(&[]), None);
+        let misfit = |q: &[u8], allowed: &[&str]| {
+            parse_head(q, &Limits::default())
+                .unwrap()
+                .unwrap()
+                .query_misfit(allowed)
+        };
+        assert_eq!(misfit(b"GET /p?a=1&&b HTTP/1.1\r\n\r\n", &["a", "b"]), None);
+        assert_eq!(
+            misfit(b"GET /p?a=1&forcast=1 HTTP/1.1\r\n\r\n", &["a", "b"]).unwrap(),
+            "\"forcast\" is not a parameter here: it takes a, b"
+        );
+        assert_eq!(
+            misfit(b"GET /p?a=1&%61=0 HTTP/1.1\r\n\r\n", &["a", "b"]).unwrap(),
+            "a is given twice: give each of a, b at most once"
+        );
+        assert_eq!(
+            misfit(b"GET /p?x HTTP/1.1\r\n\r\n", &[]).unwrap(),
+            "\"x\": this endpoint takes no query parameters"
+        );
     }
 
     #[test]

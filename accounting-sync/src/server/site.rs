@@ -316,6 +316,16 @@ impl Site {
             Err(e) => return fail(401, &e.to_string()),
         };
         let viewer = Viewer::new(who, &snap.users);
+        // The API takes its parameters exactly: a misspelt or repeated one
+        // would otherwise answer something else than was asked, silently.
+        let takes: Option<&[&str]> = match &route {
+            Route::Report => Some(&["format", "users"]),
+            Route::Job { page: false, .. } => Some(&["format", "forecast"]),
+            Route::Index | Route::Job { page: true, .. } => None,
+        };
+        if let Some(why) = takes.and_then(|t| req.query_misfit(t)) {
+            return fail(400, &why);
+        }
         let format = req.query_param("format");
         match route {
             Route::Index => {

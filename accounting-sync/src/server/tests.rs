@@ -279,6 +279,20 @@ fn a_pending_jobs_page_has_its_forecast_and_the_api_gives_it_on_request() {
     let ended = json(&site.answer(&req("/api/v1/jobs/9?forecast=1")));
     assert!(ended.get("forecast").is_none(), "{ended}");
     assert_eq!(site.answer(&req("/api/v1/jobs/7?forecast=2")).status, 400);
+    // A misspelt or repeated parameter is refused, naming what the route takes.
+    let r = site.answer(&req("/api/v1/jobs/7?forcast=1"));
+    assert_eq!(r.status, 400);
+    assert!(
+        body(&r).contains("forcast\\\" is not a parameter here: it takes format, forecast"),
+        "{}",
+        body(&r)
+    );
+    let r = site.answer(&req("/api/v1/jobs/7?forecast=1&forecast=0"));
+    assert_eq!(r.status, 400);
+    assert!(body(&r).contains("forecast is given twice"), "{}", body(&r));
+    assert_eq!(site.answer(&req("/api/v1/report?user=1")).status, 400);
+    // Pages take what a browser adds.
+    assert_eq!(site.answer(&req("/jobs/7?utm=x")).status, 200);
 }
 
 #[test]
