@@ -164,7 +164,8 @@ pub struct TeamReport {
     pub owed_gpu_hours: f64,
     /// What it got of that, GPU-hours.
     pub delivered_gpu_hours: f64,
-    /// delivered / owed, [0, 1].
+    /// delivered / owed, [0, 1]; 1 for a team owed nothing (a share of 0,
+    /// or no jobs), which nothing fell short for.
     pub owed_delivered: f64,
     /// Its share of all GPU-hours delivered, [0, 1].
     pub share: f64,

@@ -529,7 +529,13 @@ pub(crate) fn report(i: ReportInput<'_>) -> SimReport {
             gpu_hours: got[t] as f64 / 3600.0,
             owed_gpu_hours: owed[t] / 3600.0,
             delivered_gpu_hours: delivered[t] / 3600.0,
-            owed_delivered: ratio(delivered[t], owed[t]),
+            // Owed nothing (no allocation, or no demand): nothing fell
+            // short, as the worst team (owed > 0 only) already reads it.
+            owed_delivered: if owed[t] > 0.0 {
+                delivered[t] / owed[t]
+            } else {
+                1.0
+            },
             share: ratio(got[t] as f64, got_total as f64),
             occupancy: ratio(got[t] as f64, cap_total as f64),
             preempted: i.m.team_preempted[t],

@@ -556,8 +556,10 @@ impl Workload {
             RuleMinRuntime::Runtime => "min_runtime=runtime (capped)".to_string(),
         };
         let mut rules = Vec::new();
-        let mut push = |rule: String, sets: String, (jobs, gpu_hours): (u64, f64)| {
-            if jobs > 0 {
+        // Every rule that sets a minimum runtime is listed, one that decided
+        // no job too (its conditions match none: say so rather than hide it).
+        let mut push = |rule: String, sets: String, (jobs, gpu_hours): (u64, f64), always: bool| {
+            if jobs > 0 || always {
                 rules.push(RuleUse {
                     rule,
                     sets,
@@ -570,12 +572,14 @@ impl Workload {
             "trace".into(),
             "min_runtime recorded in the trace".into(),
             uses[0],
+            false,
         );
         for (i, r) in sim.rules.iter().enumerate() {
             push(
                 r.name.clone(),
                 r.min_runtime.as_ref().map(describe).unwrap_or_default(),
                 uses[i + 1],
+                r.min_runtime.is_some(),
             );
         }
         push(
@@ -585,6 +589,7 @@ impl Workload {
                 fairshare::duration::SlurmDuration(config.contract.default_min_runtime)
             ),
             uses[sim.rules.len() + 1],
+            false,
         );
         let mut left_out: Vec<LeftOut> = left
             .into_iter()

@@ -199,7 +199,25 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         eprintln!("allot sim: warning: {msg}\n(skipped)");
     }
     if trace.jobs.is_empty() {
-        bail!("{}: no jobs to replay", args.trace.display());
+        // Say what left every row out: the skipped (no GPUs, zero runtime,
+        // never scheduled) and the malformed ones.
+        let mut why: Vec<String> = trace
+            .skipped
+            .iter()
+            .map(|(reason, n)| format!("{n} row(s): {reason}"))
+            .collect();
+        if !trace.errors.is_empty() {
+            why.push(format!("{} malformed row(s), skipped", trace.errors.len()));
+        }
+        bail!(
+            "{}: no jobs to replay{}",
+            args.trace.display(),
+            if why.is_empty() {
+                " (the file has no rows below its header)".to_string()
+            } else {
+                format!(": every row was left out ({}); a job needs at least one GPU and a runtime above 0", why.join("; "))
+            }
+        );
     }
     // The forecast and its baseline plan with time limits, never run times.
     let limited = if args.forecast_backtest {
@@ -334,6 +352,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     });
     bar.finish_and_clear();
     fill_classic_waits(&mut outs);
+    warn_partial(&outs, &base_cluster);
     let w0 = &workloads[0];
     if args.json {
         let out = JsonOut {
@@ -385,12 +404,21 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .iter()
         .find_map(|o| o.forecast.as_ref().filter(|f| f.jobs == 0).map(|f| (o, f)))
     {
+        // Sampling more helps only where some jobs were not sampled.
+        let fix = if f.sampled_every > 1 {
+            format!(
+                "Sample more with --forecast-jobs N (now {}), or give a trace whose jobs queue",
+                args.forecast_jobs
+            )
+        } else {
+            "Every job was sampled: give a trace whose jobs queue (more work than GPUs at times)"
+                .to_string()
+        };
         bail!(
-            "--forecast-backtest compared no forecast in run {}: of the jobs sampled (one in {}), none was left pending by its submission's scheduling pass and started later ({} never started). Sample more with --forecast-jobs N (now {}), or give a trace whose jobs queue",
+            "--forecast-backtest compared no forecast in run {}: of the jobs sampled (one in {}), none was left pending by its submission's scheduling pass and started later ({} never started). {fix}",
             run_label(o),
             f.sampled_every,
             f.never_started,
-            args.forecast_jobs
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -413,6 +441,31 @@ fn fill_classic_waits(outs: &mut [RunOut]) {
         for (i, t) in o.report.teams.iter_mut().enumerate() {
             t.classic_wait_p90_s = waits.and_then(|w| w.get(i).copied());
         }
+    }
+}
+
+/// Says on stderr (text and `--json` alike) what a run's figures leave
+/// out without its table showing it: a run that gave up at its horizon
+/// with jobs unfinished (its figures cover only the work done by then), and
+/// node events naming nodes the cluster does not have (ignored).
+fn warn_partial(outs: &[RunOut], cluster: &ClusterSpec) {
+    for o in outs {
+        let r = &o.report;
+        if r.stopped_at_horizon {
+            eprintln!(
+                "allot sim: warning: {} stopped at its horizon (day {:.1}) with {} job(s) unfinished: its figures count only what ran before; a preemption livelock or nodes failed for longer than the work left gets there (docs/simulator.md, Horizon)",
+                run_label(o),
+                r.span_s as f64 / 86_400.0,
+                r.unfinished
+            );
+        }
+    }
+    if let Some(o) = outs.iter().find(|o| o.report.ignored_node_events > 0) {
+        eprintln!(
+            "allot sim: warning: {} node event(s) name a node the cluster ({}) does not have, and were ignored: check the trace's node column (nodes count from 0) or the cluster size",
+            o.report.ignored_node_events,
+            if o.config.is_empty() { cluster.to_string() } else { o.config.clone() }
+        );
     }
 }
 

@@ -219,7 +219,7 @@ pub(super) fn print_text(
         println!("mae_ratio = median |forecast p50 - actual start| / actual wait; baseline = time limits, no arrivals (squeue --start); cover80% = actual starts within p10-p90. See docs/forecast.md.");
     }
     println!(
-        "\nowed% = owed GPU-hours delivered (weekly%: counted per week); occ% = occupancy from the first to the last submission (occ-end%: to the last event); lost% = GPU-h lost to requeues / delivered; pre/kGPUh = preemptions per 1,000 delivered GPU-h; worst>=N GPUh = the worst team among those owed at least [sim] worst_floor_gpu_hours; requeues max/99 = times the most requeued job went back to the queue, and the p99 over jobs; unalc% = free-tier share of GPU time; err% = mean (and p90) hourly share error over a {} window; waits = first start - submit. See docs/simulator.md.",
+        "\nowed% = owed GPU-hours delivered (weekly%: counted per week); occ% = occupancy from the first to the last submission (occ-end%: to the last event); lost% = GPU-h lost to requeues / delivered; pre/kGPUh = preemptions per 1,000 delivered GPU-h; reversals = preemptions answered by the victim's team within the preemptor's contract; worst>=N GPUh = the worst team among those owed at least [sim] worst_floor_gpu_hours; requeues max/99 = times the most requeued job went back to the queue, and the p99 over jobs; unalc% = free-tier share of GPU time; err% = mean (and p90) hourly share error over a {} window; waits = first start - submit. See docs/simulator.md.",
         human_secs(variants[0].sim.metric_window)
     );
 }

@@ -340,7 +340,8 @@ fn a_forecast_backtest_that_compares_nothing_fails() {
     };
     let e = run(&args).unwrap_err().to_string();
     assert!(
-        e.contains("compared no forecast in run allot") && e.contains("--forecast-jobs"),
+        e.contains("compared no forecast in run allot")
+            && e.contains("Every job was sampled: give a trace whose jobs queue"),
         "{e}"
     );
 }
@@ -699,4 +700,23 @@ fn log_files_are_checked_before_the_replay() {
     let attempts = std::fs::read_to_string(dir.join("a.jsonl")).unwrap();
     assert_eq!(attempts.lines().count(), 2, "{attempts}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A team with no jobs is owed nothing: nothing fell short for it, so its
+/// owed% reads 100% (counted among teams at 95%), and the worst team is
+/// the one that was owed something.
+#[test]
+fn a_team_owed_nothing_reads_fully_served() {
+    let jobs = vec![
+        TraceJob::plain(1, "t1", 0, 7200, 8),
+        TraceJob::plain(2, "t1", 60, 7200, 8),
+    ];
+    let (_, outs) = runs_of("", jobs, &[Policy::Allot, Policy::Classic]);
+    for o in &outs {
+        let r = &o.report;
+        let t2 = r.teams.iter().find(|t| t.name == "t2").unwrap();
+        assert_eq!((t2.owed_gpu_hours, t2.owed_delivered), (0.0, 1.0), "{r:?}");
+        assert_eq!(r.teams_at_95, 2);
+        assert_eq!(r.worst_team.as_ref().map(|w| w.0.as_str()), Some("t1"));
+    }
 }

@@ -9,7 +9,7 @@ use super::keys::{duration, RawSim};
 use super::*;
 
 /// `[sim.accounts]`: trace names (lower-cased) to Slurm accounts.
-pub(super) fn accounts(r: &RawSim, _: &Config, s: &mut SimSettings, e: &mut Vec<ConfigError>) {
+pub(super) fn accounts(r: &RawSim, c: &Config, s: &mut SimSettings, e: &mut Vec<ConfigError>) {
     for (name, account) in &r.accounts {
         // Slurm stores account names lower-cased, and trace names are
         // matched lower-cased: an upper-case account would match nothing.
@@ -18,6 +18,18 @@ pub(super) fn accounts(r: &RawSim, _: &Config, s: &mut SimSettings, e: &mut Vec<
                 path: format!("sim.accounts.{name}"),
                 message: format!(
                     "{account:?} is not a Slurm account name; write it in lower case, as slurmdbd stores it"
+                ),
+            });
+            continue;
+        }
+        // Mapped onto an account the tree lacks, its jobs would be left out
+        // as that account's, under a name the trace never used.
+        if c.tree.leaf_of_account(account).is_none() {
+            e.push(ConfigError::Invalid {
+                path: format!("sim.accounts.{name}"),
+                message: format!(
+                    "{account:?} is not an account of the tree ({}); map {name:?} onto one of them",
+                    some_accounts(c)
                 ),
             });
             continue;
@@ -75,6 +87,19 @@ pub(super) fn rules(r: &RawSim, c: &Config, s: &mut SimSettings, errors: &mut Ve
                 });
             }
         }
+        // A team the tree lacks matches no job: a typo, silently a rule
+        // that decides nothing.
+        for t in &r.teams {
+            if c.tree.leaf_of_account(t).is_none() {
+                errors.push(ConfigError::Invalid {
+                    path: format!("{path}.teams"),
+                    message: format!(
+                        "{t:?} is not an account of the tree ({}); rules match jobs by the Slurm account they are charged to (after [sim.accounts])",
+                        some_accounts(c)
+                    ),
+                });
+            }
+        }
         if min_runtime.is_none() && r.resumable.is_none() {
             errors.push(ConfigError::Invalid {
                 path,
@@ -95,4 +120,17 @@ pub(super) fn rules(r: &RawSim, c: &Config, s: &mut SimSettings, errors: &mut Ve
             resumable: r.resumable,
         });
     }
+}
+
+/// The tree's accounts for a message: sorted, the first eight, and how
+/// many more.
+fn some_accounts(c: &Config) -> String {
+    let mut all: Vec<&str> = c.tree.accounts().map(|(a, _)| a).collect();
+    all.sort_unstable();
+    let more = all.len().saturating_sub(8);
+    let mut s = all[..all.len().min(8)].join(", ");
+    if more > 0 {
+        s += &format!(" and {more} more");
+    }
+    s
 }

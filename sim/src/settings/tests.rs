@@ -25,6 +25,23 @@ fn sim_accounts_map_trace_names_lower_cased() {
     let e = message("[tree.prod]\nshare = 1\n[sim.accounts]\nls = \"Prod\"\n");
     assert!(e.contains("sim.accounts.ls"), "{e}");
     assert!(e.contains("lower case"), "{e}");
+    // Onto an account the tree lacks: named, with the tree's accounts.
+    let e = message("[tree.prod]\nshare = 1\n[sim.accounts]\nzzz = \"nosuch\"\n");
+    assert!(
+        e.contains("sim.accounts.zzz: \"nosuch\" is not an account of the tree (prod)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_rule_naming_an_account_the_tree_lacks_is_refused() {
+    let e = message(&format!(
+        "{TWO_TEAMS}\n[[sim.rule]]\nteams = [\"t1\", \"nosuch\"]\nmin_runtime = \"0\"\n"
+    ));
+    assert!(
+        e.contains("sim.rule[0].teams: \"nosuch\" is not an account of the tree (t1, t2)"),
+        "{e}"
+    );
 }
 
 #[test]

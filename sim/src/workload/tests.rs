@@ -30,6 +30,13 @@ fn rules_assign_contracts_and_are_reported() {
     );
     let rules: Vec<(&str, u64)> = w.rules.iter().map(|r| (r.rule.as_str(), r.jobs)).collect();
     assert_eq!(rules, vec![("trace", 1), ("debug", 1), ("rule 2", 1)]);
+    // A rule whose conditions match no job is listed with 0 jobs.
+    let c = config(&format!(
+        "{TWO_TEAMS}\n[sim]\n[[sim.rule]]\nname = \"huge\"\nmin_gpus = 64\nmin_runtime = \"0\"\n"
+    ));
+    let w = Workload::prepare(&t, &c, &sim_of(&c), ONE_NODE);
+    let rules: Vec<(&str, u64)> = w.rules.iter().map(|r| (r.rule.as_str(), r.jobs)).collect();
+    assert_eq!(rules, vec![("trace", 1), ("huge", 0), ("default", 2)]);
     assert_eq!(w.left_out[0].reason, "unknown account ghost");
     assert_eq!(w.left_out[0].jobs, 1);
 }
