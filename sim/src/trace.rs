@@ -369,6 +369,31 @@ pub fn parse(text: &str, format: Option<TraceFormat>) -> Result<Trace, TraceErro
             });
         }
     }
+    // allot's CSV names each job by its id: a second row with an id already
+    // given would be a second job under the same name in every log.
+    if format == TraceFormat::Allot {
+        let mut first: std::collections::HashMap<u64, u32> = Default::default();
+        raws.retain(|r| match r {
+            Raw::Job(j, _) => match first.get(&j.id) {
+                Some(&line) => {
+                    trace.errors.push(RowError {
+                        line: j.line,
+                        column: Some("id".into()),
+                        message: format!(
+                            "job id {} is already line {line}'s; each row is one job: give it its own id, or leave the column empty to number the jobs by their line",
+                            j.id
+                        ),
+                    });
+                    false
+                }
+                None => {
+                    first.insert(j.id, j.line);
+                    true
+                }
+            },
+            _ => true,
+        });
+    }
     let mut skipped: std::collections::BTreeMap<&'static str, u64> = Default::default();
     for raw in raws {
         match raw {
@@ -446,6 +471,26 @@ mod tests {
         for e in e {
             assert!(e.contains("submit_ms") && e.contains("0-999"), "{e}");
         }
+    }
+
+    #[test]
+    fn allot_csv_ids_are_whole_and_unique() {
+        let t = parse(
+            "id,submit,duration,gpus,team\nabc,0,10,1,a\n1234_7,0,10,1,a\n1,0,10,1,a\n1,5,10,1,b\n,6,10,1,a\n",
+            None,
+        )
+        .unwrap();
+        let ids: Vec<(u64, u32)> = t.jobs.iter().map(|j| (j.id, j.line)).collect();
+        assert_eq!(ids, [(1, 4), (6, 6)], "an empty id is the line number");
+        let e: Vec<String> = t.errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            e,
+            [
+                "line 2: column `id`: \"abc\" is not a job id; write a whole number (e.g. 4242), or leave the column empty to number the jobs by their line",
+                "line 3: column `id`: \"1234_7\" is not a job id; write a whole number (e.g. 4242), or leave the column empty to number the jobs by their line",
+                "line 5: column `id`: job id 1 is already line 4's; each row is one job: give it its own id, or leave the column empty to number the jobs by their line",
+            ]
+        );
     }
 
     #[test]

@@ -351,6 +351,19 @@ impl Row<'_, '_> {
         let line = self.line;
         let id = match self.opt(r.id) {
             None => u64::from(line),
+            // allot's own CSV: the id is the job's, whole, as its logs
+            // (--attempts, --preemptions) name it; a mangled one would merge
+            // two jobs there.
+            Some(s) if r.format == TraceFormat::Allot => match s.parse::<u64>() {
+                Ok(n) => n,
+                Err(_) => {
+                    return Err(self.err(
+                        r.id.unwrap_or(0),
+                        format!("{s:?} is not a job id; write a whole number (e.g. 4242), or leave the column empty to number the jobs by their line"),
+                    ))
+                }
+            },
+            // Other traces' ids carry prefixes (Helios `job-1234`): their digits.
             Some(s) => s
                 .trim_start_matches(|c: char| !c.is_ascii_digit())
                 .split(|c: char| !c.is_ascii_digit())
