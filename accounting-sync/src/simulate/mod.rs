@@ -231,8 +231,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             trace.jobs.len()
         );
     }
-    // The log files, created before the replay: a path that cannot be
-    // written fails now, not after the replay.
+    // The plots' directory and the log files, made before the replay: a
+    // path that cannot be written fails now, not after the replay.
+    if let Some(dir) = &args.plot {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!(
+                "--plot {}: cannot make it a directory; give --plot a directory (new or existing) for the SVG plots",
+                dir.display()
+            )
+        })?;
+    }
     let logs = outputs::Logs::create(args)?;
     let policies = parse_policies(&args.policies)?;
     let base_cluster = match (&args.cluster, settings.cluster, config.capacity_gpus) {
@@ -244,6 +252,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             args.config.path().display()
         ),
     };
+    // --cluster and a sweep of the cluster would both set it: the sweep won,
+    // silently.
+    if args.cluster.is_some()
+        && args.sweeps.iter().any(|s| {
+            s.split_once('=')
+                .is_some_and(|(k, _)| k.trim() == "cluster")
+        })
+    {
+        bail!("--cluster and --sweep cluster=... both set the cluster; give the sizes in the sweep only (e.g. --sweep cluster=2x8,4x8)");
+    }
     let variants = sweep_variants(&table, base_cluster, &args.sweeps)?;
     let runs: Vec<(usize, Policy)> = (0..variants.len())
         .flat_map(|v| policies.iter().map(move |&p| (v, p)))
@@ -623,9 +641,23 @@ fn sweep_variants(
             bail!("--sweep {key} is given twice; list its values once: --sweep {key}=v1,v2,...");
         }
         seen.push(key);
+        // An empty or repeated value is a typo: it would drop a run, or
+        // replay one twice under one label.
+        let vals: Vec<&str> = values.split(',').map(str::trim).collect();
+        for (i, v) in vals.iter().enumerate() {
+            if v.is_empty() && vals.len() > 1 {
+                bail!(
+                    "--sweep {s:?}: value {} is empty; write key=v1,v2,... with no empty value",
+                    i + 1
+                );
+            }
+            if vals[..i].contains(v) {
+                bail!("--sweep {s:?}: {v} is given twice; list each value once");
+            }
+        }
         let mut next = Vec::new();
         for (label, c, cl) in &variants {
-            for v in values.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+            for v in vals.iter().copied().filter(|v| !v.is_empty()) {
                 let (mut c, mut cl) = (c.clone(), *cl);
                 apply(&mut c, &mut cl, key, v)?;
                 let l = if label.is_empty() {

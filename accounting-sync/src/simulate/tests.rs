@@ -38,6 +38,16 @@ fn sweep_grid_and_errors() {
         .unwrap()
         .to_string();
     assert!(e.contains("--sweep window is given twice"), "{e}");
+    let e = sweep_variants(&c, cl, &["seed=1,1".into()])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("1 is given twice; list each value once"), "{e}");
+    let e = sweep_variants(&c, cl, &["window=1-0,,2-0".into()])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("value 2 is empty"), "{e}");
     // A swept value is checked as the config checks it: sync_interval
     // against [sim] sync_offset too.
     let with_offset: toml::Table =
