@@ -248,7 +248,13 @@ pub struct Unmatched {
     pub trace_gpu_hours: f64,
     /// True when the trace names classes of service, not tenants.
     pub classes_only: bool,
+    /// Those of `accounts` that name a group of the tree (not a leaf).
+    pub groups: Vec<String>,
 }
+
+/// The start of a left-out reason for a trace name that is a group of the
+/// tree.
+const GROUP: &str = "group";
 
 impl std::fmt::Display for Unmatched {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -267,7 +273,20 @@ impl std::fmt::Display for Unmatched {
             shown.join(", "),
             if more > 0 { format!(" and {more} more") } else { String::new() },
             toml_key(first),
-        )
+        )?;
+        if !self.groups.is_empty() {
+            write!(
+                f,
+                " ({} {}: jobs are charged to a leaf, so map each onto one of its leaves)",
+                self.groups.join(", "),
+                if self.groups.len() == 1 {
+                    "is a group of the tree, not a leaf"
+                } else {
+                    "are groups of the tree, not leaves"
+                }
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -350,8 +369,15 @@ impl Workload {
             return None;
         }
         unknown.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        let groups = self
+            .left_out
+            .iter()
+            .filter(|l| l.reason.starts_with(GROUP))
+            .filter_map(|l| l.account.clone())
+            .collect();
         Some(Unmatched {
             accounts: unknown.into_iter().map(|u| u.0.to_string()).collect(),
+            groups,
             gpu_hours,
             trace_gpu_hours: self.trace_gpu_hours,
             classes_only,
@@ -459,7 +485,14 @@ impl Workload {
             let Some(leaf) = tree.leaf_of_account(account) else {
                 let e = left
                     .entry((
-                        if account == j.team {
+                        // A group's name: known to the tree, but jobs are
+                        // charged to its leaves.
+                        if tree
+                            .find(account)
+                            .is_some_and(|n| tree.node(n).leaf.is_none())
+                        {
+                            format!("{GROUP} {account} of the tree, not a leaf")
+                        } else if account == j.team {
                             format!("unknown account {}", j.team)
                         } else {
                             format!("unknown account {account} (mapped from {})", j.team)

@@ -392,6 +392,17 @@ fn mixed_case_trace_accounts_match_and_unmatched_traces_fail() {
         "{e}"
     );
     assert!(e.contains("[sim.accounts] vcab = \"<account>\""), "{e}");
+    // A name that is a group of the tree is said to be one.
+    let args = sim_args(
+        &dir,
+        "capacity_gpus = 8\n[tree.vcab]\nshare = 1\n[tree.vcab.x]\nshare = 1\n",
+        helios,
+    );
+    let e = run(&args).unwrap_err().to_string();
+    assert!(
+        e.contains("(vcab is a group of the tree, not a leaf: jobs are charged to a leaf, so map each onto one of its leaves)"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
