@@ -494,6 +494,20 @@ mod tests {
     }
 
     #[test]
+    fn allot_csv_gpus_are_whole() {
+        let t = parse(
+            "id,submit,duration,gpus,team\n1,0,10,4.5,a\n2,0,10,4.0,a\n",
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.jobs.iter().map(|j| j.gpus).collect::<Vec<_>>(), [4]);
+        assert_eq!(
+            t.errors[0].to_string(),
+            "line 2: column `gpus`: \"4.5\" is not a whole GPU count; a job holds whole GPUs: write 4 or 5"
+        );
+    }
+
+    #[test]
     fn allot_csv_time_limits_are_seconds() {
         let t = parse(
             "submit,duration,gpus,team,time_limit\n0,10,1,a,60\n1,10,1,a,\n",

@@ -313,6 +313,23 @@ impl Row<'_, '_> {
         let col = self.r.gpus;
         let text = self.get(col);
         let mut gpus: u32 = match text.parse::<f64>() {
+            // allot's CSV counts whole GPUs, as Slurm allocates them; other
+            // traces' shares of a GPU (Alibaba's 0.5) hold a whole one.
+            Ok(v)
+                if self.r.format == TraceFormat::Allot
+                    && v.is_finite()
+                    && v > 0.0
+                    && v.fract() != 0.0 =>
+            {
+                return Err(self.err(
+                    col,
+                    format!(
+                        "{text:?} is not a whole GPU count; a job holds whole GPUs: write {} or {}",
+                        v.floor(),
+                        v.ceil()
+                    ),
+                ))
+            }
             Ok(v) if v.is_finite() && v >= 0.0 && v <= f64::from(u32::MAX) => v.ceil() as u32,
             _ => {
                 return Err(self.err(
