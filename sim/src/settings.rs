@@ -491,10 +491,26 @@ fn parse(value: &toml::Value, config: &Config, errors: &mut Vec<ConfigError>) ->
     let mut value = value.clone();
     if let toml::Value::Table(sim) = &mut value {
         preset::fill(sim, config, errors);
+        // `[sim.rule]` for `[[sim.rule]]`: one table where an array of them
+        // belongs.
+        if sim.get("rule").is_some_and(toml::Value::is_table) {
+            errors.push(ConfigError::Invalid {
+                path: "sim.rule".into(),
+                message: "is a single table; write each rule as [[sim.rule]] (double brackets: an array of tables, tried in order)".into(),
+            });
+            return SimSettings::default();
+        }
     }
     let raw: keys::RawSim = match value.try_into() {
         Ok(r) => r,
         Err(e) => {
+            // serde lists the fields it expects; the list below is the one
+            // to read (it has `timing`, which the preset took out).
+            let e = e.to_string();
+            let e = match e.split_once(", expected one of") {
+                Some((head, _)) => head.trim().to_string(),
+                None => e.trim().to_string(),
+            };
             errors.push(ConfigError::Invalid {
                 path: "sim".into(),
                 message: format!(

@@ -695,8 +695,16 @@ fn instants(
     None
 }
 
-fn node_cpus(r: &RawSim, _: &Config, s: &mut SimSettings, _: &mut Vec<ConfigError>) {
+/// `node_cpus` (read after `placement`) shapes only cons_tres's choice: with
+/// best_fit it would be ignored, silently.
+fn node_cpus(r: &RawSim, _: &Config, s: &mut SimSettings, e: &mut Vec<ConfigError>) {
     s.node_cpus = r.node_cpus.unwrap_or(0);
+    if s.node_cpus > 0 && s.placement != Placement::ConsTres {
+        e.push(ConfigError::Invalid {
+            path: "sim.node_cpus".into(),
+            message: "needs placement = \"cons_tres\": it is how select/cons_tres sees a node's CPUs; set placement or leave node_cpus out".into(),
+        });
+    }
 }
 
 fn seed(r: &RawSim, _: &Config, s: &mut SimSettings, _: &mut Vec<ConfigError>) {

@@ -109,6 +109,29 @@ fn sim_sched_and_resolution_offsets_need_their_interval_above_them() {
 }
 
 #[test]
+fn sim_typos_list_the_keys_once_and_a_single_rule_table_is_named() {
+    let e = message("[tree.x]\nshare = 1\n[sim]\nclustr = \"2x8\"\n");
+    assert!(
+        e.contains("unknown field `clustr`; [sim] takes timing, cluster,"),
+        "{e}"
+    );
+    assert!(!e.contains("expected one of"), "{e}");
+    let e = message("[tree.x]\nshare = 1\n[sim]\nnode_cpus = 4\n");
+    assert!(
+        e.contains("sim.node_cpus: needs placement = \"cons_tres\""),
+        "{e}"
+    );
+    assert!(
+        settings("[tree.x]\nshare = 1\n[sim]\nplacement = \"cons_tres\"\nnode_cpus = 4\n").is_ok()
+    );
+    let e = message("[tree.x]\nshare = 1\n[sim.rule]\nmin_runtime = \"0\"\n");
+    assert!(
+        e.contains("sim.rule: is a single table; write each rule as [[sim.rule]]"),
+        "{e}"
+    );
+}
+
+#[test]
 fn sim_placement_is_best_fit_or_cons_tres() {
     let c = settings("[tree.x]\nshare = 1\n[sim]\nplacement = \"cons_tres\"\n").unwrap();
     assert_eq!(c.placement, Placement::ConsTres);
