@@ -114,9 +114,9 @@ pub struct Args {
     /// With --forecast-backtest: forks (draws) per forecast
     #[arg(long, value_name = "N", default_value_t = 16, requires = "forecast_backtest", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub forecast_draws: u32,
-    /// Worker threads [default: one per core]
-    #[arg(long, value_name = "N")]
-    pub threads: Option<usize>,
+    /// Worker threads, 1 to 1024 [default: one per core]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
 }
 
 /// One configuration of a sweep: its label and config.
@@ -304,7 +304,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         .sum();
     let bar = progress_bar(total);
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(args.threads.unwrap_or(0))
+        .num_threads(args.threads.map_or(0, |n| n as usize))
         .build()
         .context("cannot start worker threads")?;
     let mut outs: Vec<RunOut> = pool.install(|| {

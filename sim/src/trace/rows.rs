@@ -242,7 +242,12 @@ impl Row<'_, '_> {
                 line: self.line,
                 column: Some(r.names[r.duration.or(r.deletion).unwrap_or(0)].clone()),
                 message: format!(
-                    "a job of {duration} s is longer than 5 years; fix the row or remove it"
+                    "a job of {} s is longer than 5 years; fix the row or remove it",
+                    // The cell as written where it saturated the count (1e30).
+                    match r.duration {
+                        Some(c) if duration == u64::MAX => self.get(c).to_string(),
+                        _ => duration.to_string(),
+                    }
                 ),
             });
         }
