@@ -22,8 +22,9 @@
 //!   column, so the QoS class (`ls`, `be`, ...) stands in the team's place
 //!   and [`Trace::classes_only`] says so (the workload maps classes onto
 //!   the tree: `[sim.accounts]`, or the one leaf of a one-team tree);
-//!   runtime = deletion - scheduled; pods never scheduled are skipped; a
-//!   fractional GPU counts as one GPU.
+//!   runtime = deletion - scheduled; pods never scheduled (or deleted before
+//!   they were) are skipped, each reason counted; a fractional GPU counts as
+//!   one GPU.
 //!
 //! Team names are lower-cased in every format, as Slurm stores account
 //! names (`vcAB` in a Helios trace is the account `vcab`).
@@ -644,7 +645,8 @@ mod tests {
             "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n\
              openb-pod-0001,6000,12288,1,460,,LS,Running,427061,12902960,427061\n\
              openb-pod-0002,6000,12288,0,0,,BE,Running,427061,12902960,427061\n\
-             openb-pod-0003,6000,12288,1,1000,,BE,Pending,427062,12902960,\n",
+             openb-pod-0003,6000,12288,1,1000,,BE,Pending,427062,12902960,\n\
+             openb-pod-0004,6000,12288,1,1000,,BE,Running,427062,427070,427080\n",
             None,
         )
         .unwrap();
@@ -653,7 +655,15 @@ mod tests {
             (t.jobs[0].team.as_str(), t.jobs[0].id, t.jobs[0].duration),
             ("ls", 1, 12_475_899)
         );
-        assert_eq!(t.skipped.len(), 2);
+        let skipped: Vec<(&str, u64)> = t.skipped.iter().map(|(w, n)| (w.as_str(), *n)).collect();
+        assert_eq!(
+            skipped,
+            [
+                ("deleted before it was scheduled", 1),
+                ("never scheduled", 1),
+                ("no GPUs", 1)
+            ]
+        );
         let t = parse(
             "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration\n\
              j1,u1,vcA,4,16,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:00:10,2020-04-01 01:00:00,3590\n",

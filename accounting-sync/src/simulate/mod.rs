@@ -227,7 +227,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     if limited > 0 && !args.json {
         eprintln!(
-            "allot sim: {limited} of {} jobs have no time limit: each got the one the user-limit model draws (docs/forecast.md)",
+            "allot sim: {limited} of the trace's {} jobs have no time limit: each got the one the user-limit model draws (docs/forecast.md)",
             trace.jobs.len()
         );
     }

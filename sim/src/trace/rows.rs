@@ -141,8 +141,9 @@ impl RowReader {
         }
         let row = Row { r: self, line, f };
         let (submit, clock) = row.submit()?;
-        let Some(duration) = row.duration()? else {
-            return Ok((Raw::Skip("never scheduled"), Some(clock)));
+        let duration = match row.duration()? {
+            Ok(d) => d,
+            Err(skip) => return Ok((Raw::Skip(skip), Some(clock))),
         };
         let kind = row.opt(self.kind).unwrap_or("job");
         if self.format == TraceFormat::Allot && kind != "job" {
@@ -222,18 +223,22 @@ impl Row<'_, '_> {
     }
 
     /// Run time, seconds: the `duration` column, or (Alibaba) deletion -
-    /// scheduled, `None` for a pod never scheduled. Refused over 5 years.
-    fn duration(&self) -> Result<Option<u64>, RowError> {
+    /// scheduled; `Err(why)` for a pod to skip (never scheduled, or deleted
+    /// before it was). Refused over 5 years.
+    fn duration(&self) -> Result<Result<u64, &'static str>, RowError> {
         let r = self.r;
         let duration = match (r.duration, r.scheduled, r.deletion) {
             (Some(d), _, _) => self.secs(d)?,
             (None, Some(s), Some(d)) => {
                 if self.get(s).is_empty() {
-                    return Ok(None);
+                    return Ok(Err("never scheduled"));
                 }
                 let start = self.secs(s)?;
                 let end = self.secs(d)?;
-                end.saturating_sub(start)
+                if end < start {
+                    return Ok(Err("deleted before it was scheduled"));
+                }
+                end - start
             }
             _ => unreachable!("every format has a duration"),
         };
@@ -251,7 +256,7 @@ impl Row<'_, '_> {
                 ),
             });
         }
-        Ok(Some(duration))
+        Ok(Ok(duration))
     }
 
     /// An allot CSV `drain` or `fail` row (its time is set by the caller).
