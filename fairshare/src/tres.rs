@@ -32,12 +32,20 @@ pub fn pairs(input: &str) -> impl Iterator<Item = Result<(&str, &str), TresError
         })
 }
 
+/// Most GPUs one job can hold: a million, orders of magnitude above any
+/// cluster, so that a decade of one attempt's charge stays far inside
+/// `i64` milli-units (1e6 GPUs x 3.2e8 s x 1000 = 3.2e17 < 9.2e18). Slurm's
+/// "no value" sentinels (NO_VAL 4294967294, NO_VAL64 18446744073709551614)
+/// and corrupt rows lie above it.
+pub const MAX_JOB_GPUS: u64 = 1_000_000;
+
 /// Number of GPUs in a TRES string (`gres/gpu`): the untyped `gres/gpu=N`
 /// entry when present, else the sum of typed `gres/gpu:TYPE=N` entries, else 0.
 /// An empty string is 0 GPUs.
 ///
 /// # Errors
-/// A GPU entry whose count is not an unsigned integer, or an entry without `=`.
+/// A GPU entry whose count is not an unsigned integer or is above
+/// [`MAX_JOB_GPUS`], or an entry without `=`.
 pub fn gpu_count(input: &str) -> Result<u64, TresError> {
     let mut untyped = None;
     let mut typed = 0u64;
@@ -51,6 +59,14 @@ pub fn gpu_count(input: &str) -> Result<u64, TresError> {
             input: input.to_string(),
             reason: format!("{name} count {count:?} is not an unsigned integer"),
         })?;
+        if n > MAX_JOB_GPUS {
+            return Err(TresError {
+                input: input.to_string(),
+                reason: format!(
+                    "{name} count {n} is more GPUs than a job can hold (at most {MAX_JOB_GPUS}; 4294967294 and 18446744073709551614 are Slurm's \"no value\")"
+                ),
+            });
+        }
         if is_untyped {
             untyped = Some(n);
         } else {
@@ -135,6 +151,12 @@ mod tests {
     #[test]
     fn bad_counts_are_errors() {
         assert!(gpu_count("gres/gpu=two").is_err());
+        // Slurm's sentinels and absurd counts are not GPUs.
+        for n in ["18446744073709551614", "4294967294", "99999999999999"] {
+            let e = gpu_count(&format!("cpu=1,gres/gpu={n}")).unwrap_err();
+            assert!(e.reason.contains("more GPUs than a job can hold"), "{e}");
+        }
+        assert_eq!(gpu_count("gres/gpu=1000000").unwrap(), 1_000_000);
         assert!(gpu_count("gres/gpu").is_err());
         assert!(gpu_count("gres/gpu=-1").is_err());
     }
