@@ -349,6 +349,10 @@ pub struct BatchStats {
     pub updated: u64,
     /// Attempts already stored as they are.
     pub unchanged: u64,
+    /// Rows not written because another row settles their attempt: a
+    /// second row of one attempt in the batch (the later one is written),
+    /// or a row that has an ended attempt running again (logged).
+    pub superseded: u64,
 }
 
 const COLUMNS: &str = "job_id, submit, label, array_job, array_task, het_job, het_offset, account, user, \

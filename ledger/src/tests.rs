@@ -154,7 +154,8 @@ fn rewrites_are_idempotent_and_updates_move_the_buckets() {
         BatchStats {
             inserted: 1,
             updated: 0,
-            unchanged: 0
+            unchanged: 0,
+            superseded: 0
         }
     );
     let s = l.write_batch(&[running], None, &rules()).unwrap();
@@ -163,7 +164,8 @@ fn rewrites_are_idempotent_and_updates_move_the_buckets() {
         BatchStats {
             inserted: 0,
             updated: 0,
-            unchanged: 1
+            unchanged: 1,
+            superseded: 0
         }
     );
     let done = rec(7, "a1", 1, T0, Some(T0 + 7200), 3600);
@@ -175,13 +177,32 @@ fn rewrites_are_idempotent_and_updates_move_the_buckets() {
         BatchStats {
             inserted: 0,
             updated: 1,
-            unchanged: 0
+            unchanged: 0,
+            superseded: 0
         }
     );
     let dump1 = l.reader().unwrap().dump().unwrap();
     l.write_batch(std::slice::from_ref(&done), None, &rules())
         .unwrap();
     assert_eq!(l.reader().unwrap().dump().unwrap(), dump1);
+    // An older dump's row, the attempt still running, does not reopen it
+    // (it would be charged up to now), alone or after the ended row in one
+    // batch; a second row of one attempt in a batch is counted too.
+    let running = rec(7, "a1", 1, T0, None, 3600);
+    let s = l
+        .write_batch(std::slice::from_ref(&running), None, &rules())
+        .unwrap();
+    assert_eq!((s.updated, s.unchanged, s.superseded), (0, 0, 1));
+    assert_eq!(l.reader().unwrap().dump().unwrap(), dump1);
+    let s = l
+        .write_batch(&[done.clone(), running.clone()], None, &rules())
+        .unwrap();
+    assert_eq!((s.unchanged, s.superseded), (1, 1));
+    assert_eq!(l.reader().unwrap().dump().unwrap(), dump1);
+    let s = l
+        .write_batch(&[done.clone(), done.clone()], None, &rules())
+        .unwrap();
+    assert_eq!((s.unchanged, s.superseded), (1, 1));
     // The job is re-labelled to another account: its charge moves with it.
     let mut moved = done;
     moved.account = "v1".into();

@@ -305,7 +305,35 @@ impl Ledger {
                 drop(rows);
                 for rec in incoming {
                     match all.iter_mut().find(|a| a.new.submit == rec.submit) {
+                        // An attempt that ended does not run again: a row
+                        // that has it running (or pending) was read before
+                        // the one that ended it (an older dump imported after
+                        // a newer one, or a dump listing the job twice), and
+                        // would charge it up to now.
+                        Some(a) if a.new.end.is_some() && rec.end.is_none() => {
+                            tracing::warn!(
+                                job = rec.job_id,
+                                submit = rec.submit,
+                                ended = a.new.end,
+                                state = %rec.state,
+                                "a row has this attempt still running, but it ended (in the ledger or an earlier row); \
+                                 the ended record is kept: was an older dump imported after a newer one?"
+                            );
+                            stats.superseded += 1;
+                        }
                         Some(a) => {
+                            if a.incoming {
+                                // Two rows of one attempt in the batch: the
+                                // later one is written.
+                                if a.new != **rec {
+                                    tracing::warn!(
+                                        job = rec.job_id,
+                                        submit = rec.submit,
+                                        "the input lists this attempt twice, with different fields; the later row is kept"
+                                    );
+                                }
+                                stats.superseded += 1;
+                            }
                             a.new = (*rec).clone();
                             a.incoming = true;
                         }

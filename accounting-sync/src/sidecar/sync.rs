@@ -44,6 +44,10 @@ pub struct ImportStats {
     pub written: BatchStats,
     /// Preemption records read from preempt/allot's log (live passes).
     pub preemptions: u64,
+    /// Attempts read (rows that were jobs).
+    pub attempts: u64,
+    /// Of `attempts`, those whose AllocTRES held at least one GPU.
+    pub gpu_attempts: u64,
 }
 
 impl ImportStats {
@@ -51,6 +55,7 @@ impl ImportStats {
         self.written.inserted += b.inserted;
         self.written.updated += b.updated;
         self.written.unchanged += b.unchanged;
+        self.written.superseded += b.superseded;
     }
 }
 
@@ -87,6 +92,8 @@ where
         match parser.parse(&line) {
             Ok(RowOutcome::Attempt(mut a)) => {
                 seen.insert(a.job_id);
+                stats.attempts += 1;
+                stats.gpu_attempts += u64::from(a.gpus > 0);
                 if a.min_runtime.is_none() && a.end.is_none() {
                     a.min_runtime = live.of(a.job_id);
                 }
