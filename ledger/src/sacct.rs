@@ -97,12 +97,48 @@ pub const OPTIONAL_FIELDS: &[&str] = &[
     "Cluster",
 ];
 
+/// The job states sacct prints (Slurm 22.05 to 24.11, `job_state_string`),
+/// without their reason (`CANCELLED by 0`).
+const SLURM_JOB_STATES: &[&str] = &[
+    "PENDING",
+    "RUNNING",
+    "SUSPENDED",
+    "COMPLETED",
+    "CANCELLED",
+    "FAILED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "OUT_OF_MEMORY",
+    "REQUEUED",
+    "REQUEUE_FED",
+    "REQUEUE_HOLD",
+    "RESIZING",
+    "REVOKED",
+    "SPECIAL_EXIT",
+    "STOPPED",
+    "SIGNALING",
+    "STAGE_OUT",
+    "COMPLETING",
+    "CONFIGURING",
+    "RESV_DEL_HOLD",
+    "POWER_UP_NODE",
+    "UPDATE_DB",
+    "LAUNCH_FAILED",
+    "RECONFIG_FAIL",
+    "UNKNOWN",
+];
+
 /// The `sacct` command that saves a dump `allot sync --from` reads: every
 /// user, allocations only (`-X`), every attempt (`-D`), with the header line
-/// (no `--noheader`). `-S` is the history to import.
+/// (no `--noheader`), times as epoch seconds (`SLURM_TIME_FORMAT=%s`: local
+/// times are ambiguous in the hour a DST change repeats). `-S` is the
+/// history to import.
 pub fn dump_command() -> String {
     format!(
-        "sacct -a -X -D --parsable2 -S 2024-01-01 -E now -o {} > dump",
+        "SLURM_TIME_FORMAT=%s sacct -a -X -D --parsable2 -S 2024-01-01 -E now -o {} > dump",
         LIVE_FIELDS.join(",")
     )
 }
@@ -567,8 +603,17 @@ impl Parser {
                     "End",
                     f(self.end),
                     format!(
-                        "before Start ({}); the row is inconsistent",
-                        f(self.start).trim()
+                        "before Start ({}); the row is inconsistent{}",
+                        f(self.start).trim(),
+                        // A local time without an offset: the hour DST's end
+                        // repeats reads as an hour earlier.
+                        if f(self.end).trim().bytes().all(|b| b.is_ascii_digit())
+                            || f(self.end).contains(['+', 'Z'])
+                        {
+                            ""
+                        } else {
+                            " (if the job ran across the end of daylight saving time, its local times repeat an hour: save the dump with SLURM_TIME_FORMAT=%s for epoch times)"
+                        }
                     ),
                 ));
             }
@@ -597,6 +642,16 @@ impl Parser {
             .to_ascii_uppercase();
         if state.is_empty() {
             return Err(err("State", state_text, "missing".into()));
+        }
+        if !SLURM_JOB_STATES.contains(&state.as_str()) {
+            // Charged as an owner's ending (fairshare::attempts::ended_by);
+            // a truncated or mistyped NODE_FAIL would bill the owner for the
+            // cluster's failure, so say which state was not recognised.
+            tracing::warn!(
+                job = %job_label,
+                state = state_text,
+                "State is not one Slurm prints; the attempt is charged as its owner's ending (by the contract); fix the dump if it was cut or edited"
+            );
         }
         let min_runtime = self.admin_comment.and_then(|i| {
             let text = f(i);

@@ -160,7 +160,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     if r.totals.occupied_gpu_h == 0.0 && r.lines.iter().all(|l| l.running + l.pending == 0) {
         // Legitimately zero: the ledger has jobs, none in this window.
         eprintln!(
-            "allot report: no GPU use in this window: the ledger {} has {} job attempt(s), none using GPUs between -S and -E; widen the window (-S, --window) to see them",
+            "allot report: no GPU use in this window: the ledger {} has {} job attempt(s), none using GPUs between -S and -E; widen the window (-S, --window) to see them (or, if no attempt of the ledger holds a GPU, add gres/gpu to AccountingStorageTRES in slurm.conf: slurmdbd records GPUs only then)",
             path.display(),
             reader.attempt_count()?
         );

@@ -102,6 +102,18 @@ fn program_exists(program: &str) -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|d| executable(&d.join(program))))
 }
 
+/// Attempts read, none holding a GPU: slurmdbd records GPUs in AllocTRES
+/// only where `AccountingStorageTRES` names `gres/gpu`, and every report
+/// would read zero GPU use.
+fn no_gpus_warning(s: &ImportStats) -> Option<String> {
+    (s.attempts > 0 && s.gpu_attempts == 0).then(|| {
+        format!(
+            "none of the {} attempts read holds a GPU (no gres/gpu in AllocTRES), so they charge nothing; if these jobs used GPUs, add gres/gpu to AccountingStorageTRES in slurm.conf (slurmdbd records GPUs only then)",
+            s.attempts
+        )
+    })
+}
+
 fn summary(s: &ImportStats) -> String {
     format!(
         "{} rows: {} new attempts, {} updated, {} unchanged, {} not jobs, {}{} unreadable (logged){}",
@@ -120,7 +132,15 @@ fn summary(s: &ImportStats) -> String {
             String::new()
         },
         s.bad,
-        if s.preemptions > 0 {
+        if s.written.superseded > 0 {
+            format!(
+                "; {} row{} settled by another row of the same attempt (a later row, or one that ended it; conflicts logged)",
+                s.written.superseded,
+                if s.written.superseded == 1 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        } + &if s.preemptions > 0 {
             format!("; {} preemptions recorded", s.preemptions)
         } else {
             String::new()
@@ -472,6 +492,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     match result {
         Ok(stats) => {
             println!("{}: {}", path.display(), summary(&stats));
+            if let Some(w) = no_gpus_warning(&stats) {
+                eprintln!("allot: warning: {w}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
@@ -590,5 +613,16 @@ mod tests {
         assert!(!summary(&s).contains("preemption"));
         s.preemptions = 2;
         assert!(summary(&s).ends_with("(logged); 2 preemptions recorded"));
+        s.written.superseded = 1;
+        assert!(summary(&s).contains(
+            "(logged); 1 row settled by another row of the same attempt (a later row, or one that ended it; conflicts logged); 2 preemptions recorded"
+        ));
+        // Attempts read, none with a GPU: the site's AccountingStorageTRES is named.
+        s.attempts = 3;
+        assert!(no_gpus_warning(&s)
+            .unwrap()
+            .contains("none of the 3 attempts read holds a GPU"));
+        s.gpu_attempts = 1;
+        assert_eq!(no_gpus_warning(&s), None);
     }
 }
