@@ -478,7 +478,17 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 args, config, &path, ledger, &charging, opts, interval, listener,
             )
         }
-        Plan::Dump(input, name, tz) => import(&mut ledger, &charging, input, name, tz, args),
+        Plan::Dump(input, name, tz) => {
+            import(&mut ledger, &charging, input, name, tz, args).inspect(|s| {
+                // A dump is a moment: what ran then is charged up to now.
+                if s.running > 0 {
+                    eprintln!(
+                        "allot: note: {} row(s) of the dump have an attempt still running when it was saved; each is charged up to now until a row that ends it (a later dump, or a live `allot sync`) is read",
+                        s.running
+                    );
+                }
+            })
+        }
         Plan::Once(opts, retry_for) => sync::sync_with_retry(
             &mut ledger,
             &charging,

@@ -48,6 +48,9 @@ pub struct ImportStats {
     pub attempts: u64,
     /// Of `attempts`, those whose AllocTRES held at least one GPU.
     pub gpu_attempts: u64,
+    /// Of `attempts`, those started and not ended (charged up to now until
+    /// a later row ends them).
+    pub running: u64,
 }
 
 impl ImportStats {
@@ -94,6 +97,7 @@ where
                 seen.insert(a.job_id);
                 stats.attempts += 1;
                 stats.gpu_attempts += u64::from(a.gpus > 0);
+                stats.running += u64::from(a.start.is_some() && a.end.is_none());
                 if a.min_runtime.is_none() && a.end.is_none() {
                     a.min_runtime = live.of(a.job_id);
                 }
