@@ -21,6 +21,10 @@
 //! Accounts the ledger knows but `allot.toml` does not are listed under a
 //! `(not in allot.toml)` row, never dropped.
 
+/// The report line (and page section) of the accounts the tree does not
+/// name: their use is counted, never dropped.
+pub const UNKNOWN_ACCOUNTS: &str = "(not in allot.toml)";
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -215,7 +219,7 @@ pub fn build(
         names.dedup();
         lines.push(Line {
             depth: 1,
-            account: "(not in allot.toml)".into(),
+            account: UNKNOWN_ACCOUNTS.into(),
             user: None,
             share_pct: 0.0,
             allocation_gpu_h: 0.0,
@@ -578,6 +582,18 @@ mod tests {
         );
         assert!(line("v1").level_fs.unwrap().is_infinite());
         assert_eq!(line("(not in allot.toml)").charged_gpu_seconds, 3600.0);
+        // The budget page shows it too, with its accounts.
+        let config = Config::from_toml_str(
+            "[tree.nlp]\nshare = 60\n[tree.nlp.a1]\nshare = 1\n[tree.vision]\nshare = 40\n[tree.vision.v1]\nshare = 1\n",
+        )
+        .unwrap();
+        let page = super::super::budget_page::render(&r, &config, &Default::default(), t0);
+        assert!(
+            page.contains("<h2>Accounts not in allot.toml</h2>")
+                && page.contains("data-field=\"charged_gpu_h\">1.000</b> GPU-hours charged")
+                && page.contains("Accounts (GPU-hours): zz (1.000)."),
+            "{page}"
+        );
         let users: Vec<_> = r
             .lines
             .iter()

@@ -11,10 +11,10 @@ use std::fmt::Write as _;
 use allot_ledger::{LedgerReader, Usage};
 use fairshare::{Config, Tree};
 
-use super::budget::Report;
+use super::budget::{Report, UNKNOWN_ACCOUNTS};
 
 /// Charged GPU-hours per org-tree node (tree order) for each day.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Daily {
     /// Start of each day (epoch seconds), oldest first.
     pub days: Vec<i64>,
@@ -279,6 +279,35 @@ pub fn render_page(
         for c in n.children.iter().rev() {
             stack.push(*c);
         }
+    }
+    // Use charged to accounts the tree does not name: no budget, no rank,
+    // but GPU time all the same (the text report's "(not in allot.toml)").
+    if let Some(i) = r
+        .lines
+        .iter()
+        .position(|l| l.user.is_none() && l.account == UNKNOWN_ACCOUNTS)
+    {
+        let l = &r.lines[i];
+        let accounts: Vec<String> = r.lines[i + 1..]
+            .iter()
+            .take_while(|a| a.depth > l.depth)
+            .filter(|a| a.user.is_none())
+            .map(|a| format!("{} ({:.3})", esc(&a.account), a.charged_gpu_h))
+            .collect();
+        let _ = write!(
+            h,
+            "<h2>Accounts not in allot.toml</h2><p>Jobs of Slurm accounts the tree does not name have no budget and no rank, \
+             but their GPU time is counted: <b data-node=\"{n}\" data-field=\"charged_gpu_h\">{:.3}</b> GPU-hours charged \
+             in the last {:.0} days, <span data-node=\"{n}\" data-field=\"running\">{}</span> running and \
+             <span data-node=\"{n}\" data-field=\"pending\">{}</span> pending jobs. Accounts (GPU-hours): {}. \
+             Add them to the tree, or map them, to give them a budget.</p>",
+            l.charged_gpu_h,
+            window_days,
+            l.running,
+            l.pending,
+            accounts.join(", "),
+            n = esc(UNKNOWN_ACCOUNTS),
+        );
     }
     h += if live.is_some() {
         "<p class=\"note\">Served by <code>allot sync --listen</code>; the same numbers as <code>allot report</code> (JSON: <a href=\"/api/v1/report\">/api/v1/report</a>).</p></body></html>\n"
