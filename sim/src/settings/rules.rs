@@ -24,14 +24,13 @@ pub(super) fn accounts(r: &RawSim, c: &Config, s: &mut SimSettings, e: &mut Vec<
         }
         // Mapped onto an account the tree lacks, its jobs would be left out
         // as that account's, under a name the trace never used.
-        if c.tree.leaf_of_account(account).is_none() {
-            e.push(ConfigError::Invalid {
-                path: format!("sim.accounts.{name}"),
-                message: format!(
-                    "{account:?} is not an account of the tree ({}); map {name:?} onto one of them",
-                    some_accounts(c)
-                ),
-            });
+        if let Some(err) = not_in_tree(
+            c,
+            account,
+            format!("sim.accounts.{name}"),
+            &format!("map {name:?} onto one of them"),
+        ) {
+            e.push(err);
             continue;
         }
         s.accounts
@@ -90,15 +89,12 @@ pub(super) fn rules(r: &RawSim, c: &Config, s: &mut SimSettings, errors: &mut Ve
         // A team the tree lacks matches no job: a typo, silently a rule
         // that decides nothing.
         for t in &r.teams {
-            if c.tree.leaf_of_account(t).is_none() {
-                errors.push(ConfigError::Invalid {
-                    path: format!("{path}.teams"),
-                    message: format!(
-                        "{t:?} is not an account of the tree ({}); rules match jobs by the Slurm account they are charged to (after [sim.accounts])",
-                        some_accounts(c)
-                    ),
-                });
-            }
+            errors.extend(not_in_tree(
+                c,
+                t,
+                format!("{path}.teams"),
+                "rules match jobs by the Slurm account they are charged to (after [sim.accounts])",
+            ));
         }
         if min_runtime.is_none() && r.resumable.is_none() {
             errors.push(ConfigError::Invalid {
@@ -120,6 +116,21 @@ pub(super) fn rules(r: &RawSim, c: &Config, s: &mut SimSettings, errors: &mut Ve
             resumable: r.resumable,
         });
     }
+}
+
+/// The error at `path` for an `account` the tree lacks, naming some of its
+/// accounts and `fix`; `None` when the tree has it.
+fn not_in_tree(c: &Config, account: &str, path: String, fix: &str) -> Option<ConfigError> {
+    c.tree
+        .leaf_of_account(account)
+        .is_none()
+        .then(|| ConfigError::Invalid {
+            path,
+            message: format!(
+                "{account:?} is not an account of the tree ({}); {fix}",
+                some_accounts(c)
+            ),
+        })
 }
 
 /// The tree's accounts for a message: sorted, the first eight, and how
