@@ -49,7 +49,7 @@ use fairshare::duration::{parse_slurm_duration, LATEST_PLAUSIBLE_TIME, MAX_PLAUS
 
 mod fields;
 
-use fields::parse_label;
+use fields::{is_local_time, parse_label};
 pub use fields::{
     is_placeholder, is_step_id, parse_elapsed, parse_time, parse_time_limit, PLAUSIBLE_FROM,
 };
@@ -607,12 +607,10 @@ impl Parser {
                         f(self.start).trim(),
                         // A local time without an offset: the hour DST's end
                         // repeats reads as an hour earlier.
-                        if f(self.end).trim().bytes().all(|b| b.is_ascii_digit())
-                            || f(self.end).contains(['+', 'Z'])
-                        {
-                            ""
-                        } else {
+                        if is_local_time(f(self.end)) {
                             " (if the job ran across the end of daylight saving time, its local times repeat an hour: save the dump with SLURM_TIME_FORMAT=%s for epoch times)"
+                        } else {
+                            ""
                         }
                     ),
                 ));

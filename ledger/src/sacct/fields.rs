@@ -57,6 +57,15 @@ pub fn parse_time(s: &str, tz: &jiff::tz::TimeZone) -> Result<Option<i64>, Strin
     Ok(Some(ts.as_second()))
 }
 
+/// True for a time [`parse_time`] reads as local time in its zone: a
+/// date-time without a UTC offset (not an epoch, not a placeholder).
+pub fn is_local_time(s: &str) -> bool {
+    let s = s.trim();
+    !is_placeholder(s)
+        && !s.bytes().all(|b| b.is_ascii_digit())
+        && jiff::fmt::temporal::Pieces::parse(s).is_ok_and(|p| p.to_numeric_offset().is_none())
+}
+
 /// Earliest time a row may carry: the epoch (a negative time is a broken
 /// clock or a corrupt row).
 pub const PLAUSIBLE_FROM: i64 = 0;

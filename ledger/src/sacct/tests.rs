@@ -342,6 +342,23 @@ fn impossible_times_are_refused_not_charged() {
     let e = parse("16|16|a1|alice|gpu|gres/gpu=1|100|7200|3600|00:00:00|COMPLETED|").unwrap_err();
     assert_eq!((e.job_id.as_str(), e.field), ("16", "End"));
     assert!(e.reason.contains("before Start (7200)"), "{e}");
+    assert!(
+        !e.reason.contains("daylight saving"),
+        "epochs: no DST hint: {e}"
+    );
+    // Local times (no offset): the hour DST's end repeats is named.
+    let e = parse("16|16|a1|alice|gpu|gres/gpu=1|2026-10-25T02:00:00|2026-10-25T02:30:00|2026-10-25T02:10:00|00:00:00|COMPLETED|").unwrap_err();
+    assert!(e.reason.contains("end of daylight saving time"), "{e}");
+    assert!(fields::is_local_time("2026-10-25T02:10:00"));
+    for t in [
+        "1796000000",
+        "2026-10-25T02:10:00+0100",
+        "2026-10-25T02:10:00-05:00",
+        "2026-10-25T02:10:00Z",
+        "Unknown",
+    ] {
+        assert!(!fields::is_local_time(t), "{t}");
+    }
     // A far-future epoch: refused before any hourly bucket is made
     // (found by a newcomer: one such row made `sync --from` use 24 GiB).
     let e = parse(
