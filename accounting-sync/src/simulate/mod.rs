@@ -370,7 +370,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     });
     bar.finish_and_clear();
     fill_classic_waits(&mut outs);
-    warn_partial(&outs, &base_cluster);
+    warn_partial(&outs);
     let w0 = &workloads[0];
     if args.json {
         let out = JsonOut {
@@ -466,7 +466,7 @@ fn fill_classic_waits(outs: &mut [RunOut]) {
 /// out without its table showing it: a run that gave up at its horizon
 /// with jobs unfinished (its figures cover only the work done by then), and
 /// node events naming nodes the cluster does not have (ignored).
-fn warn_partial(outs: &[RunOut], cluster: &ClusterSpec) {
+fn warn_partial(outs: &[RunOut]) {
     for o in outs {
         let r = &o.report;
         if r.stopped_at_horizon {
@@ -482,7 +482,7 @@ fn warn_partial(outs: &[RunOut], cluster: &ClusterSpec) {
         eprintln!(
             "allot sim: warning: {} node event(s) name a node the cluster ({}) does not have, and were ignored: check the trace's node column (nodes count from 0) or the cluster size",
             o.report.ignored_node_events,
-            if o.config.is_empty() { cluster.to_string() } else { o.config.clone() }
+            o.cluster
         );
     }
 }
