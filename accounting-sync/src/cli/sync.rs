@@ -115,37 +115,30 @@ fn no_gpus_warning(s: &ImportStats) -> Option<String> {
 }
 
 fn summary(s: &ImportStats) -> String {
-    format!(
-        "{} rows: {} new attempts, {} updated, {} unchanged, {} not jobs, {}{} unreadable (logged){}",
-        s.rows,
-        s.written.inserted,
-        s.written.updated,
-        s.written.unchanged,
-        s.skipped,
-        if s.steps > 0 {
-            format!(
-                "{} job step{} (skipped: their jobs' rows are charged), ",
-                s.steps,
-                if s.steps == 1 { "" } else { "s" }
-            )
-        } else {
-            String::new()
-        },
-        s.bad,
-        if s.written.superseded > 0 {
-            format!(
-                "; {} row{} settled by another row of the same attempt (a later row, or one that ended it; conflicts logged)",
-                s.written.superseded,
-                if s.written.superseded == 1 { "" } else { "s" }
-            )
-        } else {
-            String::new()
-        } + &if s.preemptions > 0 {
-            format!("; {} preemptions recorded", s.preemptions)
-        } else {
-            String::new()
-        }
-    )
+    let plural = |n: u64| if n == 1 { "" } else { "s" };
+    let mut line = format!(
+        "{} rows: {} new attempts, {} updated, {} unchanged, {} not jobs, ",
+        s.rows, s.written.inserted, s.written.updated, s.written.unchanged, s.skipped,
+    );
+    if s.steps > 0 {
+        line += &format!(
+            "{} job step{} (skipped: their jobs' rows are charged), ",
+            s.steps,
+            plural(s.steps)
+        );
+    }
+    line += &format!("{} unreadable (logged)", s.bad);
+    if s.written.superseded > 0 {
+        line += &format!(
+            "; {} row{} settled by another row of the same attempt (a later row, or one that ended it; conflicts logged)",
+            s.written.superseded,
+            plural(s.written.superseded)
+        );
+    }
+    if s.preemptions > 0 {
+        line += &format!("; {} preemptions recorded", s.preemptions);
+    }
+    line
 }
 
 /// `SlurmUser` of the running Slurm (`scontrol show config`: `SlurmUser =
