@@ -91,13 +91,20 @@ impl Request {
     /// UTF-8 replaced, a `%` not followed by two hex digits kept as is). A
     /// key without `=` has the empty value.
     pub fn query_param(&self, key: &str) -> Option<String> {
+        self.query_pairs()
+            .find(|(k, _)| form_decode(k) == key)
+            .map(|(_, v)| form_decode(v))
+    }
+
+    /// The query's `key=value` pairs as written (not decoded), in order;
+    /// empty pairs left out, a key without `=` with the empty value.
+    fn query_pairs(&self) -> impl Iterator<Item = (&str, &str)> {
         self.query
-            .as_deref()?
+            .as_deref()
+            .unwrap_or("")
             .split('&')
             .filter(|pair| !pair.is_empty())
             .map(|pair| pair.split_once('=').unwrap_or((pair, "")))
-            .find(|(k, _)| form_decode(k) == key)
-            .map(|(_, v)| form_decode(v))
     }
 
     /// Why the query does not fit an endpoint that takes the parameters
@@ -106,8 +113,8 @@ impl Request {
     /// query).
     pub fn query_misfit(&self, allowed: &[&str]) -> Option<String> {
         let mut seen: Vec<String> = Vec::new();
-        for pair in self.query.as_deref()?.split('&').filter(|p| !p.is_empty()) {
-            let key = form_decode(pair.split_once('=').map_or(pair, |(k, _)| k));
+        for (key, _) in self.query_pairs() {
+            let key = form_decode(key);
             let takes = || allowed.join(", ");
             if !allowed.contains(&key.as_str()) {
                 return Some(if allowed.is_empty() {
