@@ -124,7 +124,9 @@ fn a_dump_without_its_header_says_so() {
     assert!(
         e.contains("is not a sacct --parsable2 header")
             && e.contains("the first line must be the header")
-            && e.contains("save the dump without --noheader: SLURM_TIME_FORMAT=%s sacct -a -X -D --parsable2"),
+            && e.contains(
+                "save the dump without --noheader: SLURM_TIME_FORMAT=%s sacct -a -X -D --parsable2"
+            ),
         "{e}"
     );
     assert!(!e.contains("lacks"), "{e}");
