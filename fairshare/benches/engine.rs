@@ -36,6 +36,7 @@ fn bench_pass(c: &mut Criterion) {
     assert_eq!(accounts.len(), 1000);
     let jobs: Vec<PendingJob<'_>> = (0..100_000)
         .map(|_| PendingJob {
+            id: 0,
             account: &accounts[(lcg(&mut seed) % 1000) as usize],
             min_runtime: [0, 3600, 4 * 3600][(lcg(&mut seed) % 3) as usize],
             nice: (lcg(&mut seed) % 200) as i64 - 100,
@@ -115,8 +116,6 @@ fn bench_round(c: &mut Criterion) {
         nodes: 1,
         gpus_per_node: 8,
         short: false,
-        sweep: false,
-        waited: 600,
     };
     c.bench_function("preemption round: 252 candidates, 1024 GPUs", |b| {
         b.iter(|| {

@@ -85,6 +85,7 @@ fn main() {
 
     let jobs: Vec<PendingJob<'_>> = (0..100_000)
         .map(|_| PendingJob {
+            id: 0,
             account: &accounts[(lcg(&mut seed) % 10_000) as usize],
             min_runtime: [0, 3600, 4 * 3600][(lcg(&mut seed) % 3) as usize],
             nice: (lcg(&mut seed) % 200) as i64 - 100,
@@ -130,8 +131,6 @@ fn main() {
             nodes: 1,
             gpus_per_node: 8,
             short: false,
-            sweep: false,
-            waited: 0,
         })
         .collect();
     // Every account's jobs: the over-served half runs 8 GPUs each, the

@@ -48,7 +48,7 @@ pub use crate::error::{ConfigError, ConfigErrors};
 use crate::charge::ChargeWeights;
 use crate::contract::ContractPolicy;
 use crate::duration::{parse_slurm_duration, SlurmDuration};
-use crate::priority::{PriorityWeights, ShortAllowance, MAX_AGE_WEIGHT};
+use crate::priority::{PriorityWeights, MAX_AGE_WEIGHT};
 use crate::tree::{NodeSpec, Tree, MAX_SHARE};
 
 /// Longest sliding window: 100 x 365 days, in seconds.
@@ -84,9 +84,6 @@ pub struct Config {
     /// Seconds a preempted job gets between SIGTERM and requeue
     /// (`[preempt] grace_time`, Slurm's GraceTime; default 0).
     pub preempt_grace_time: u64,
-    /// Seconds a pending short-band job waits for GPUs to come free before
-    /// it may preempt (`[preempt] short_wait`; default 0: at once).
-    pub preempt_short_wait: u64,
     /// The sidecar's address for users' commands (`[server] url`,
     /// `http://HOST:PORT` without a path): `allot explain` and `allot
     /// report` ask it when the ledger is not readable. `None`: not set.
@@ -170,27 +167,20 @@ impl Config {
             short_max_time: dur("priority.short_max_time", &p.short_max_time, 3600),
             sweep_jobs: p.sweep_jobs.unwrap_or(0),
             sweep_window: dur("priority.sweep_window", &p.sweep_window, 900),
-            short_allowance: None,
-            short_yield: dur("priority.short_yield", &p.short_yield, 180),
         };
         let sync_interval = dur("sync.interval", &raw.sync.interval, DEFAULT_SYNC_INTERVAL);
         let preempt_grace_time = dur("preempt.grace_time", &raw.preempt.grace_time, 0);
-        let preempt_short_wait = dur("preempt.short_wait", &raw.preempt.short_wait, 0);
-        let mut priority = priority;
-        if let Some(v) = &p.short_allowance {
-            match short_allowance(v) {
-                Ok(a) => priority.short_allowance = Some(a),
-                Err(e) => errors.push(e),
-            }
-        }
-        for (key, set) in [
-            ("short_allowance", p.short_allowance.is_some()),
-            ("short_yield", p.short_yield.is_some()),
+        // The debug lane's settings: debug work no longer has a place
+        // above other teams (crate::owed), so they set nothing.
+        for (path, set) in [
+            ("priority.short_allowance", p.short_allowance.is_some()),
+            ("priority.short_yield", p.short_yield.is_some()),
+            ("preempt.short_wait", raw.preempt.short_wait.is_some()),
         ] {
-            if set && priority.short_max_gpus == 0 {
+            if set {
                 errors.push(ConfigError::Invalid {
-                    path: format!("priority.{key}"),
-                    message: "shapes the short band's lane, and the short band is off; set short_max_gpus (e.g. 2) or remove it".into(),
+                    path: path.into(),
+                    message: "is gone: debug work orders only its own team's jobs now and has no lane above other teams (docs/fair-share.md, the owed band); delete the line".into(),
                 });
             }
         }
@@ -267,12 +257,6 @@ impl Config {
                 message: "must be longer than 0 while sweep_jobs is set; write e.g. sweep_window = \"15:00\", or sweep_jobs = 0 for no sweeps".into(),
             });
         }
-        if preempt_short_wait > 0 && priority.short_max_gpus == 0 {
-            errors.push(ConfigError::Invalid {
-                path: "preempt.short_wait".into(),
-                message: "delays preemption by short-band jobs, and the short band is off; set priority.short_max_gpus (e.g. 2) or remove short_wait".into(),
-            });
-        }
         if sync_interval == 0 {
             errors.push(ConfigError::Invalid {
                 path: "sync.interval".into(),
@@ -337,7 +321,6 @@ impl Config {
                     .unwrap_or_else(|| DEFAULT_LEDGER_PATH.into()),
                 sync_interval,
                 preempt_grace_time,
-                preempt_short_wait,
                 server_url,
                 munge_socket: raw.server.munge_socket,
                 tree,
@@ -359,7 +342,6 @@ impl Config {
             ledger_path: DEFAULT_LEDGER_PATH.into(),
             sync_interval: DEFAULT_SYNC_INTERVAL,
             preempt_grace_time: 0,
-            preempt_short_wait: 0,
             server_url: None,
             munge_socket: None,
             tree,
@@ -650,37 +632,6 @@ fn server_url(url: &str) -> Result<String, ConfigError> {
 struct RawPreempt {
     grace_time: Option<toml::Value>,
     short_wait: Option<toml::Value>,
-}
-
-/// `[priority] short_allowance`: whole GPUs (`8`) or a percent of the
-/// entitlement (`"10%"`, 0 to 1000).
-fn short_allowance(v: &toml::Value) -> Result<ShortAllowance, ConfigError> {
-    let bad = |why: &str| {
-        ConfigError::Invalid {
-        path: "priority.short_allowance".into(),
-        message: format!(
-            "{v} {why}; write a number of GPUs (short_allowance = 8) or a whole percent of the entitlement from 0 to 1000 (short_allowance = \"10%\")"
-        ),
-    }
-    };
-    match v {
-        toml::Value::Integer(n) if *n < 0 => Err(bad("is below 0")),
-        toml::Value::Integer(n) => u32::try_from(*n)
-            .map(ShortAllowance::Gpus)
-            .map_err(|_| bad("is more GPUs than any cluster has")),
-        toml::Value::String(s) => match s.trim().strip_suffix('%') {
-            None if s.trim().parse::<u64>().is_ok() => Err(bad(
-                "is a number in quotes: write GPUs without quotes, or add % for a percent",
-            )),
-            None => Err(bad("is neither GPUs nor a percent")),
-            Some(p) => match p.trim().parse::<u32>() {
-                Ok(p) if p <= 1000 => Ok(ShortAllowance::Percent(p)),
-                Ok(_) => Err(bad("is more than 1000%")),
-                Err(_) => Err(bad("is not a whole percent")),
-            },
-        },
-        _ => Err(bad("is neither GPUs nor a percent")),
-    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::config::Config;
 use crate::contract::Tier;
 use crate::entitlement::Entitlements;
 use crate::fair_tree::FairTree;
+use crate::owed::{OwedBands, Queued};
 use crate::priority::{compose, Band, PendingJob, PriorityFactors};
 use crate::tree::{LeafId, Tree};
 use crate::usage::UsageTracker;
@@ -27,6 +28,9 @@ pub struct Engine {
     /// The leaves' running GPUs and entitlements when the snapshot was
     /// taken (for the priority band); `None` = every leaf counts as served.
     load: Option<Arc<Entitlements>>,
+    /// The owed band of the pending jobs at the snapshot
+    /// ([`crate::owed`]); `None` = every allocated job is band 1.
+    owed: Option<Arc<OwedBands>>,
 }
 
 impl Engine {
@@ -43,6 +47,7 @@ impl Engine {
             leaf_usage,
             fair,
             load: None,
+            owed: None,
         }
     }
 
@@ -127,24 +132,38 @@ impl Engine {
         self.load.as_deref()
     }
 
-    /// The job's priority band ([`crate::lane`]): from the snapshot's
-    /// load, whether its leaf is below its entitlement and whether its lane
-    /// is open (without a load every leaf counts as served, lane open).
+    /// The same snapshot with the owed band of its pending jobs
+    /// ([`Engine::owed_bands`] on its load).
+    pub fn with_owed(mut self, owed: OwedBands) -> Engine {
+        self.owed = Some(Arc::new(owed));
+        self
+    }
+
+    /// The owed bands given to [`Engine::with_owed`], if any.
+    pub fn owed(&self) -> Option<&OwedBands> {
+        self.owed.as_deref()
+    }
+
+    /// The job's priority band ([`crate::owed`]): free tier, else its band
+    /// in the snapshot's owed bands (allocated when there are none, or the
+    /// job arrived after the snapshot: it is placed at the next one).
     pub fn band(&self, job: &PendingJob<'_>) -> Band {
-        let w = &self.config.priority;
-        let (below, lane) = match (&self.load, self.leaf_of(job.account)) {
-            (Some(load), Some(leaf)) => (load.below(leaf), load.lane_open(leaf, w.allowance())),
-            (None, _) => (false, true),
-            (Some(_), None) => (false, false),
-        };
-        w.band(
-            Tier::of(job.min_runtime),
-            job.gpus,
-            job.time_limit,
-            job.sweep,
-            below,
-            lane,
-        )
+        if Tier::of(job.min_runtime) == Tier::Unallocated {
+            return Band::Free;
+        }
+        match (&self.owed, self.leaf_of(job.account)) {
+            (Some(owed), Some(leaf)) => {
+                let q = Queued {
+                    id: job.id,
+                    leaf,
+                    gpus: job.gpus,
+                    debug: self.is_debug(job),
+                    eligible: job.eligible_time,
+                };
+                owed.band(leaf, q.key(), job.id)
+            }
+            _ => Band::Allocated,
+        }
     }
 
     /// True when a pending job of `account` with `min_runtime` seconds of
@@ -294,6 +313,7 @@ mod tests {
 
     fn job(account: &str, min_runtime: u64, nice: i64, waited: u64) -> PendingJob<'_> {
         PendingJob {
+            id: 0,
             account,
             min_runtime,
             nice,
@@ -365,7 +385,7 @@ mod tests {
             let acct = |i: usize| e.tree().node(e.tree().leaves()[i % leaves]).accounts[0].clone();
             let names: Vec<String> = jobs.iter().map(|j| acct(j.0)).collect();
             let js: Vec<PendingJob<'_>> = jobs.iter().zip(&names).map(|(j, a)| PendingJob {
-                account: a, min_runtime: j.1 * 1800, nice: i64::from(j.2), eligible_time: NOW.saturating_sub(j.3),
+                id: 0, account: a, min_runtime: j.1 * 1800, nice: i64::from(j.2), eligible_time: NOW.saturating_sub(j.3),
                 gpus: 1, time_limit: None, sweep: false,
             }).collect();
             let mut out = Vec::new();

@@ -36,7 +36,6 @@
 
 use serde::Serialize;
 
-use crate::priority::Allowance;
 use crate::tree::{LeafId, Tree};
 
 /// Tolerance for comparing a whole number of GPUs with an entitlement.
@@ -108,7 +107,7 @@ pub struct Entitlements {
     entitled: Vec<f64>,
     /// Per tree node: GPUs its subtree's allocated jobs hold, and its
     /// entitlement; with each node's parent (`u32::MAX` for the root) and
-    /// each leaf's node, for the groups above a leaf ([`crate::lane`]).
+    /// each leaf's node, for the groups above a leaf ([`crate::owed`]).
     #[serde(skip)]
     node_running: Vec<u64>,
     #[serde(skip)]
@@ -117,12 +116,6 @@ pub struct Entitlements {
     parent: Vec<u32>,
     #[serde(skip)]
     leaf_node: Vec<u32>,
-    /// Leaves whose owed work is held back by debug work, and how many
-    /// ([`crate::lane::HeldBack`]).
-    #[serde(skip)]
-    held_back: Vec<bool>,
-    #[serde(skip)]
-    held_back_count: usize,
 }
 
 /// Buffers of [`Entitlements::recompute`], kept by a caller between calls:
@@ -151,8 +144,6 @@ impl Entitlements {
             node_entitled: Vec::new(),
             parent: Vec::new(),
             leaf_node: Vec::new(),
-            held_back: Vec::new(),
-            held_back_count: 0,
         };
         e.recompute(tree, capacity, running, pending, &mut Scratch::default());
         e
@@ -236,57 +227,31 @@ impl Entitlements {
             let p = self.parent[i] as usize;
             self.node_running[p] += self.node_running[i];
         }
-        self.held_back.clear();
-        self.held_back.resize(leaves, false);
-        self.held_back_count = 0;
     }
 
-    /// Marks the leaf as held back by other leaves' debug work: every other
-    /// leaf's lane is shut ([`crate::lane`], rule 2).
-    pub fn hold_back(&mut self, leaf: LeafId) {
-        if let Some(h) = self.held_back.get_mut(leaf.0 as usize) {
-            if !*h {
-                *h = true;
-                self.held_back_count += 1;
-            }
-        }
-    }
-
-    /// Forgets every mark of [`Entitlements::hold_back`].
-    pub fn clear_held_back(&mut self) {
-        self.held_back.iter_mut().for_each(|h| *h = false);
-        self.held_back_count = 0;
-    }
-
-    /// True if the leaf was marked with [`Entitlements::hold_back`].
-    pub fn is_held_back(&self, leaf: LeafId) -> bool {
-        self.held_back
-            .get(leaf.0 as usize)
-            .copied()
-            .unwrap_or(false)
-    }
-
-    /// True while the leaf and every group above it (the root aside) hold
-    /// fewer GPUs than their entitlement plus `allowance`, and no other
-    /// leaf is held back ([`Entitlements::hold_back`]): the lane rule of
-    /// [`crate::lane`].
-    pub fn lane_open(&self, leaf: LeafId, allowance: Allowance) -> bool {
+    /// The tree nodes (indices into [`Tree::nodes`]) from the leaf up to,
+    /// not including, the root; empty for a leaf not in the tree.
+    pub fn path(&self, leaf: LeafId) -> Vec<usize> {
+        let mut out = Vec::new();
         let Some(&first) = self.leaf_node.get(leaf.0 as usize) else {
-            return false;
+            return out;
         };
-        if self.held_back_count > usize::from(self.is_held_back(leaf)) {
-            return false;
-        }
         let mut n = first;
         while n != u32::MAX && self.parent[n as usize] != u32::MAX {
-            let held = self.node_running[n as usize] as f64;
-            let entitled = self.node_entitled[n as usize];
-            if held + EPS >= entitled + allowance.above(entitled) {
-                return false;
-            }
+            out.push(n as usize);
             n = self.parent[n as usize];
         }
-        true
+        out
+    }
+
+    /// GPUs tree node `n` (an index into [`Tree::nodes`]) may still start
+    /// within its entitlement: entitled - running, negative above it; 0 for
+    /// an index out of range.
+    pub fn node_room(&self, n: usize) -> f64 {
+        match (self.node_entitled.get(n), self.node_running.get(n)) {
+            (Some(&e), Some(&r)) => e - r as f64,
+            _ => 0.0,
+        }
     }
 
     /// GPUs usable now.
@@ -324,13 +289,7 @@ impl Entitlements {
     /// GPUs the leaf may lose and stay at or above its entitlement (0 when
     /// it is at or below it).
     pub fn surplus(&self, leaf: LeafId) -> u64 {
-        self.surplus_with(leaf, 0)
-    }
-
-    /// GPUs the leaf may lose and stay at least `slack` GPUs short of its
-    /// entitlement at worst.
-    pub fn surplus_with(&self, leaf: LeafId, slack: u64) -> u64 {
-        let s = self.running(leaf) as f64 - self.entitled(leaf) + slack as f64 + EPS;
+        let s = self.running(leaf) as f64 - self.entitled(leaf) + EPS;
         if s <= 0.0 {
             0
         } else {

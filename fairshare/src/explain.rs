@@ -273,6 +273,7 @@ mod tests {
     fn pending_job_levels_and_rank() {
         let e = engine();
         let x = e.explain_pending(&PendingJob {
+            id: 0,
             account: "a2",
             min_runtime: 3600,
             nice: 0,
@@ -401,6 +402,7 @@ mod tests {
     fn serialises_to_json_with_infinite_level_fs_as_inf() {
         let e = engine();
         let x = e.explain_pending(&PendingJob {
+            id: 0,
             account: "b1",
             min_runtime: 0,
             nice: 0,
@@ -420,6 +422,7 @@ mod tests {
     fn unknown_account_is_explained() {
         let e = engine();
         let x = e.explain_pending(&PendingJob {
+            id: 0,
             account: "ghost",
             min_runtime: 0,
             nice: 0,

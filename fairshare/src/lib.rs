@@ -11,7 +11,8 @@
 //! - [`usage`]: sliding-window occupancy, exact and incremental;
 //! - [`fair_tree`]: Level FS, ranks and fair-share factors;
 //! - [`priority`]: the `u32` priority layout; [`contract`]: minimum runtime,
-//!   protection, charging; [`attempts`]: which intervals a job's attempts
+//!   protection, charging; [`owed`]: the one ordering rule between teams;
+//!   [`attempts`]: which intervals a job's attempts
 //!   are charged (who ended each, resized runs, no overlap); [`preempt`]: who may preempt whom, victims;
 //! - [`engine`]: the immutable snapshot the plugins hold; [`timer`]: when
 //!   they rebuild it and when the ledger is polled;
@@ -33,7 +34,7 @@
 //!     Engine::from_account_usage(Arc::new(config), [("a", 360_000.0)], 1_700_000_000);
 //! assert_eq!(engine.fair_share("b"), Some(1.0));
 //! assert_eq!(engine.fair_share("a"), Some(0.5));
-//! let job = |account| PendingJob { account, min_runtime: 3600, nice: 0, eligible_time: 1_700_000_000, gpus: 1, time_limit: None, sweep: false };
+//! let job = |account| PendingJob { id: 1, account, min_runtime: 3600, nice: 0, eligible_time: 1_700_000_000, gpus: 1, time_limit: None, sweep: false };
 //! assert!(engine.priority(&job("b")) > engine.priority(&job("a")));
 //! ```
 #![deny(missing_docs)]
@@ -47,10 +48,11 @@ pub mod duration;
 pub mod engine;
 pub mod entitlement;
 pub mod error;
+
 pub mod explain;
 pub mod fair_tree;
 mod hash;
-pub mod lane;
+pub mod owed;
 pub mod preempt;
 pub mod priority;
 pub mod record;

@@ -52,8 +52,8 @@ pub struct RunningJob<'a> {
     pub alloc: &'a [NodeGpus],
     /// False for `--no-requeue` jobs (preempting them kills them).
     pub requeue: bool,
-    /// True for a job of the short shape ([`crate::priority`]): never
-    /// preempted, it ends within `short_max_time` anyway.
+    /// True for debug work ([`crate::priority::PriorityWeights::is_debug`]):
+    /// its own team's debug work never takes it ([`verdict`], rule 4).
     pub short: bool,
     /// Times it has been requeued (Slurm's `Restarts`); at `[contract]
     /// max_requeues` an allocated job is not preempted again
@@ -75,17 +75,10 @@ pub struct Preemptor<'a> {
     pub nodes: u32,
     /// Free GPUs it needs on each of them.
     pub gpus_per_node: u32,
-    /// True for a job of the short shape ([`crate::priority`]); its
-    /// privileges hold only while its leaf's lane is open ([`crate::lane`],
-    /// [`Engine::in_lane`]).
+    /// True for debug work ([`crate::priority::PriorityWeights::is_debug`]):
+    /// it may take its own team's batch work past contract ([`verdict`],
+    /// rule 4); between teams it is judged as any other job.
     pub short: bool,
-    /// True for a job of a sweep ([`crate::sweep`]): it takes free-tier
-    /// GPUs only.
-    pub sweep: bool,
-    /// Seconds it has been eligible (pending since submission or requeue);
-    /// a short job takes allocated jobs' GPUs only after `[preempt]
-    /// short_wait`.
-    pub waited: u64,
 }
 
 impl<'a> RunningJob<'a> {

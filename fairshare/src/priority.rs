@@ -6,17 +6,16 @@
 //!  bits 31..30   bits 29..16               bits 15..0
 //! [   band   ] [ account rank, 14 bits ] [ within-account score, 16 bits ]
 //! ```
-//! 1. **band** ([`Band`]), highest first (the rule and why no job shape
-//!    gets around it: [`crate::lane`]):
-//!    - 3 *short*: debug work (an allocated job of at most
-//!      `short_max_gpus` GPUs whose time limit is at most `short_max_time`,
-//!      not part of a sweep: [`crate::sweep`]) of a leaf whose *lane is
-//!      open*: it and every group above it hold fewer GPUs than their
-//!      entitlement plus `short_allowance`, and no other leaf's owed work
-//!      is held back by debug work;
-//!    - 2 *entitled*: an allocated job whose leaf held fewer GPUs than its
-//!      entitlement ([`crate::entitlement`]) when the engine snapshot was
-//!      taken: the jobs that may preempt ([`crate::preempt`]) come first;
+//! 1. **band** ([`Band`]), highest first, set by what the job's team is
+//!    owed now and never by the job's shape (the rule, and why no shape or
+//!    split over accounts gets around it: [`crate::owed`]):
+//!    - 3 *owed*: an allocated job in its team's owed prefix (its team's
+//!      pending jobs, debug work first, that fit in what the team and every
+//!      group above it are entitled to now and do not hold), or the claim
+//!      of a team below its window share whose head job is larger than its
+//!      static share;
+//!    - 2 *crossing*: the job that takes the rest of its team's entitlement
+//!      and a little more;
 //!    - 1 *allocated*: every other allocated job (minimum runtime > 0);
 //!    - 0 *free*: the unallocated free tier, below every allocated job;
 //! 2. **account rank**: the Fair Tree rank of the job's leaf over the
@@ -72,16 +71,6 @@ pub struct PriorityWeights {
     pub sweep_jobs: u32,
     /// The span `sweep_jobs` counts over, seconds (default 15 min).
     pub sweep_window: u64,
-    /// What a leaf (and each group above it) may hold above its
-    /// entitlement while its debug work keeps the short band
-    /// ([`crate::lane`]); `None` = `short_max_gpus` GPUs (default).
-    pub short_allowance: Option<ShortAllowance>,
-    /// Seconds a job owed GPUs waits before debug work of other leaves
-    /// yields to it, where that debug work is what holds it back
-    /// ([`crate::lane`]; default 3 min: with a one-minute `sync.interval`
-    /// and a scheduling pass such a job starts within `short_max_time` plus
-    /// 5 minutes).
-    pub short_yield: u64,
 }
 
 impl Default for PriorityWeights {
@@ -94,8 +83,6 @@ impl Default for PriorityWeights {
             short_max_time: 3600,
             sweep_jobs: 0,
             sweep_window: 900,
-            short_allowance: None,
-            short_yield: 180,
         }
     }
 }
@@ -128,42 +115,12 @@ impl PriorityWeights {
     }
 }
 
-/// `[priority] short_allowance` as written: whole GPUs (`8`) or a share of
-/// the entitlement (`"10%"`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShortAllowance {
-    /// GPUs.
-    Gpus(u32),
-    /// Percent of the entitlement (of the leaf, and of each group above
-    /// it), at least `short_max_gpus` GPUs.
-    Percent(u32),
-}
-
-/// How far above its entitlement `e` (GPUs) a tree node's lane stays open:
-/// `max(gpus, e x percent / 100)` GPUs ([`crate::lane`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Allowance {
-    /// GPUs, and the least when `percent` is set.
-    pub gpus: u64,
-    /// Percent of the entitlement (0: none).
-    pub percent: u32,
-}
-
-impl Allowance {
-    /// `gpus` GPUs whatever the entitlement.
-    pub fn gpus(gpus: u64) -> Allowance {
-        Allowance { gpus, percent: 0 }
-    }
-
-    /// GPUs above an entitlement of `entitled` GPUs.
-    pub fn above(&self, entitled: f64) -> f64 {
-        (self.gpus as f64).max(entitled * f64::from(self.percent) / 100.0)
-    }
-}
-
 /// A pending job, as priority and explain see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PendingJob<'a> {
+    /// Slurm job id (any unique id): the owed band is per job
+    /// ([`crate::owed::OwedBands`]).
+    pub id: u64,
     /// Slurm account.
     pub account: &'a str,
     /// Minimum runtime, seconds (0 = unallocated).
@@ -186,20 +143,20 @@ pub struct PendingJob<'a> {
 pub enum Band {
     /// The unallocated free tier.
     Free,
-    /// An allocated job whose leaf holds its entitlement (or debug work of
-    /// a leaf whose lane is closed).
+    /// An allocated job beyond what its team is owed now.
     Allocated,
-    /// An allocated job whose leaf is below its entitlement.
-    Entitled,
-    /// Debug work of a leaf whose lane is open ([`crate::lane`]).
-    Short,
+    /// The job that takes the rest of its team's entitlement
+    /// ([`crate::owed`], rule 1).
+    Crossing,
+    /// An allocated job its team is owed now, or a claim ([`crate::owed`]).
+    Owed,
 }
 
 impl PriorityWeights {
     /// True if a job of `tier`, `gpus` GPUs and `time_limit` seconds has
     /// the short shape: allocated, at most `short_max_gpus` GPUs, a time
     /// limit of at most `short_max_time` (it ends within that for sure).
-    /// Such a running job is never preempted ([`crate::preempt`]).
+    /// It orders work inside its team only ([`crate::owed`]).
     pub fn is_short(&self, tier: Tier, gpus: u64, time_limit: Option<u64>) -> bool {
         tier == Tier::Allocated
             && self.short_max_gpus > 0
@@ -211,27 +168,6 @@ impl PriorityWeights {
     /// and not part of a sweep.
     pub fn is_debug(&self, tier: Tier, gpus: u64, time_limit: Option<u64>, sweep: bool) -> bool {
         !sweep && self.is_short(tier, gpus, time_limit)
-    }
-
-    /// What a leaf (and each group above it) may hold above its entitlement
-    /// while its lane stays open: `short_allowance`, else `short_max_gpus`
-    /// GPUs; a share of the entitlement is at least `short_max_gpus` GPUs.
-    pub fn allowance(&self) -> Allowance {
-        let floor = u64::from(self.short_max_gpus);
-        match self.short_allowance {
-            None => Allowance {
-                gpus: floor,
-                percent: 0,
-            },
-            Some(ShortAllowance::Gpus(g)) => Allowance {
-                gpus: u64::from(g),
-                percent: 0,
-            },
-            Some(ShortAllowance::Percent(p)) => Allowance {
-                gpus: floor,
-                percent: p,
-            },
-        }
     }
 }
 
@@ -270,7 +206,7 @@ mod tests {
 
     #[test]
     fn band_dominates_rank_dominates_score() {
-        let bands = [Band::Free, Band::Allocated, Band::Entitled, Band::Short];
+        let bands = [Band::Free, Band::Allocated, Band::Crossing, Band::Owed];
         for w in bands.windows(2) {
             assert!(compose(w[1], 0, 0) > compose(w[0], RANK_MASK, u16::MAX));
         }
@@ -280,7 +216,7 @@ mod tests {
             compose(Band::Allocated, 40_000, 0),
             compose(Band::Allocated, RANK_MASK, 0)
         );
-        assert_eq!(compose(Band::Short, RANK_MASK, u16::MAX), u32::MAX);
+        assert_eq!(compose(Band::Owed, RANK_MASK, u16::MAX), u32::MAX);
     }
 
     #[test]

@@ -10,11 +10,11 @@
 //! one while the account keeps submitting. `sweep_jobs = 0` (the default):
 //! no sweeps.
 //!
-//! A sweep job keeps the short band's place in the queue (it ends within
-//! `short_max_time` and is never preempted) but it never preempts
-//! ([`crate::preempt`]): it waits for GPUs to come free, which the short
-//! band gets first.
-//!
+//! A sweep job is batch work inside its team: it does not go first among
+//! the team's jobs and it may not take the team's own batch work
+//! ([`crate::owed`], [`crate::preempt`]). Between teams no shape has a
+//! place of its own: a sweep is ordered as any other job of its team.
+
 //! # Why
 //! Someone debugging submits a few jobs and waits for them; a parameter
 //! sweep submits hundreds at once and waits for all of them. Before this

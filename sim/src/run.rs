@@ -65,7 +65,7 @@ use crate::settings::{
 };
 use backfill::Held;
 use fairshare::config::Config;
-use fairshare::contract::{protected_until, Contract, RunClock, Tier};
+use fairshare::contract::{protected_until, Contract, RunClock};
 use fairshare::drain::{self, NodeJob};
 use fairshare::engine::Engine;
 use fairshare::entitlement::Entitlements;
@@ -208,8 +208,6 @@ pub(crate) struct Sim<'w> {
     team_rank: Vec<u32>,
     /// Per team: below its entitlement at the snapshot (the priority band).
     team_below: Vec<bool>,
-    /// Per team at the snapshot: its leaf's lane is open ([`fairshare::lane`]).
-    team_lane: Vec<bool>,
     rate: Vec<u64>,
     /// Per team: running allocated jobs past their contract, by
     /// ([`fewest`] of its requeues, start, id): walked backwards, the
@@ -221,13 +219,6 @@ pub(crate) struct Sim<'w> {
     free_tier_gpus: Vec<u64>,
     /// Per leaf: GPUs of allocated jobs running and pending (entitlement).
     leaf_running: Vec<u64>,
-    /// Per leaf: GPUs its running allocated jobs of the short shape hold.
-    leaf_short_running: Vec<u64>,
-    /// Leaves held back by debug work at the snapshot
-    /// ([`fairshare::lane::HeldBack`]); the live load keeps them.
-    held_back: Vec<fairshare::tree::LeafId>,
-    /// Which job holds each leaf back, from one snapshot to the next.
-    held_back_by: fairshare::lane::HeldBack,
     leaf_pending: Vec<u64>,
     /// Bumped whenever a leaf's running or pending GPUs or the capacity
     /// change; the entitlements computed at one version are reused.
@@ -259,6 +250,10 @@ pub(crate) struct Sim<'w> {
     slices: Vec<u64>,
     /// Per queue: (snapshot, head job, its key).
     head_cache: Vec<(u32, u32, u64)>,
+    /// The buffer of [`Sim::mark_owed`] (the owed band of the pending
+    /// allocated jobs, recomputed on the live load before every pass, is
+    /// kept in the engine: [`fairshare::Engine::with_owed`]).
+    owed_buf: Vec<fairshare::owed::Queued>,
     /// Buffers of [`Sim::pass`], kept between passes: the heap of queue
     /// heads.
     pass_heap: Vec<PassEntry>,
@@ -340,9 +335,9 @@ struct PreemptScratch {
 }
 
 /// Queues per team: free tier, allocated, debug work, sweeps, jobs that
-/// used their requeues
-/// ([`fairshare::lane`]). Inside one queue
-/// every job has the same priority but for its age, so the queue's order
+/// used their requeues. Inside one queue every job has the same priority
+/// but for its age and the owed band ([`fairshare::owed`]: a prefix of the
+/// team's jobs in the team's own order, so of each queue), so the queue's order
 /// (queued time, index) is its priority order, ties broken as slurmctld
 /// breaks them (submit time, then job id; a requeue resets the submit
 /// time). A job's age counts from when it is eligible, `requeue_delay`

@@ -2,7 +2,7 @@
 //! preempt plugins).
 
 use allot_ffi::job::{JobRecord, JobState};
-use fairshare::lane::{HeldBack, Oldest};
+use fairshare::owed::{OwedBands, Queued};
 use fairshare::record::{recorded_min_runtime, recorded_sweep};
 use fairshare::{
     Contract, Engine, Entitlements, PendingJob, Preemptor, RunClock, RunningJob, Tier,
@@ -48,18 +48,19 @@ pub fn time_limit(job: &JobRecord<'_>) -> Option<u64> {
     job.time_limit_minutes().map(|m| u64::from(m) * 60)
 }
 
-/// True for a job of the short band ([`fairshare::priority`]).
-pub fn is_short(engine: &Engine, job: &JobRecord<'_>) -> bool {
-    short_band(engine, job, min_runtime(engine, job), gpus_in_tres_req(job))
+/// True for debug work ([`fairshare::priority::PriorityWeights::is_debug`]).
+pub fn is_debug(engine: &Engine, job: &JobRecord<'_>) -> bool {
+    let (min_runtime, sweep) = recorded(engine, job);
+    debug_work(engine, job, min_runtime, gpus_in_tres_req(job), sweep)
 }
 
-/// [`is_short`] for a caller that has read the job's [`min_runtime`] and
-/// [`gpus_in_tres_req`] already.
-fn short_band(engine: &Engine, job: &JobRecord<'_>, min_runtime: u64, gpus: u64) -> bool {
+/// [`is_debug`] for a caller that has read the job's [`min_runtime`],
+/// [`gpus_in_tres_req`] and sweep mark already.
+fn debug_work(engine: &Engine, job: &JobRecord<'_>, min_runtime: u64, gpus: u64, sweep: bool) -> bool {
     engine
         .config()
         .priority
-        .is_short(Tier::of(min_runtime), gpus, time_limit(job))
+        .is_debug(Tier::of(min_runtime), gpus, time_limit(job), sweep)
 }
 
 /// When the job became eligible: `max(submit, begin)`, epoch seconds (a
@@ -72,6 +73,7 @@ pub fn eligible_time(job: &JobRecord<'_>) -> u64 {
 pub fn pending<'a>(engine: &Engine, job: &JobRecord<'a>) -> PendingJob<'a> {
     let (min_runtime, sweep) = recorded(engine, job);
     PendingJob {
+        id: u64::from(job.job_id()),
         account: job.account().unwrap_or(""),
         min_runtime,
         nice: job.nice(),
@@ -104,28 +106,31 @@ pub fn waits_for_share(engine: &Engine, job: &PendingJob<'_>, requeues: u32) -> 
 }
 
 /// Counts the leaves' allocated GPUs running and pending, job by job, for
-/// their entitlements ([`fairshare::entitlement`]), and what the debug
-/// lane's yield reads ([`fairshare::lane::HeldBack`]): each leaf's running
-/// GPUs of the short shape and its longest-waiting pending allocated job
-/// of batch work (neither debug work nor a sweep).
+/// their entitlements ([`fairshare::entitlement`]), and what the owed band
+/// reads ([`fairshare::owed`]): the pending allocated jobs (those that used
+/// their requeues wait for their team's share apart) and the GPUs of
+/// running jobs past their contract, room for each leaf's own debug work
+/// ([`fairshare::owed::Tradeable`]).
 #[derive(Debug, Clone, Default)]
 pub struct LoadCounter {
     running: Vec<u64>,
     pending: Vec<u64>,
-    short_running: Vec<u64>,
-    oldest: Vec<Option<Oldest>>,
+    queued: Vec<Queued>,
+    /// Per leaf: GPUs of its running allocated jobs past their contract
+    /// with requeues left.
+    tradeable: Vec<u64>,
     held: u64,
 }
 
 impl LoadCounter {
-    /// Adds one job (any state; finished ones count nothing).
-    pub fn add(&mut self, engine: &Engine, job: &JobRecord<'_>) {
+    /// Adds one job (any state; finished ones count nothing) at `now`
+    /// (epoch seconds).
+    pub fn add(&mut self, engine: &Engine, job: &JobRecord<'_>, now: u64) {
         let leaves = engine.tree().leaves().len();
         if self.running.len() != leaves {
             self.running.resize(leaves, 0);
             self.pending.resize(leaves, 0);
-            self.short_running.resize(leaves, 0);
-            self.oldest.resize(leaves, None);
+            self.tradeable.resize(leaves, 0);
         }
         let state = job.state();
         let is_running = matches!(state, JobState::Running | JobState::Suspended);
@@ -135,61 +140,56 @@ impl LoadCounter {
         let Some(leaf) = job.account().and_then(|a| engine.leaf_of(a)) else {
             return;
         };
-        let min_runtime = min_runtime(engine, job);
+        let (min_runtime, sweep) = recorded(engine, job);
         if min_runtime == 0 {
             return;
         }
         let l = leaf.0 as usize;
         let requested = gpus_in_tres_req(job);
-        let short = short_band(engine, job, min_runtime, requested);
+        let debug = debug_work(engine, job, min_runtime, requested, sweep);
+        let id = u64::from(job.job_id());
+        let max = engine.config().contract.max_requeues;
         if is_running {
             let gpus = allocated_gpus(job);
             self.running[l] += gpus;
-            if short {
-                self.short_running[l] += gpus;
+            let past = run_clock(job).run_time(now) >= min_runtime;
+            if past && !fairshare::contract::requeues_used(min_runtime, job.restarts(), max) {
+                self.tradeable[l] += gpus;
             }
         } else if state == JobState::Pending {
             self.pending[l] += requested;
-            // Batch work, as the simulator's batch queue: neither debug
-            // work nor a sweep (fairshare::lane::Oldest).
-            if !short && job.priority() != 0 {
-                let o = Oldest {
-                    id: u64::from(job.job_id()),
-                    eligible: eligible_time(job),
+            let used = fairshare::contract::requeues_used(min_runtime, job.restarts(), max);
+            if job.priority() != 0 && !used {
+                self.queued.push(Queued {
+                    id,
+                    leaf,
                     gpus: requested,
-                };
-                Oldest::keep(&mut self.oldest[l], o);
+                    debug,
+                    eligible: eligible_time(job),
+                });
             }
         }
     }
 
     /// The entitlements to `capacity_gpus` of the config, or to every GPU
     /// running jobs hold when it is not set (the cluster is full whenever
-    /// a preemption is asked for), with the leaves `held` finds held back
-    /// at `now` (epoch seconds) marked.
-    pub fn finish(self, engine: &Engine, held: &mut HeldBack, now: u64) -> Entitlements {
+    /// a preemption is asked for), and the owed band of the pending jobs on
+    /// them ([`Engine::owed_bands`]).
+    pub fn finish(mut self, engine: &Engine) -> (Entitlements, OwedBands) {
         let capacity = engine.config().capacity_gpus.unwrap_or(self.held);
-        let mut load = Entitlements::compute(engine.tree(), capacity, &self.running, &self.pending);
-        held.update(
-            &mut load,
-            &engine.config().priority,
-            capacity.saturating_sub(self.held),
-            &self.short_running,
-            &self.oldest,
-            |l| engine.fair_tree().rank(l),
-            now,
-        );
-        load
+        let load = Entitlements::compute(engine.tree(), capacity, &self.running, &self.pending);
+        let owed = engine.owed_bands(&load, &mut self.queued, &self.tradeable);
+        (load, owed)
     }
 }
 
-/// The load now, from slurmctld's job list (taking the job read lock: only
-/// from the plugin's own thread); `held` keeps which jobs hold their leaves
-/// back from one count to the next. `None` outside slurmctld.
-pub fn load_now(engine: &Engine, held: &mut HeldBack) -> Option<Entitlements> {
+/// The load now and the owed band on it, from slurmctld's job list (taking
+/// the job read lock: only from the plugin's own thread). `None` outside
+/// slurmctld.
+pub fn load_now(engine: &Engine) -> Option<(Entitlements, OwedBands)> {
     let mut c = LoadCounter::default();
     let now = allot_ffi::ctld::time_now();
-    allot_ffi::ctld::for_each_job(|j| c.add(engine, j)).then(|| c.finish(engine, held, now))
+    allot_ffi::ctld::for_each_job(|j| c.add(engine, j, now)).then(|| c.finish(engine))
 }
 
 /// The running-time clock of a job: `pre_sus_time` accumulated, plus the
@@ -209,7 +209,7 @@ pub fn run_clock(job: &JobRecord<'_>) -> RunClock {
 /// A pending job as a preemptor, read once and owned: charged at the rate
 /// of its requested TRES; its requested GPUs (as one node's) are what its
 /// leaf would cover by starting ([`Engine::gain`], the net rule of
-/// [`fairshare::preempt`]); it waits from [`eligible_time`]. The preempt
+/// [`fairshare::preempt`]). The preempt
 /// plugin reads it once per preemptor and second instead of once per
 /// candidate: slurmctld asks about every running job for one pending job
 /// in a row (252 candidates in the scale benchmark, where rebuilding the
@@ -220,16 +220,13 @@ pub struct PreemptorFacts {
     min_runtime: u64,
     rate: u64,
     gpus: u64,
-    short: bool,
-    sweep: bool,
-    eligible: u64,
+    debug: bool,
 }
 
 impl PreemptorFacts {
     /// Reads `job`: its account, [`min_runtime`], the charge rate of its
-    /// requested TRES, [`gpus_in_tres_req`], the short band (as [`is_short`],
-    /// from the minimum runtime and GPUs just read), whether it is part of a sweep and
-    /// [`eligible_time`].
+    /// requested TRES, [`gpus_in_tres_req`] and whether it is debug work (as
+    /// [`is_debug`], from the minimum runtime, GPUs and sweep mark just read).
     pub fn of(engine: &Engine, job: &JobRecord<'_>) -> PreemptorFacts {
         let (min_runtime, sweep) = recorded(engine, job);
         let gpus = gpus_in_tres_req(job);
@@ -240,9 +237,7 @@ impl PreemptorFacts {
                 .tres_req_str()
                 .map_or(0, |t| engine.config().charge.rate_of_tres(t)),
             gpus,
-            short: short_band(engine, job, min_runtime, gpus),
-            sweep,
-            eligible: eligible_time(job),
+            debug: debug_work(engine, job, min_runtime, gpus, sweep),
         }
     }
 
@@ -251,18 +246,15 @@ impl PreemptorFacts {
         self.gpus
     }
 
-    /// The preemptor at `now` (epoch seconds): it has waited since
-    /// [`eligible_time`].
-    pub fn at(&self, now: u64) -> Preemptor<'_> {
+    /// The preemptor.
+    pub fn preemptor(&self) -> Preemptor<'_> {
         Preemptor {
             account: &self.account,
             min_runtime: self.min_runtime,
             rate: self.rate,
             nodes: 1,
             gpus_per_node: u32::try_from(self.gpus).unwrap_or(u32::MAX),
-            short: self.short,
-            sweep: self.sweep,
-            waited: now.saturating_sub(self.eligible),
+            short: self.debug,
         }
     }
 }
@@ -271,7 +263,7 @@ impl PreemptorFacts {
 /// yes/no verdict, which is all slurmctld asks of a preempt plugin).
 /// The contract (AdminComment) is read once.
 pub fn running<'a>(engine: &Engine, job: &JobRecord<'a>) -> RunningJob<'a> {
-    let min_runtime = min_runtime(engine, job);
+    let (min_runtime, sweep) = recorded(engine, job);
     RunningJob {
         id: u64::from(job.job_id()),
         account: job.account().unwrap_or(""),
@@ -281,7 +273,7 @@ pub fn running<'a>(engine: &Engine, job: &JobRecord<'a>) -> RunningJob<'a> {
         },
         alloc: &[],
         requeue: job.requeue(),
-        short: short_band(engine, job, min_runtime, gpus_in_tres_req(job)),
+        short: debug_work(engine, job, min_runtime, gpus_in_tres_req(job), sweep),
         requeues: job.restarts(),
     }
 }
@@ -363,7 +355,7 @@ mod tests {
     }
 
     #[test]
-    fn a_preemptor_read_once_is_the_job_at_any_second() {
+    fn a_preemptor_read_once_is_the_job() {
         let config = fairshare::Config::from_toml_str(
             "[tree.a1]\nshare = 1\n[priority]\nshort_max_gpus = 2\n[charge]\n\"gres/gpu\" = 2.0\ncpu = 0.05\n",
         )
@@ -379,15 +371,13 @@ mod tests {
         // SAFETY: the record and its strings outlive the view.
         let job = unsafe { JobRecord::from_ptr(&rec) }.unwrap();
         let facts = PreemptorFacts::of(&engine, &job);
-        let p = facts.at(1000);
+        let p = facts.preemptor();
         assert_eq!(
             (p.account, p.min_runtime, p.rate, p.nodes, p.gpus_per_node),
             ("a1", 1800, 4050, 1, 2),
             "2 GPUs x 2 + 1 core x 0.05, in milli-units per second"
         );
-        assert!(p.short && p.sweep, "2 GPUs for 30 min, marked a sweep");
-        assert_eq!(p.waited, 1000, "eligible at 0 (no details)");
-        assert_eq!(facts.at(1500).waited, 1500);
+        assert!(!p.short, "2 GPUs for 30 min, marked a sweep: not debug work");
         assert_eq!(facts.gpus(), 2);
     }
 }

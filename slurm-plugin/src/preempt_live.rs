@@ -63,7 +63,7 @@ pub fn may_preempt(
         gpus: jobs::allocated_gpus(preemptee).max(1),
         nodes: preemptee.nodes(),
     };
-    let p = facts.at(now);
+    let p = facts.preemptor();
     let judged = rounds.judge(&engine, u64::from(id), &p, facts.gpus(), candidate, now);
     let (allowed, grounds) = match judged {
         Some((fairshare::Verdict::Allowed, grounds)) => (true, grounds),
@@ -115,11 +115,10 @@ pub fn start_load_thread(
     std::thread::Builder::new()
         .name("allot-load".into())
         .spawn(move || {
-            let mut held = fairshare::lane::HeldBack::default();
             while !LIVE_STOP.load(Ordering::Relaxed) {
                 if let Some(state) = state() {
                     let engine = state.engine.get();
-                    if let Some(load) = jobs::load_now(&engine, &mut held) {
+                    if let Some((load, _)) = jobs::load_now(&engine) {
                         if let Ok(mut l) = live().lock() {
                             l.rounds.set_load(load);
                         }

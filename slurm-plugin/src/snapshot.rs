@@ -2,7 +2,8 @@
 //!
 //! A background thread rebuilds a [`fairshare::Engine`] every
 //! `sync.interval`, on the clock half a second after the ledger's poll
-//! ([`fairshare::timer`]), and when poked by `scontrol reconfigure`, from the
+//! ([`fairshare::timer`]), and when poked (`scontrol reconfigure`, a job's
+//! end: at most once a second), from the
 //! current config and the ledger's charged milli-GPU-seconds per account
 //! over the window (exact integers, [`fairshare::charge`]), then swaps it in atomically. Plugin calls only load the
 //! current `Arc<Engine>`: no I/O, no waiting on the thread. A ledger that
@@ -99,7 +100,7 @@ impl EngineSnapshot {
                     )
                 };
                 let mut next = due(config.get().sync_interval);
-                let mut held = fairshare::lane::HeldBack::default();
+                let mut last = 0u64;
                 while !s.stop.load(Ordering::Relaxed) {
                     let cfg = config.get();
                     let iv = cfg.sync_interval;
@@ -109,11 +110,15 @@ impl EngineSnapshot {
                         next = due(iv);
                         continue;
                     }
-                    if !s.poke.swap(false, Ordering::Relaxed) && left > 0 {
+                    // A poke (reconfigure, a job's end) rebuilds at once,
+                    // at most once a second: ends come in bursts.
+                    let poked = wall_ms() >= last + 1000 && s.poke.swap(false, Ordering::Relaxed);
+                    if !poked && left > 0 {
                         // Short steps: a stop or a poke is seen within 100 ms.
                         std::thread::sleep(Duration::from_millis(left.min(100)));
                         continue;
                     }
+                    last = wall_ms();
                     let t = now();
                     match load(&cfg, t.saturating_sub(cfg.window), t) {
                         Ok(u) => {
@@ -130,9 +135,10 @@ impl EngineSnapshot {
                         }
                     }
                     let mut engine = build(cfg, &usage, t);
-                    // The priority band reads the leaves' entitlements now.
-                    if let Some(load) = crate::jobs::load_now(&engine, &mut held) {
-                        engine = engine.with_load(load);
+                    // The priority band reads the leaves' entitlements now
+                    // and the owed band of the pending jobs on them.
+                    if let Some((load, owed)) = crate::jobs::load_now(&engine) {
+                        engine = engine.with_load(load).with_owed(owed);
                     }
                     let engine = Arc::new(engine);
                     s.engine.store(engine.clone());

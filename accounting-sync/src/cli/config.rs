@@ -186,45 +186,26 @@ pub fn render_contract(config: &Config, raw: Option<&toml::Value>) -> String {
     }
     let p = &config.priority;
     if p.short_max_gpus > 0 {
-        out += "priority short band:\n";
+        out += "debug work (it goes first inside its own team only):\n";
         out += &format!(
             "  short_max_gpus {} = jobs of at most {} GPUs",
             p.short_max_gpus, p.short_max_gpus
         );
-        out += " and a time limit within short_max_time sort first\n";
+        out += " and a time limit within short_max_time are debug work\n";
         out += &line(
             "short_max_time",
             &["priority", "short_max_time"],
             p.short_max_time,
         );
-        let a = p.allowance();
-        out += &format!(
-            "  short_allowance {} = debug work keeps that place while its team (and each group above it) holds less than its entitlement plus {}\n",
-            written(&["priority", "short_allowance"]).unwrap_or_else(|| format!("{} (default)", p.short_max_gpus)),
-            if a.percent > 0 {
-                format!("{}% of it (at least {} GPUs)", a.percent, a.gpus)
-            } else {
-                format!("{} GPUs", a.gpus)
-            }
-        );
-        out += &line("short_yield", &["priority", "short_yield"], p.short_yield);
-        out += "  = other teams' debug work yields to a job owed GPUs that it holds back, after short_yield\n";
         if p.sweep_jobs > 0 {
             out += &format!(
-                "  sweep_jobs {} = an account's short jobs beyond {} within sweep_window are a sweep: batch work that never preempts\n",
+                "  sweep_jobs {} = an account's short jobs beyond {} within sweep_window are a sweep: batch work\n",
                 p.sweep_jobs, p.sweep_jobs
             );
             out += &line(
                 "sweep_window",
                 &["priority", "sweep_window"],
                 p.sweep_window,
-            );
-        }
-        if config.preempt_short_wait > 0 {
-            out += &line(
-                "preempt short_wait",
-                &["preempt", "short_wait"],
-                config.preempt_short_wait,
             );
         }
     }

@@ -456,26 +456,34 @@ pub fn engine_now(
     .0;
     Ok(match jobs {
         Some(jobs) => {
-            let load = live_load(&engine, jobs);
-            engine.with_load(load)
+            let (load, owed) = live_load(&engine, jobs);
+            engine.with_load(load).with_owed(owed)
         }
         None => engine,
     })
 }
 
-/// Each leaf's running and pending GPUs of allocated jobs in `jobs`, and
-/// the entitlements they give, as priority/allot counts them at its
-/// rebuild (`jobs::LoadCounter` in the plugins): free-tier jobs count
-/// nothing, the capacity is `capacity_gpus` or the GPUs running jobs
-/// hold. It sets the priority band and what may preempt a running job.
-/// Only the plugins know how long a leaf has been held back by other
-/// teams' debug work (the lane's yield), so the band of debug work can
-/// differ from slurmctld's while a yield is on.
-pub fn live_load(engine: &Engine, jobs: &BTreeMap<u64, LiveJob>) -> fairshare::Entitlements {
+/// Each leaf's running and pending GPUs of allocated jobs in `jobs`, the
+/// entitlements they give and the owed band of the pending jobs on them
+/// ([`fairshare::owed`]), as priority/allot counts them at its rebuild
+/// (`jobs::LoadCounter` in the plugins): free-tier jobs count nothing, the
+/// capacity is `capacity_gpus` or the GPUs running jobs hold; the GPUs of
+/// jobs past their contract with requeues left are room for the team's own
+/// debug work. It sets the priority band and what may preempt a running
+/// job.
+pub fn live_load(
+    engine: &Engine,
+    jobs: &BTreeMap<u64, LiveJob>,
+) -> (fairshare::Entitlements, fairshare::owed::OwedBands) {
     let leaves = engine.tree().leaves().len();
     let (mut running, mut pending) = (vec![0u64; leaves], vec![0u64; leaves]);
+    let mut queued = Vec::new();
+    let mut tradeable = vec![0u64; leaves];
+    let config = engine.config();
+    let max = config.contract.max_requeues;
+    let now = engine.now();
     let mut held = 0u64;
-    for j in jobs.values() {
+    for (&id, j) in jobs {
         let is_running = matches!(j.state.as_str(), "RUNNING" | "SUSPENDED");
         if is_running {
             held += j.gpus;
@@ -483,18 +491,46 @@ pub fn live_load(engine: &Engine, jobs: &BTreeMap<u64, LiveJob>) -> fairshare::E
         let Some(leaf) = engine.leaf_of(&j.account) else {
             continue;
         };
-        if j.min_runtime(&engine.config().contract) == 0 {
+        let min_runtime = j.min_runtime(&config.contract);
+        if min_runtime == 0 {
             continue;
         }
         let l = leaf.0 as usize;
+        let debug = config.priority.is_debug(
+            fairshare::Tier::of(min_runtime),
+            j.gpus,
+            j.time_limit,
+            recorded_sweep(&j.admin_comment),
+        );
+        let restarts = u32::try_from(j.restarts).unwrap_or(u32::MAX);
         if is_running {
             running[l] += j.gpus;
+            let clock = RunClock {
+                accumulated: j.pre_sus_time,
+                running_since: (j.state == "RUNNING").then(|| j.start.max(j.suspend_time)),
+            };
+            let past = clock.run_time(now) >= min_runtime;
+            if past && !fairshare::contract::requeues_used(min_runtime, restarts, max) {
+                tradeable[l] += j.gpus;
+            }
         } else if j.state == "PENDING" {
             pending[l] += j.gpus;
+            let used = fairshare::contract::requeues_used(min_runtime, restarts, max);
+            if j.priority != 0 && !used {
+                queued.push(fairshare::owed::Queued {
+                    id,
+                    leaf,
+                    gpus: j.gpus,
+                    debug,
+                    eligible: j.eligible.max(j.submit),
+                });
+            }
         }
     }
-    let capacity = engine.config().capacity_gpus.unwrap_or(held);
-    fairshare::Entitlements::compute(engine.tree(), capacity, &running, &pending)
+    let capacity = config.capacity_gpus.unwrap_or(held);
+    let load = fairshare::Entitlements::compute(engine.tree(), capacity, &running, &pending);
+    let owed = engine.owed_bands(&load, &mut queued, &tradeable);
+    (load, owed)
 }
 
 /// Explains job `job` at `now` (epoch s) from what slurmctld says of it
@@ -530,6 +566,7 @@ pub fn build(
         Some("PENDING") => {
             let l = live.as_ref().expect("live");
             let mut e = engine.explain_pending(&PendingJob {
+                id: job,
                 account: &account,
                 min_runtime,
                 nice: l.nice,
@@ -540,7 +577,7 @@ pub fn build(
             });
             if recorded_sweep(&l.admin_comment) {
                 e.summary.push_str(
-                    "; part of a sweep (allot:sweep): it waits for GPUs to come free and never preempts",
+                    "; part of a sweep (allot:sweep): ordered as batch work inside its team, after its debug work",
                 );
             }
             let max = config.contract.max_requeues;
@@ -572,6 +609,7 @@ pub fn build(
         // Finished (or in another state): only its account's standing now.
         _ => {
             let mut e = engine.explain_pending(&PendingJob {
+                id: job,
                 account: &account,
                 min_runtime,
                 nice: 0,

@@ -202,16 +202,10 @@ fn other_ranges() {
 }
 
 #[test]
-fn sweeps_and_short_wait_need_the_short_band() {
-    let m = message(
-        "[priority]\nsweep_jobs = 16\n[preempt]\nshort_wait = \"3:00\"\n[tree.x]\nshare = 1",
-    );
+fn sweeps_need_the_short_band() {
+    let m = message("[priority]\nsweep_jobs = 16\n[tree.x]\nshare = 1");
     assert!(
         m.contains("priority.sweep_jobs") && m.contains("set short_max_gpus"),
-        "{m}"
-    );
-    assert!(
-        m.contains("preempt.short_wait") && m.contains("short band is off"),
         "{m}"
     );
     let m = message(
@@ -222,20 +216,13 @@ fn sweeps_and_short_wait_need_the_short_band() {
         "{m}"
     );
     let c = Config::from_toml_str(
-        "[priority]\nshort_max_gpus = 2\nsweep_jobs = 16\nsweep_window = \"1:00:00\"\n[preempt]\nshort_wait = \"3:00\"\n[tree.x]\nshare = 1",
+        "[priority]\nshort_max_gpus = 2\nsweep_jobs = 16\nsweep_window = \"1:00:00\"\n[tree.x]\nshare = 1",
     )
     .unwrap();
-    assert_eq!(
-        (
-            c.priority.sweep_jobs,
-            c.priority.sweep_window,
-            c.preempt_short_wait
-        ),
-        (16, 3600, 180)
-    );
+    assert_eq!((c.priority.sweep_jobs, c.priority.sweep_window), (16, 3600));
     // Off by default.
     let c = Config::from_toml_str("[tree.x]\nshare = 1").unwrap();
-    assert_eq!((c.priority.sweep_jobs, c.preempt_short_wait), (0, 0));
+    assert_eq!(c.priority.sweep_jobs, 0);
 }
 
 #[test]
@@ -274,38 +261,27 @@ fn requeue_points_need_a_period_longer_than_the_window() {
 }
 
 #[test]
-fn the_lane_and_the_requeue_bound() {
-    use crate::priority::{Allowance, ShortAllowance};
+fn the_lane_is_gone_and_the_requeue_bound() {
     let c = Config::from_toml_str(
-        "[priority]\nshort_max_gpus = 2\nshort_allowance = \"10%\"\nshort_yield = \"4:00\"\n[contract]\nmax_requeues = 5\n[tree.x]\nshare = 1",
+        "[priority]\nshort_max_gpus = 2\n[contract]\nmax_requeues = 5\n[tree.x]\nshare = 1",
     )
     .unwrap();
-    assert_eq!(
-        c.priority.short_allowance,
-        Some(ShortAllowance::Percent(10))
-    );
-    assert_eq!(
-        c.priority.allowance(),
-        Allowance {
-            gpus: 2,
-            percent: 10
-        }
-    );
-    assert_eq!((c.priority.short_yield, c.contract.max_requeues), (240, 5));
-    let c = Config::from_toml_str(
-        "[priority]\nshort_max_gpus = 2\nshort_allowance = 8\n[tree.x]\nshare = 1",
-    )
-    .unwrap();
-    assert_eq!(c.priority.allowance(), Allowance::gpus(8));
+    assert_eq!(c.contract.max_requeues, 5);
     let d = Config::from_toml_str("[tree.x]\nshare = 1").unwrap();
-    assert_eq!((d.priority.short_yield, d.contract.max_requeues), (180, 3));
-    for bad in ["\"ten\"", "\"10\"", "-1", "\"2000%\"", "1.5"] {
+    assert_eq!(d.contract.max_requeues, 3);
+    // The debug lane's keys name themselves and say to delete the line.
+    for (section, key) in [
+        ("priority", "short_allowance = 8"),
+        ("priority", "short_yield = \"4:00\""),
+        ("preempt", "short_wait = \"3:00\""),
+    ] {
         let m = message(&format!(
-            "[priority]\nshort_allowance = {bad}\n[tree.x]\nshare = 1"
+            "[{section}]\n{key}\n[tree.x]\nshare = 1"
         ));
+        let name = key.split(' ').next().unwrap();
         assert!(
-            m.contains("priority.short_allowance") && m.contains("short_allowance = \"10%\""),
-            "{bad}: {m}"
+            m.contains(&format!("{section}.{name}: is gone")) && m.contains("delete the line"),
+            "{m}"
         );
     }
     for bad in ["-1", "\"3\"", "1.5"] {
@@ -317,7 +293,7 @@ fn the_lane_and_the_requeue_bound() {
             "{m}"
         );
     }
-    // Every problem at once, and the lane's keys need the short band.
+    // Every problem at once.
     let e = errors("window = \"0\"\n[contract]\nmax_requeues = -1\n[priority]\nshort_yield = \"4:00\"\n[tree.x]\nshare = 1");
     assert_eq!(e.len(), 3, "{e:?}");
 }

@@ -7,14 +7,12 @@
 //! 1. [`Rule::FreeTier`]: the victim is unallocated (minimum runtime 0),
 //!    past its protection; any allocated job may take it, its own
 //!    account's included.
-//! 2. [`Rule::ShortOwnLeaf`]: a short preemptor (its leaf's lane open) took
-//!    an allocated job of its own account or leaf: the leaf trades batch
-//!    work for debug work inside what it holds.
+//! 2. [`Rule::ShortOwnLeaf`]: debug work took an allocated batch job of
+//!    its own account or leaf with two requeues left or more: the leaf
+//!    trades batch work for debug work inside what it holds.
 //! 3. [`Rule::VictimNotInTree`]: the victim's account is not in the tree,
 //!    so it is entitled to nothing and loses no covered entitlement.
-//! 4. [`Rule::ShortSlack`]: a short preemptor took a job of another leaf
-//!    that ends at most `short_max_gpus` GPUs below its entitlement.
-//! 5. [`Rule::NetGain`]: the net rule. The preemptor's leaf holds fewer
+//! 4. [`Rule::NetGain`]: the net rule. The preemptor's leaf holds fewer
 //!    GPUs than its entitlement, and the victims' leaves lose together
 //!    strictly less covered entitlement than [`super::UNCOVER_FRACTION`]
 //!    of what the preemptor's leaf gains ([`Grounds::lost`] <
@@ -39,12 +37,13 @@ use crate::tree::LeafId;
 pub enum Rule {
     /// The victim is a free-tier job.
     FreeTier,
-    /// A short preemptor took a job of its own account or leaf.
+    /// Debug work took a batch job of its own account or leaf.
     ShortOwnLeaf,
     /// The victim's account is not in the tree.
     VictimNotInTree,
-    /// A short preemptor took a job of a leaf that ends at most
-    /// `short_max_gpus` below its entitlement.
+    /// Earlier releases only (the debug lane, now gone): a short preemptor
+    /// took a job of a leaf left at most `short_max_gpus` below its
+    /// entitlement. Kept so that old records still read.
     ShortSlack,
     /// The net rule: the preemptor's leaf is below its entitlement and the
     /// victims' leaves lose less than half of what it gains.
@@ -76,10 +75,10 @@ impl Rule {
     pub fn describe(self) -> &'static str {
         match self {
             Rule::FreeTier => "the victim was a free-tier job (minimum runtime 0)",
-            Rule::ShortOwnLeaf => "a short job took a job of its own leaf",
+            Rule::ShortOwnLeaf => "debug work took a batch job of its own leaf past its contract",
             Rule::VictimNotInTree => "the victim's account is not in the tree",
             Rule::ShortSlack => {
-                "a short job took a job of a leaf left at most short_max_gpus below its entitlement"
+                "(earlier releases) a short job took a job of a leaf left at most short_max_gpus below its entitlement"
             }
             Rule::NetGain => {
                 "the preemptor's leaf was below its entitlement and the victims' leaves lost less than half of what it gained"
@@ -127,7 +126,7 @@ pub struct Grounds {
     pub rule: Rule,
     /// GPUs the preemptor asked for.
     pub preemptor_gpus: u64,
-    /// True when it was judged as a short job (its lane open).
+    /// True when the preemptor was debug work.
     pub preemptor_short: bool,
     /// The preemptor's leaf.
     pub preemptor_leaf: LeafFigures,
@@ -239,7 +238,6 @@ impl Engine {
         now: u64,
     ) -> Option<Grounds> {
         let pl = self.leaf_of(p.account)?;
-        let p = self.in_lane(p, load);
         let contract = &self.config().contract;
         Some(Grounds {
             rule,
@@ -247,11 +245,9 @@ impl Engine {
             preemptor_short: p.short,
             preemptor_leaf: self.leaf_figures(pl, load),
             victim_leaf: self.leaf_of(r.account).map(|l| self.leaf_figures(l, load)),
-            gain: self.gain(&p, load),
+            gain: self.gain(p, load),
             lost,
-            allowance: (rule == Rule::NetGain)
-                .then(|| self.allowance(&p, load))
-                .flatten(),
+            allowance: (rule == Rule::NetGain).then(|| self.allowance(p, load)),
             victim: VictimFigures {
                 gpus,
                 min_runtime: r.contract.min_runtime,
@@ -341,21 +337,20 @@ mod tests {
             .unwrap();
         assert_eq!(g.victim_leaf, None);
 
-        // With a at 9 (entitled 8), a's and b's lanes are open: a short job
-        // of a takes a's own batch job, and one of b a job of a that leaves
-        // a at most short_max_gpus (2) below its entitlement.
+        // Debug work of a takes a's own batch job past its contract; debug
+        // work of b is judged as any job of b (the net rule).
         let l9 = load(&e, 16, &[("a", 9, 0), ("b", 0, 8)]);
         let short = |account| Preemptor {
             short: true,
-            waited: 86_400,
             ..pending(account, H, 1)
         };
         let d = e.decide_beside(&short("a"), &past, 4, &VictimTally::default(), &l9, NOW);
         assert_eq!(d.rule, Some(Rule::ShortOwnLeaf));
-        let d = e.decide_beside(&short("b"), &past, 2, &VictimTally::default(), &l9, NOW);
-        assert_eq!(d.rule, Some(Rule::ShortSlack));
+        let d = e.decide_beside(&short("b"), &past, 1, &VictimTally::default(), &l9, NOW);
+        assert_eq!(d.verdict, Verdict::Allowed);
+        assert_eq!(d.rule, Some(Rule::NetGain));
         let g = e
-            .grounds(Rule::ShortSlack, 0.0, &short("b"), &past, 2, &l9, NOW)
+            .grounds(Rule::ShortOwnLeaf, 0.0, &short("a"), &past, 4, &l9, NOW)
             .unwrap();
         assert!(g.preemptor_short);
         assert_eq!(g.allowance, None);

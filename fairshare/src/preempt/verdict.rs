@@ -16,81 +16,70 @@
 //!      running time is in the first `requeue_window` of a period
 //!      ([`crate::contract::RequeuePoints`]; a job that checkpoints every
 //!      period loses at most the window's work);
-//!    - `R` is not a short job (the short band of [`crate::priority`]:
-//!      debug work that ends within `short_max_time` anyway);
-//!    - `P` is not part of a sweep ([`crate::sweep`]: it waits for GPUs to
-//!      come free, which the short band gets first);
-//!    - `P` counts as a short job only while its leaf's lane is open
-//!      ([`crate::lane`]: the leaf and every group above it hold fewer GPUs
-//!      than their entitlement plus `short_allowance`); otherwise it is
-//!      judged as any other job;
-//!    - if `P` is a short job, it has been eligible for at least `[preempt]
-//!      short_wait` seconds (a GPU that comes free meanwhile costs nobody
-//!      work; debug work still starts within that wait);
-//!    - if `P` is a short job: `R` is of `P`'s own leaf (the leaf trades
-//!      batch work for its debug work), or `R`'s leaf ends at most
-//!      `short_max_gpus` GPUs below its entitlement once `R` (and every other
-//!      victim of that leaf chosen for `P`) is gone (a debug job's arrival
-//!      lowers every other leaf's entitlement by a fraction of a GPU only);
-//!    - otherwise: `R` is not of `P`'s account or leaf, `P`'s leaf holds
-//!      fewer GPUs than it is entitled to now ([`crate::entitlement`]:
-//!      capacity water-filled down the tree against demand), and the
-//!      victims' leaves lose less than half the entitlement `P`'s leaf gains
-//!      ([`UNCOVER_FRACTION`]): with `cov(l) = min(running(l),
-//!      entitled(l))`, `P`'s leaf gains `cov` by `min(P's GPUs, entitled -
-//!      running)`, and the drop of `cov` summed over the leaves of `R` and of
-//!      every other victim chosen for `P` must be strictly less than half of
-//!      that. A leaf loses no `cov` while it stays at or above its
-//!      entitlement, so GPUs above a leaf's entitlement are always
-//!      available; a leaf may be pushed below its entitlement only by a job
-//!      that covers at least twice as much elsewhere (an indivisible 32-GPU
-//!      job of a team entitled to 23 GPUs may start on nodes of teams a few
-//!      GPUs above theirs). An account not in the tree is entitled to
-//!      nothing.
+//!    - if `R` is of `P`'s own account or leaf: `P` is debug work
+//!      ([`crate::priority::PriorityWeights::is_debug`]), `R` is not, and `R`
+//!      has two requeues left or more (the team trades its own batch work
+//!      for its debug work, never a job's last requeue; [`crate::owed`]
+//!      counts these GPUs as room for the team's debug work);
+//!    - otherwise: `P`'s leaf holds fewer GPUs than it is entitled to now
+//!      ([`crate::entitlement`]: capacity water-filled down the tree against
+//!      demand), and the victims' leaves lose less than half the
+//!      entitlement `P`'s leaf gains ([`UNCOVER_FRACTION`]): with `cov(l) =
+//!      min(running(l), entitled(l))`, `P`'s leaf gains `cov` by `min(P's
+//!      GPUs, entitled - running)`, and the drop of `cov` summed over the
+//!      leaves of `R` and of every other victim chosen for `P` must be
+//!      strictly less than half of that. A leaf loses no `cov` while it
+//!      stays at or above its entitlement, so GPUs above a leaf's
+//!      entitlement are always available; a leaf may be pushed below its
+//!      entitlement only by a job that covers at least twice as much
+//!      elsewhere. An account not in the tree is entitled to nothing.
 //!
-//! The sliding-window rank plays no part here: it orders the queue (who
-//! gets idle GPUs). Preemption only moves GPUs to a leaf below its
-//! entitlement, and only when the entitlement covered cluster-wide grows.
+//! No rule reads a job's shape between teams: debug work, sweeps and size
+//! give no licence to take another team's GPUs ([`crate::owed`]: shape
+//! orders work inside a team only). The sliding-window rank plays no part
+//! here either: it orders the queue (who gets idle GPUs). Preemption only
+//! moves GPUs to a leaf below its entitlement, and only when the
+//! entitlement covered cluster-wide grows, or inside one leaf.
 //!
 //! # Termination
-//! Let `covered = sum over leaves of cov(l)` and `allocated` = GPUs held by
-//! allocated jobs. Entitlements depend on capacity and demand only, and a
-//! preemption changes neither (the preemptor goes from pending to running,
-//! each victim from running to pending), so they are fixed between
-//! arrivals, completions and capacity changes. Let `short` = short jobs
-//! pending. Every preemption strictly increases `(-short, covered,
-//! allocated)`, compared lexicographically:
-//! - no victim is a short job, so `short` never grows; a short preemptor
-//!   starts a short job: `short` strictly decreases;
-//! - a preemptor that is not short leaves `short` as it was; with an
-//!   allocated victim, `P`'s leaf was below its entitlement and gains at
-//!   least 1 GPU, so `covered` rises by its gain `g > 0` and falls by less
-//!   than `g / 2`: `covered` strictly increases (by more than `g / 2`);
-//! - with free-tier victims only, `covered` does not decrease and
-//!   `allocated` grows by `P`'s GPUs.
+//! Without an arrival, a completion or a capacity change, only finitely
+//! many preemptions can happen, whatever the order of decisions and
+//! snapshots. What strictly decreases is `(R, -allocated)`, compared
+//! lexicographically, with `R` the requeues left summed over the allocated
+//! jobs (`max_requeues - requeues` each, for the jobs present) and
+//! `allocated` the GPUs held by allocated jobs:
+//! - a preemption with an allocated victim requeues it: its requeues left
+//!   fall by one (rule 3 refuses a job with none left, so `R` never goes
+//!   below 0), and no preemption gives a job requeues back: `R` strictly
+//!   decreases;
+//! - a preemption with free-tier victims only leaves `R` as it was and
+//!   starts an allocated preemptor in their place: `allocated` strictly
+//!   increases, up to the capacity.
 //!
-//! Normal starts never decrease `covered` or `allocated` nor raise `short`.
-//! The requeue-point, sweep, lane and `short_wait` conditions of rule 4
-//! and the requeue bound of rule 3 only remove preemptions, so they leave
-//! this argument as it is. The requeue bound also bounds each job on its
+//! Normal starts never change `R` and never lower `allocated`. `R` is at
+//! most `max_requeues` times the jobs present and `allocated` at most the
+//! capacity, so the sequence ends. The same bound holds each job on its
 //! own: an allocated job is requeued at most `max_requeues` times by
 //! preemption, whatever arrives (the property test checks it). A job that
 //! has used its requeues waits to start while its leaf holds its
 //! entitlement ([`crate::contract::waits_for_share`]): that removes starts,
-//! never adds a preemption, and a start it delays is a normal start later.
-//! All three are bounded (capacity, jobs pending) and take finitely many
-//! values (GPU counts are whole, entitlements fixed), so without an
-//! arrival, a completion or a capacity change only finitely many
-//! preemptions can happen, and no sequence of decisions or snapshots can
-//! cycle. A preemption that leaves every victim's leaf at or above its
-//! entitlement cannot be answered: once a job of leaf `A` that is not short
-//! has so preempted a job of `B`, no job of `B` that is not short can
-//! preempt one of `A` until a job ends or arrives (it would need `B` below
-//! its entitlement). One that pushes `B` below its entitlement may be
-//! answered by `B` taking GPUs `A` holds above its own, but each such answer
-//! again raises `covered`. The property tests in `preempt/tests.rs` check
-//! all three; the simulator counts answers within the first preemptor's
-//! minimum runtime (`reversals`, docs/simulator.md).
+//! never adds a preemption.
+//!
+//! Between teams the rule also never moves GPUs back and forth: every
+//! preemption of another leaf's allocated work needs the preemptor's leaf
+//! below its entitlement and raises `covered = sum over leaves of
+//! min(running, entitled)` (it gains `g > 0` and its victims' leaves lose
+//! less than `g / 2`); entitlements depend on capacity and demand only, and
+//! a preemption changes neither (the preemptor goes from pending to
+//! running, each victim from running to pending). Once a job of leaf `A`
+//! has so preempted a job of `B` leaving `B` at or above its entitlement,
+//! no job of `B` can preempt one of `A` until a job ends or arrives (it
+//! would need `B` below its entitlement). A trade inside a leaf (rule 4)
+//! moves nothing between leaves; its victim is never debug work, and it
+//! needs two requeues left, so a trade never uses a job's last requeue. The
+//! property tests in `preempt/tests.rs` check both; the simulator counts
+//! answers within the first preemptor's minimum runtime (`reversals`,
+//! docs/simulator.md).
 //!
 
 use std::collections::BTreeMap;
@@ -127,8 +116,9 @@ pub enum Verdict {
     PreemptorUnallocated,
     /// The preemptor's account is not in the tree.
     UnknownAccount,
-    /// An allocated job of the same account or leaf (only a short job may
-    /// preempt those).
+    /// A job of the same account or leaf that the preemptor may not trade:
+    /// only debug work takes its own leaf's batch work, never debug work nor
+    /// a job on its last requeue.
     SameAccount,
     /// The running job is inside its minimum runtime until `until`
     /// (epoch seconds; `None` while it is suspended).
@@ -143,25 +133,13 @@ pub enum Verdict {
         /// it is suspended).
         next: Option<u64>,
     },
-    /// The running job is in the short band: it is never preempted.
-    Short,
     /// The running job has been requeued `[contract] max_requeues` times:
     /// it runs to its end.
     RequeuesUsed {
         /// Times it has been requeued.
         requeues: u32,
     },
-    /// The preemptor is part of a sweep ([`crate::sweep`]): it waits for
-    /// GPUs to come free (free-tier jobs excepted).
-    Sweep,
-    /// The preemptor is a short job that has waited less than `[preempt]
-    /// short_wait` for GPUs to come free (free-tier jobs excepted).
-    ShortWaiting {
-        /// Seconds it has still to wait.
-        left: u64,
-    },
-    /// The preemptor's leaf already holds its entitlement (and the
-    /// preemptor is not a short job).
+    /// The preemptor's leaf already holds its entitlement.
     PreemptorServed {
         /// GPUs its allocated jobs hold.
         running: u64,
@@ -169,8 +147,8 @@ pub enum Verdict {
         entitled: f64,
     },
     /// The running job's leaf would lose too much of its entitlement: it
-    /// would end below it (short preemptor: more than `short_max_gpus`
-    /// below it) by as much as the preemptor's [`Engine::allowance`] or more.
+    /// would end below it by as much as the preemptor's
+    /// [`Engine::allowance`] or more.
     PreempteeAtEntitlement {
         /// GPUs its allocated jobs hold.
         running: u64,
@@ -210,29 +188,6 @@ impl VictimTally {
 }
 
 impl Engine {
-    /// GPUs a victim's leaf may end below its entitlement: `short_max_gpus`
-    /// for a short preemptor, else 0.
-    pub(super) fn slack(&self, p: &Preemptor<'_>) -> u64 {
-        if p.short {
-            u64::from(self.config().priority.short_max_gpus)
-        } else {
-            0
-        }
-    }
-
-    /// `p` as rule 4 judges it on `load`: a short job whose leaf's lane is
-    /// closed ([`crate::lane`]) is judged as any other job.
-    pub fn in_lane<'p>(&self, p: &Preemptor<'p>, load: &Entitlements) -> Preemptor<'p> {
-        let open = || {
-            self.leaf_of(p.account)
-                .is_some_and(|l| load.lane_open(l, self.config().priority.allowance()))
-        };
-        Preemptor {
-            short: p.short && open(),
-            ..*p
-        }
-    }
-
     /// GPUs of entitlement the preemptor's leaf would cover by starting:
     /// `min(running + P, entitled) - min(running, entitled)` with `P` the
     /// preemptor's GPUs (0 for an account not in the tree).
@@ -246,10 +201,9 @@ impl Engine {
 
     /// Covered entitlement (GPUs) the victims' leaves may lose together for
     /// `p`, strictly less than this: [`UNCOVER_FRACTION`] of its
-    /// [`Engine::gain`]. `None` for a short preemptor (its victims' leaves
-    /// are bounded by the `short_max_gpus` slack instead).
-    pub fn allowance(&self, p: &Preemptor<'_>, load: &Entitlements) -> Option<f64> {
-        (!p.short).then(|| self.gain(p, load) * UNCOVER_FRACTION)
+    /// [`Engine::gain`].
+    pub fn allowance(&self, p: &Preemptor<'_>, load: &Entitlements) -> f64 {
+        self.gain(p, load) * UNCOVER_FRACTION
     }
 
     /// Why `p` may or may not preempt `r` at `now` (epoch seconds), `r`
@@ -316,53 +270,40 @@ impl Engine {
         let Some(pl) = self.leaf_of(p.account) else {
             return v(Verdict::UnknownAccount);
         };
-        if protected(&r.contract, now) {
+        let contract = r.contract;
+        if protected(&contract, now) {
             return v(Verdict::Protected {
-                until: protected_until(&r.contract, now),
+                until: protected_until(&contract, now),
             });
         }
-        if Tier::of(r.contract.min_runtime) == Tier::Unallocated {
+        if Tier::of(contract.min_runtime) == Tier::Unallocated {
             return allowed(Rule::FreeTier);
         }
         let max = self.config().contract.max_requeues;
-        if requeues_used(r.contract.min_runtime, r.requeues, max) {
+        if requeues_used(contract.min_runtime, r.requeues, max) {
             return v(Verdict::RequeuesUsed {
                 requeues: r.requeues,
             });
         }
-        let lane = self.in_lane(p, load);
-        let p = &lane;
         let next = self
             .config()
             .contract
             .requeue
-            .preemptible_from(&r.contract, now);
+            .preemptible_from(&contract, now);
         if next != Some(now) {
             return v(Verdict::BetweenRequeuePoints { next });
         }
-        if r.short {
-            return v(Verdict::Short);
-        }
-        if p.sweep {
-            return v(Verdict::Sweep);
-        }
-        let wait = self.config().preempt_short_wait;
-        if p.short && p.waited < wait {
-            return v(Verdict::ShortWaiting {
-                left: wait - p.waited,
-            });
-        }
         let rl = self.leaf_of(r.account);
         if p.account == r.account || rl == Some(pl) {
-            // A short job may take its own leaf's GPUs: the leaf trades
-            // batch work for debug work inside what it holds.
-            return if p.short {
+            // The team trades its own batch work for its debug work, never
+            // a job's last requeue (rule 4).
+            return if p.short && !r.short && r.requeues.saturating_add(1) < max {
                 allowed(Rule::ShortOwnLeaf)
             } else {
                 v(Verdict::SameAccount)
             };
         }
-        if !p.short && !load.below(pl) {
+        if !load.below(pl) {
             return v(Verdict::PreemptorServed {
                 running: load.running(pl),
                 entitled: load.entitled(pl),
@@ -374,24 +315,14 @@ impl Engine {
         // This leaf's GPUs with the victims already allowed beside it, and
         // what the other leaves already lose.
         let with = tally.gpus.get(&rl).copied().unwrap_or(0) + gpus;
-        let (refused, rule, lost) = match self.allowance(p, load) {
-            None => (
-                load.surplus_with(rl, self.slack(p)) < with,
-                Rule::ShortSlack,
-                0.0,
-            ),
-            Some(a) => {
-                let others: f64 = tally
-                    .gpus
-                    .iter()
-                    .filter(|(&l, _)| l != rl)
-                    .map(|(&l, &g)| load.loss(l, g))
-                    .sum();
-                let lost = others + load.loss(rl, with);
-                (!within_allowance(lost, a), Rule::NetGain, lost)
-            }
-        };
-        if refused {
+        let others: f64 = tally
+            .gpus
+            .iter()
+            .filter(|(&l, _)| l != rl)
+            .map(|(&l, &g)| load.loss(l, g))
+            .sum();
+        let lost = others + load.loss(rl, with);
+        if !within_allowance(lost, self.allowance(p, load)) {
             return v(Verdict::PreempteeAtEntitlement {
                 running: load.running(rl),
                 entitled: load.entitled(rl),
@@ -400,7 +331,7 @@ impl Engine {
         Decision {
             verdict: Verdict::Allowed,
             charged: Some(rl),
-            rule: Some(rule),
+            rule: Some(Rule::NetGain),
             lost,
         }
     }
@@ -442,3 +373,4 @@ pub(super) fn within_allowance(lost: f64, allowance: f64) -> bool {
 
 #[cfg(test)]
 mod tests;
+

@@ -94,8 +94,6 @@ impl Engine {
         load: &Entitlements,
         now: u64,
     ) -> Option<Vec<u64>> {
-        let lane = self.in_lane(preemptor, load);
-        let preemptor = &lane;
         let need = preemptor.gpus_per_node;
         let want = preemptor.nodes as usize;
         let mut cands: Vec<&RunningJob<'_>> = running
@@ -105,7 +103,15 @@ impl Engine {
                     == Verdict::Allowed
             })
             .collect();
-        cands.sort_by_cached_key(|r| self.victim_key_for(preemptor, r, now));
+        // Jobs whose leaf stays at or above its entitlement without them
+        // first: they cost no covered entitlement.
+        cands.sort_by_cached_key(|r| {
+            let uncovers = Tier::of(r.contract.min_runtime) == Tier::Allocated
+                && self
+                    .leaf_of(r.account)
+                    .is_some_and(|l| load.surplus(l) < r.gpus());
+            (uncovers, self.victim_key_for(preemptor, r, now))
+        });
 
         let mut free_on: BTreeMap<u32, u32> = BTreeMap::new();
         for f in free {
@@ -121,13 +127,9 @@ impl Engine {
         let mut budget = vec![u64::MAX; self.tree().leaves().len() + 1];
         let allowance = self.allowance(preemptor, load);
         for (l, b) in budget.iter_mut().enumerate().skip(1) {
-            let leaf = LeafId(l as u32 - 1);
-            *b = match allowance {
-                None => load.surplus_with(leaf, self.slack(preemptor)),
-                Some(a) => load.may_lose(leaf, a),
-            };
+            *b = load.may_lose(LeafId(l as u32 - 1), allowance);
         }
-        let net = allowance.map(|a| (load, a));
+        let net = Some((load, allowance));
 
         let packing = Packing {
             cands: &cands,

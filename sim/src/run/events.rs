@@ -28,7 +28,6 @@ impl Sim<'_> {
                 if j.state == State::Running
                     && j.attempt == b
                     && !j.unprotected
-                    && !self.is_short(a)
                     && !used
                 {
                     let team = self.w.jobs[a as usize].team as usize;

@@ -11,7 +11,6 @@ impl Sim<'_> {
         let debug = self.is_debug(id);
         let sweep = self.is_sweep(id);
         let exhausted = self.is_exhausted(id);
-        let short = self.is_short(id);
         let sj = &self.w.jobs[id as usize];
         let team = sj.team as usize;
         let gpus = sj.gpus();
@@ -24,9 +23,6 @@ impl Sim<'_> {
             let l = self.w.teams[team].leaf.0 as usize;
             self.leaf_pending[l] -= u64::from(gpus);
             self.leaf_running[l] += u64::from(gpus);
-            if short {
-                self.leaf_short_running[l] += u64::from(gpus);
-            }
         }
         self.cluster.take(id, &alloc);
         self.last_change = now;
@@ -103,9 +99,6 @@ impl Sim<'_> {
         if sj.min_runtime > 0 {
             let l = self.w.teams[team].leaf.0 as usize;
             self.leaf_running[l] -= u64::from(gpus);
-            if sj.in_short_band(&self.config.priority) {
-                self.leaf_short_running[l] -= u64::from(gpus);
-            }
         }
         self.load_version += 1;
         self.last_change = now;

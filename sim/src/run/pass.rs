@@ -16,7 +16,7 @@ impl Sim<'_> {
             self.is_sweep(id),
             self.is_exhausted(id),
         );
-        let k = self.queue_key(q, j.eligible);
+        let k = self.queue_key_of(q, j.eligible, id);
         debug_assert!(
             self.policy != Policy::Allot
                 || k == u64::from(
@@ -36,7 +36,7 @@ impl Sim<'_> {
     /// Engine::priority with the account -> leaf lookups hoisted to the
     /// snapshot refresh (team_rank, team_below): the same band, score() and
     /// compose() the engine runs (checked against it in debug builds).
-    pub(super) fn queue_key(&self, q: usize, eligible: u64) -> u64 {
+    pub(super) fn queue_key_of(&self, q: usize, eligible: u64, id: u32) -> u64 {
         let team = q / QUEUES_PER_TEAM;
         match self.policy {
             Policy::Allot => {
@@ -46,7 +46,15 @@ impl Sim<'_> {
                     engine.now().saturating_sub(eligible),
                     q % QUEUES_PER_TEAM == 2,
                 );
-                u64::from(compose(self.queue_band(q), self.team_rank[team], score))
+                let band = match self.queue_band(q) {
+                    Band::Free => Band::Free,
+                    b => engine.owed().map_or(b, |o| {
+                        let leaf = self.w.teams[team].leaf;
+                        let debug = q % QUEUES_PER_TEAM == 2;
+                        o.band(leaf, (!debug, eligible, u64::from(id)), u64::from(id))
+                    }),
+                };
+                u64::from(compose(band, self.team_rank[team], score))
             }
             Policy::Fifo | Policy::Static => 0,
             Policy::Classic | Policy::FairTree => {
@@ -60,22 +68,14 @@ impl Sim<'_> {
         }
     }
 
-    /// Under `allot`, the band of queue `q`'s jobs at this snapshot.
+    /// Under `allot`, the lowest band of queue `q`'s jobs: free tier, or
+    /// allocated (some may be owed: [`Sim::queue_key_of`]).
     pub(super) fn queue_band(&self, q: usize) -> Band {
-        let team = q / QUEUES_PER_TEAM;
-        let kind = q % QUEUES_PER_TEAM;
-        let tier = if kind == 0 {
-            Tier::Unallocated
+        if q % QUEUES_PER_TEAM == 0 {
+            Band::Free
         } else {
-            Tier::Allocated
-        };
-        fairshare::lane::band(
-            tier,
-            kind == 2,
-            kind == 3,
-            self.team_below[team],
-            self.team_lane[team],
-        )
+            Band::Allocated
+        }
     }
 
     /// Under `allot`, a lower bound of every key of queue `q`
@@ -97,6 +97,7 @@ impl Sim<'_> {
     pub(super) fn pending_job(&self, id: u32) -> PendingJob<'_> {
         let sj = &self.w.jobs[id as usize];
         PendingJob {
+            id: u64::from(id),
             account: &self.w.accounts[sj.account as usize],
             min_runtime: sj.min_runtime,
             nice: 0,
@@ -125,6 +126,14 @@ impl Sim<'_> {
             return false;
         }
         self.refresh();
+        // The owed band on the live load (fairshare::owed): the plugins
+        // recompute it at every rebuild and job end.
+        if self.policy == Policy::Allot && self.mark_owed() {
+            // Heads' keys depend on the owed prefix.
+            for c in self.head_cache.iter_mut() {
+                c.0 = u32::MAX;
+            }
+        }
         // Band and rank change only with the snapshot: each queue's floor
         // once per pass (when it goes past its first job: most stop there),
         // not once per job looked at.
@@ -209,7 +218,7 @@ impl Sim<'_> {
                     let key = if above {
                         0
                     } else {
-                        self.queue_key(q as usize, el2)
+                        self.queue_key_of(q as usize, el2, id2)
                     };
                     successor =
                         Some(((key, Reverse(order2), Reverse(id2), q, shape, slot2), above));

@@ -1,25 +1,23 @@
 //! Preemption in the replay: which queued job may take whose GPUs, by the
-//! engine's rule ([`fairshare::preempt`]: entitlement now, short band,
-//! free tier) on the live load of the simulated cluster.
+//! engine's rule ([`fairshare::preempt`]: entitlement now, the team's own
+//! trade of batch work for debug work, free tier) on the
+//! live load of the simulated cluster.
 
 use super::*;
 use fairshare::preempt::Scope;
 
 impl Sim<'_> {
-    /// True for a job of the short shape ([`fairshare::priority`]): never
-    /// preempted.
+    /// True for a job of the short shape ([`fairshare::priority`]).
     pub(super) fn is_short(&self, id: u32) -> bool {
         self.w.jobs[id as usize].in_short_band(&self.config.priority)
     }
 
-    /// True for debug work ([`fairshare::lane`]): the short shape, not a
+    /// True for debug work ([`fairshare::owed`]): the short shape, not a
     /// sweep.
     pub(super) fn is_debug(&self, id: u32) -> bool {
         !self.w.jobs[id as usize].sweep && self.is_short(id)
     }
 
-    /// True for a job of a sweep of the short shape (its own queue: never in
-    /// the entitled band, [`fairshare::lane::band`]).
     /// Under `allot`, true for an allocated job that has used its requeues
     /// ([`fairshare::contract::requeues_used`]): it waits in a queue of its
     /// own, out of the pass while its team holds its entitlement
@@ -33,14 +31,10 @@ impl Sim<'_> {
             )
     }
 
+    /// True for a job of a sweep of the short shape (its own queue, ordered
+    /// as batch work inside its team).
     pub(super) fn is_sweep(&self, id: u32) -> bool {
         self.w.jobs[id as usize].sweep && self.is_short(id)
-    }
-
-    /// True while team `team`'s leaf's lane is open on `load`
-    /// ([`fairshare::lane`]).
-    pub(super) fn lane_open(&self, team: usize, load: &Entitlements) -> bool {
-        load.lane_open(self.w.teams[team].leaf, self.config.priority.allowance())
     }
 
     /// What a failed preemption attempt of `id` depends on: the epoch (any
@@ -93,31 +87,18 @@ impl Sim<'_> {
         let team = sj.team as usize;
         let my_rank = self.team_rank[team];
         let (n, g) = (sj.nodes as usize, sj.gpus_per_node);
-        // A short job counts as one only while its lane is open
-        // (fairshare::lane, Engine::in_lane).
+        // Debug work may take its own team's batch work (rule 4).
         let load = self.entitlements();
-        let short = self.is_lane_short(id, &load);
-        // A sweep, and a short job inside `[preempt] short_wait`, may take
-        // free-tier GPUs only (fairshare::preempt, rule 4); the waiting one
-        // is looked at again when its wait ends.
-        let waited = self.now - self.jobs[id as usize].eligible;
-        let wait_left = self.short_wait_left(id, &load);
-        if let Some(left) = wait_left {
-            self.wake(self.now + left);
-        }
-        let free_tier_only = sj.sweep || wait_left.is_some();
+        let short = self.is_debug(id);
         // Necessary before the load is even computed: the GPUs free, of the
         // free tier and of every unprotected job it could take (no team
-        // gives more than its unprotected GPUs, nor its own to a non-short
-        // job).
+        // gives more than its unprotected GPUs, nor its own to a job that is
+        // not debug work).
         let need = (n as u64) * u64::from(g);
         // Free GPUs and the free tier's: any allocated job may take them.
         let free = self.cluster.free_total + self.free_tier_gpus.iter().sum::<u64>();
-        let unprotected: u64 = if free_tier_only {
-            0
-        } else {
-            self.unprot_gpus.iter().sum::<u64>() - if short { 0 } else { self.unprot_gpus[team] }
-        };
+        let unprotected: u64 =
+            self.unprot_gpus.iter().sum::<u64>() - if short { 0 } else { self.unprot_gpus[team] };
         if free + unprotected < need {
             return self.attempt_failed(id, remember);
         }
@@ -132,7 +113,7 @@ impl Sim<'_> {
             spent,
             spent_touched,
         } = &mut *guard;
-        self.gives(id, &load, free_tier_only, gives);
+        self.gives(id, &load, gives);
         // Quick necessary condition: enough GPUs free, free-tier or above
         // other teams' entitlements.
         if free + gives.iter().sum::<u64>() < need {
@@ -221,7 +202,7 @@ impl Sim<'_> {
                     },
                     alloc: &j.alloc,
                     requeue: true,
-                    short: self.is_short(r),
+                    short: self.is_debug(r),
                     requeues: j.attempt,
                 }
             })
@@ -233,8 +214,6 @@ impl Sim<'_> {
             nodes: sj.nodes,
             gpus_per_node: g,
             short,
-            sweep: sj.sweep,
-            waited,
         };
         let engine = self.engine.as_ref().expect("refreshed");
         let Some(victims) = engine.choose_victims(&p, &running, &free, &load, self.now) else {
@@ -343,47 +322,34 @@ impl Sim<'_> {
         }
     }
 
-    /// Seconds job `id`, a short job inside `[preempt] short_wait` since it
-    /// became eligible, has still to wait before it may take more than
-    /// free-tier GPUs (fairshare::preempt, rule 4); `None` for any other.
-    fn short_wait_left(&self, id: u32, load: &Entitlements) -> Option<u64> {
-        let waited = self.now - self.jobs[id as usize].eligible;
-        let wait = self.config.preempt_short_wait;
-        (self.is_lane_short(id, load) && waited < wait).then(|| wait - waited)
-    }
-
-    /// True for a short job whose team's lane is open on `load`: a short
-    /// preemptor as the engine judges it ([`fairshare::Engine::in_lane`]).
-    fn is_lane_short(&self, id: u32, load: &Entitlements) -> bool {
-        self.is_short(id) && self.lane_open(self.w.jobs[id as usize].team as usize, load)
+    /// GPUs of team `t` counted as room for its own debug work
+    /// ([`fairshare::owed`], rule 2): its allocated jobs past their contract
+    /// with requeues left. 0 while the team has no debug work pending (only
+    /// debug work reads it).
+    pub(super) fn tradeable(&self, t: usize) -> u64 {
+        if self.queues[t * QUEUES_PER_TEAM + 2].first().is_none() {
+            return 0;
+        }
+        self.unprot_gpus[t]
     }
 
     /// Per team (`out`, indexed by team), the GPUs job `id` may take from
     /// it by the engine's rule ([`fairshare::preempt`]) on the live load:
-    /// the unprotected GPUs a team holds above its entitlement, up to what
-    /// `id`'s own team is owed (rule 4's bound); a short job's slack over
-    /// every team, its own included; nothing with `free_tier_only` (a sweep,
-    /// or a short job inside `[preempt] short_wait`). The free tier is not
-    /// counted: any allocated job may take all of it.
-    fn gives(&self, id: u32, load: &Entitlements, free_tier_only: bool, out: &mut Vec<u64>) {
+    /// the unprotected GPUs a team holds above its entitlement, and fewer
+    /// than half of what `id`'s team gains below it (rule 4's bound), when
+    /// `id`'s own team is below its entitlement; its own team's unprotected
+    /// GPUs for debug work. The free tier is not counted: any allocated job
+    /// may take all of it.
+    fn gives(&self, id: u32, load: &Entitlements, out: &mut Vec<u64>) {
         let sj = &self.w.jobs[id as usize];
         let team = sj.team as usize;
         let need = u64::from(sj.nodes) * u64::from(sj.gpus_per_node);
-        let short = self.is_lane_short(id, load);
+        let short = self.is_debug(id);
         let leaf = |t: usize| self.w.teams[t].leaf;
-        let below = short || load.below(leaf(team));
-        let slack = if short {
-            u64::from(self.config.priority.short_max_gpus)
-        } else {
-            0
-        };
-        // What each other team may lose: GPUs above its entitlement held by
-        // unprotected jobs (none if this team is not below its own).
+        let below = load.below(leaf(team));
         let allowance = load.gain(leaf(team), need) * fairshare::preempt::UNCOVER_FRACTION;
         let give = |t: usize| {
-            if free_tier_only {
-                0
-            } else if leaf(t) == leaf(team) {
+            if leaf(t) == leaf(team) {
                 if short {
                     self.unprot_gpus[t]
                 } else {
@@ -391,8 +357,6 @@ impl Sim<'_> {
                 }
             } else if !below {
                 0
-            } else if short {
-                load.surplus_with(leaf(t), slack).min(self.unprot_gpus[t])
             } else {
                 load.may_lose(leaf(t), allowance).min(self.unprot_gpus[t])
             }
@@ -522,12 +486,7 @@ impl Sim<'_> {
             spent_touched,
             ..
         } = &mut *guard;
-        self.gives(
-            id,
-            &load,
-            sj.sweep || self.short_wait_left(id, &load).is_some(),
-            gives,
-        );
+        self.gives(id, &load, gives);
         let mut out = Vec::new();
         self.walk_candidates(
             &load,

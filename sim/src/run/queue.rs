@@ -94,6 +94,11 @@ impl Queue {
     }
 
     /// The first job (lowest queued time, then index) and its slot.
+    /// The live slots in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Slot> {
+        self.slots[self.head..].iter().filter(|s| !s.gone)
+    }
+
     pub fn first(&self) -> Option<(usize, &Slot)> {
         (self.live > 0).then(|| (self.head, &self.slots[self.head]))
     }

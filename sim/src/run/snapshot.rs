@@ -70,24 +70,18 @@ impl Sim<'_> {
     }
 
     /// The engine snapshot of now (`allot`): ranks from the usage, the
-    /// priority band from the load.
+    /// priority band from the load and the queues ([`Sim::mark_owed`]).
     fn take_snapshot(&mut self) {
         let now = self.now;
-        let mut load = (*self.entitlements()).clone();
         let ranked = self.ledger_engine();
-        let rank: Vec<u32> = (0..self.config.tree.leaves().len() as u32)
-            .map(|l| ranked.fair_tree().rank(fairshare::tree::LeafId(l)))
-            .collect();
-        self.mark_held_back(&mut load, &rank);
+        let load = (*self.entitlements()).clone();
         let engine = ranked.with_load(load);
         for (t, team) in self.w.teams.iter().enumerate() {
             self.team_rank[t] = engine.fair_tree().rank(team.leaf);
             self.team_below[t] = engine.load().is_some_and(|l| l.below(team.leaf));
-            self.team_lane[t] = engine
-                .load()
-                .is_none_or(|l| l.lane_open(team.leaf, self.config.priority.allowance()));
         }
         self.engine = Some(engine);
+        self.mark_owed();
         self.next_refresh = self.tick_after(now);
         self.snapshot += 1;
         self.epoch += 1;
@@ -148,37 +142,41 @@ impl Sim<'_> {
         Engine::from_account_usage(self.config.clone(), accounts, now).0
     }
 
-    /// Marks on `load` (cleared first) the leaves held back by debug work
-    /// now ([`fairshare::lane::HeldBack`]), from each team's
-    /// longest-waiting pending allocated job of batch work (the
-    /// head of its queue), and keeps them for the live load.
-    fn mark_held_back(&mut self, load: &mut Entitlements, rank: &[u32]) {
-        let mut oldest = vec![None; self.config.tree.leaves().len()];
+    /// The owed band of every pending allocated job
+    /// ([`fairshare::Engine::owed_bands`]) on the live load, with the
+    /// snapshot's ranks: each team's debug work, batch work and sweeps (not
+    /// the jobs that used their requeues, which wait for their team's
+    /// share). Returns true if it changed (the queue heads' keys with it).
+    pub(super) fn mark_owed(&mut self) -> bool {
+        let Some(engine) = self.engine.as_ref() else {
+            return false;
+        };
+        let load = self.entitlements();
+        let mut buf = std::mem::take(&mut self.owed_buf);
+        buf.clear();
+        let mut tradeable = vec![0u64; self.config.tree.leaves().len()];
         for (t, team) in self.w.teams.iter().enumerate() {
-            if let Some((_, s)) = self.queues[t * QUEUES_PER_TEAM + 1].first() {
-                let job = fairshare::lane::Oldest {
-                    id: u64::from(s.id),
-                    eligible: s.eligible,
-                    gpus: u64::from(self.w.jobs[s.id as usize].gpus()),
-                };
-                fairshare::lane::Oldest::keep(&mut oldest[team.leaf.0 as usize], job);
+            let base = t * QUEUES_PER_TEAM;
+            for (q, debug) in [(base + 1, false), (base + 2, true), (base + 3, false)] {
+                for sl in self.queues[q].iter() {
+                    buf.push(fairshare::owed::Queued {
+                        id: u64::from(sl.id),
+                        leaf: team.leaf,
+                        gpus: u64::from(self.w.jobs[sl.id as usize].gpus()),
+                        debug,
+                        eligible: sl.eligible,
+                    });
+                }
             }
+            tradeable[team.leaf.0 as usize] += self.tradeable(t);
         }
-        self.held_back_by.update(
-            load,
-            &self.config.priority,
-            self.cluster.free_total,
-            &self.leaf_short_running,
-            &oldest,
-            |l| rank[l.0 as usize],
-            self.now,
-        );
-        self.held_back.clear();
-        self.held_back.extend(
-            (0..oldest.len() as u32)
-                .map(fairshare::tree::LeafId)
-                .filter(|&l| load.is_held_back(l)),
-        );
+        let owed = engine.owed_bands(&load, &mut buf, &tradeable);
+        self.owed_buf = buf;
+        if engine.owed() == Some(&owed) {
+            return false;
+        }
+        self.engine = self.engine.take().map(|e| e.with_owed(owed));
+        true
     }
 
     /// The leaves' allocated GPUs running and pending now, and their
@@ -195,10 +193,6 @@ impl Sim<'_> {
                     cache.value =
                         std::sync::Arc::new(Entitlements::compute(tree, capacity, running, pending))
                 }
-            }
-            let e = std::sync::Arc::make_mut(&mut cache.value);
-            for &l in &self.held_back {
-                e.hold_back(l);
             }
             cache.version = Some((self.load_version, u64::from(self.snapshot)));
         }

@@ -160,8 +160,18 @@ pub extern "C" fn priority_p_set_assoc_usage(assoc_ptr: *mut c_void) {
 }
 
 /// Usage is charged by `allot sync` from slurmdbd, not at job end: nothing to do.
+/// A job ended: its team's room changed, and with it the owed band of the
+/// pending jobs ([`fairshare::owed`]). Only a flag is set here (slurmctld
+/// holds its locks while it calls this); the engine thread rebuilds and
+/// re-prioritises within 100 ms, once however many jobs end meanwhile.
 #[no_mangle]
-pub extern "C" fn priority_p_job_end(_job_ptr: *mut sys::job_record_t) {}
+pub extern "C" fn priority_p_job_end(_job_ptr: *mut sys::job_record_t) {
+    guard(P, "priority_p_job_end", (), || {
+        if let Some(s) = STATE.get() {
+            s.engine.poke();
+        }
+    })
+}
 
 allot_ffi::export_priority_factors_list!(sprio_factors);
 

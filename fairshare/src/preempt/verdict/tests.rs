@@ -1,7 +1,7 @@
-//! The requeue bound and the debug lane in the verdict (rules 3 and 4 of
-//! [`super`]): a job that used its requeues is left alone, a short job
-//! whose lane is closed is judged as batch work, and over rounds with
-//! arrivals no job is requeued more than `max_requeues` times.
+//! The requeue bound and debug work in the verdict (rules 3 and 4 of
+//! [`super`]): a job that used its requeues is left alone, debug work of a
+//! team above its entitlement takes nothing of other teams, and over
+//! rounds with arrivals no job is requeued more than `max_requeues` times.
 
 use std::sync::Arc;
 
@@ -13,7 +13,6 @@ use crate::engine::Engine;
 use crate::entitlement::Entitlements;
 use crate::preempt::tests::{load, pair, pending, running, NAMES, NOW};
 use crate::preempt::{NodeGpus, Preemptor, RunningJob, Verdict};
-use crate::priority::Allowance;
 use crate::tree::{NodeSpec, Tree};
 
 const H: u64 = 3600;
@@ -39,27 +38,21 @@ fn a_job_that_used_its_requeues_runs_to_its_end() {
 }
 
 #[test]
-fn a_short_job_whose_lane_is_closed_is_judged_as_batch_work() {
+fn debug_work_of_a_team_above_its_entitlement_takes_nothing_of_others() {
     let e = pair();
-    // a holds 7 of its 4 (allowance 2: 7 >= 4 + 2, lane closed) and wants
-    // more; b holds 1 of its 4. a's short job may not take b's GPUs nor,
-    // being above its entitlement, anybody's.
-    let l = load(&e, 8, &[("a", 7, 2), ("b", 1, 3)]);
+    // a holds 5 of its 4 and wants more; b holds 1 of its 4. a's debug job
+    // may not take b's GPUs; its own leaf's batch work it may.
+    let l = load(&e, 8, &[("a", 5, 2), ("b", 1, 3)]);
     let p = Preemptor {
         short: true,
         ..pending("a", H, 1)
     };
-    assert!(!l.lane_open(e.leaf_of("a").unwrap(), Allowance::gpus(2)));
     let b = running(1, "b", H, 2 * H, ONE);
     assert!(matches!(
         e.preempt_verdict(&p, &b, &l, NOW),
         Verdict::PreemptorServed { .. }
     ));
-    // Its own leaf's jobs are not its to take either (a short privilege).
     let own = running(2, "a", H, 2 * H, ONE);
-    assert_eq!(e.preempt_verdict(&p, &own, &l, NOW), Verdict::SameAccount);
-    // At 5 of 4 the lane is open: its own leaf's job is allowed.
-    let l = load(&e, 8, &[("a", 5, 2), ("b", 1, 3)]);
     assert_eq!(e.preempt_verdict(&p, &own, &l, NOW), Verdict::Allowed);
 }
 
