@@ -49,13 +49,13 @@ class Rules:
     """The contract and priority settings of a config that the checks read: `short_max_time`
     (s), `max_requeues` (0: an allocated job is never preempted, as the engine reads it),
     `requeue_period` and `requeue_window` (s; period 0: no requeue points),
-    `default_min_runtime` and `max_min_runtime` (s), `allowance` (GPUs a team may hold above
-    its entitlement on average over a replay: `[preempt] allowance`, default 1)."""
+    `default_min_runtime` and `max_min_runtime` (s), and `allowance`: GPUs a team may hold
+    above its entitlement on average over a replay (not a setting of allot: the checker's
+    bound, `scripts/gaming --allowance`, default 1)."""
 
     def __init__(self, text):
         c = config_section(text, "contract")
         p = config_section(text, "priority")
-        pre = config_section(text, "preempt")
         self.short_max_gpus = int(p.get("short_max_gpus", 0))
         self.short_max_time = slurm_seconds(p.get("short_max_time", "1:00:00"))
         self.max_requeues = int(c.get("max_requeues", 3))
@@ -63,7 +63,7 @@ class Rules:
         self.requeue_window = slurm_seconds(c.get("requeue_window", "0"))
         self.default_min_runtime = slurm_seconds(c.get("default_min_runtime", "1:00:00"))
         self.max_min_runtime = slurm_seconds(c.get("max_min_runtime", "8:00:00"))
-        self.allowance = float(pre.get("allowance", 1))
+        self.allowance = 1.0  # GPUs; scripts/gaming --allowance
 
     def min_runtime(self, declared, time_limit):
         """The contract a job of the trace gets (fairshare::contract::job_min_runtime): its
