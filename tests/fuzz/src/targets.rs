@@ -245,6 +245,7 @@ pub fn config_toml(data: &[u8]) {
             .expect("an account of the tree has a fair-share");
         assert!(fs > 0.0 && fs <= 1.0, "fair-share {fs} of {a}");
         let job = |min_runtime, nice| PendingJob {
+            id: 0,
             account: a,
             min_runtime,
             nice,
