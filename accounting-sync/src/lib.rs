@@ -28,3 +28,5 @@ pub mod health;
 pub mod reports;
 pub mod server;
 pub mod sidecar;
+pub mod slurm;
+pub mod when;

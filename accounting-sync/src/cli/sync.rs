@@ -144,20 +144,12 @@ fn summary(s: &ImportStats) -> String {
 /// `SlurmUser` of the running Slurm (`scontrol show config`: `SlurmUser =
 /// slurm(64030)`), as (uid, primary gid).
 fn slurm_user() -> Option<(u32, u32)> {
-    // coreutils' timeout: scontrol retries an unreachable slurmctld for
-    // a minute or more, and this only decides the ledger file's owner.
-    let out = std::process::Command::new("timeout")
-        .args(["10", "scontrol", "show", "config"])
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let value = allot_sync::sidecar::show_config_value(&text, "SlurmUser")?;
-    let uid: u32 = value
-        .split_once('(')?
-        .1
-        .trim_end_matches(')')
-        .parse()
-        .ok()?;
+    // Ten seconds: scontrol retries an unreachable slurmctld for a minute
+    // or more, and this only decides the ledger file's owner.
+    let (_, uid) = allot_sync::slurm::scontrol::show_config_within(Duration::from_secs(10))
+        .ok()?
+        .slurm_user()?;
+    let uid = uid?;
     // SAFETY: getpwuid returns NULL or a pointer to a static passwd record,
     // read at once on this thread.
     let gid = unsafe {
@@ -307,7 +299,7 @@ impl Listener {
         config: &Arc<fairshare::Config>,
         ok: bool,
         took: Duration,
-        jobs: Option<std::collections::BTreeMap<u64, allot_sync::explain::LiveJob>>,
+        jobs: Option<std::collections::BTreeMap<u64, allot_sync::slurm::squeue::LiveJob>>,
     ) {
         update_metrics(&self.metrics, ledger, config, ok, took);
         if !ok {

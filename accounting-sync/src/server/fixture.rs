@@ -14,8 +14,9 @@ use fairshare::Config;
 
 use super::privacy::{PrivateData, SlurmUsers};
 use super::site::{Site, Snapshot};
-use crate::explain::{self, LiveJob};
+use crate::explain;
 use crate::reports::{budget, budget_page};
+use crate::slurm::squeue::LiveJob;
 
 /// When the fixture's snapshot is taken (epoch s).
 pub const NOW: i64 = 10_000;

@@ -29,13 +29,15 @@ use super::auth;
 use super::forecasts::{Answer, Forecasts};
 use super::http::{Request, Response};
 use super::pages;
-use super::privacy::{private_data_of, slurm_user_of, SlurmUsers, Viewer};
-use crate::explain::{self, ExplainError, LiveJob};
+use super::privacy::{SlurmUsers, Viewer};
+use crate::explain::{self, ExplainError};
 use crate::forecast::Inputs;
 use crate::reports::budget::{self, Report};
 use crate::reports::budget_page::{self, Daily};
 use crate::sidecar::metrics::SidecarMetrics;
-use crate::sidecar::slurm_output;
+use crate::slurm::sacctmgr;
+use crate::slurm::scontrol::{self, ShowConfig};
+use crate::slurm::squeue::{self, LiveJob};
 
 /// Days of daily use on the live budget page.
 const PAGE_DAYS: u32 = 14;
@@ -73,60 +75,24 @@ pub struct Site {
 /// # Errors
 /// A Slurm command that fails.
 pub fn slurm_users() -> anyhow::Result<SlurmUsers> {
-    let show = show_config()?;
-    let admins = admins(&show)?;
-    let mut accounts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for l in slurm_output(
-        "sacctmgr",
-        &["-n", "-P", "show", "assoc", "format=user,account"],
-    )?
-    .lines()
-    {
-        if let Some((u, a)) = l.split_once('|') {
-            if !u.is_empty() {
-                accounts
-                    .entry(u.to_string())
-                    .or_default()
-                    .insert(a.to_string());
-            }
-        }
-    }
+    let show = scontrol::show_config()?;
     Ok(SlurmUsers {
-        private: private_data_of(&show),
-        admins,
-        accounts,
+        private: show.private_data(),
+        admins: admins(&show)?,
+        accounts: sacctmgr::associations()?,
     })
 }
 
-/// `scontrol show config`'s output.
-///
-/// # Errors
-/// scontrol cannot run or fails.
-pub fn show_config() -> anyhow::Result<String> {
-    slurm_output("scontrol", &["show", "config"])
-}
-
-/// Who sees everything whatever `PrivateData` says: root, SlurmUser (from
-/// `show`, `scontrol show config`'s output) and slurmdbd's users of
-/// AdminLevel Operator or Administrator.
+/// Who sees everything whatever `PrivateData` says: root, SlurmUser (of
+/// `show`, `scontrol show config`) and slurmdbd's users of AdminLevel
+/// Operator or Administrator.
 ///
 /// # Errors
 /// sacctmgr cannot run or fails.
-pub fn admins(show: &str) -> anyhow::Result<BTreeSet<String>> {
+pub fn admins(show: &ShowConfig) -> anyhow::Result<BTreeSet<String>> {
     let mut admins: BTreeSet<String> = ["root".to_string()].into();
-    admins.extend(slurm_user_of(show));
-    for l in slurm_output(
-        "sacctmgr",
-        &["-n", "-P", "show", "user", "format=user,adminlevel"],
-    )?
-    .lines()
-    {
-        if let Some((u, level)) = l.split_once('|') {
-            if matches!(level.trim(), "Administrator" | "Operator") {
-                admins.insert(u.to_string());
-            }
-        }
-    }
+    admins.extend(show.slurm_user().map(|(name, _)| name));
+    admins.extend(sacctmgr::operators()?);
     Ok(admins)
 }
 
@@ -186,7 +152,7 @@ impl Site {
     ) -> anyhow::Result<()> {
         let jobs = match jobs {
             Some(jobs) => jobs,
-            None => explain::squeue_now()?,
+            None => squeue::jobs_now()?,
         };
         let mut report = budget::build(
             reader,

@@ -15,9 +15,8 @@
 //! - A row that cannot be parsed is logged with its JobID and skipped. Job
 //!   steps (a dump without `-X`) are counted, not logged.
 
-use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::collections::{BTreeMap, HashSet};
+use std::io::BufRead;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -25,6 +24,9 @@ use anyhow::{bail, Context};
 use allot_ledger::charge::Charging;
 use allot_ledger::sacct::{Parser, RowOutcome, LIVE_FIELDS};
 use allot_ledger::{AttemptRecord, BatchStats, Ledger};
+
+use crate::slurm::sacct::{Attempts, Which};
+use crate::slurm::squeue::{jobs_now, LiveJob};
 
 /// Counts of one import.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -264,110 +266,20 @@ pub struct SyncOptions {
     pub batch: usize,
 }
 
-/// `t` (epoch s) as a local date-time, as sacct's `-S` and `-E` read it.
-pub(crate) fn local_iso(t: i64) -> anyhow::Result<String> {
-    let ts = jiff::Timestamp::from_second(t).context("time out of range")?;
-    Ok(jiff::tz::TimeZone::system()
-        .to_datetime(ts)
-        .strftime("%Y-%m-%dT%H:%M:%S")
-        .to_string())
-}
-
-/// `program` (sacct) listing every user's allocations, each attempt (`-D`),
-/// with the fields the ledger's parser reads ([`LIVE_FIELDS`]), times as
-/// epoch seconds, no header; the caller adds `-S`/`-E` or `-j`.
-pub(crate) fn sacct_attempts(program: impl AsRef<std::ffi::OsStr>) -> Command {
-    let mut c = Command::new(program);
-    c.env("SLURM_TIME_FORMAT", "%s")
-        .args(["-a", "-X", "-D", "--parsable2", "--noheader", "-o"])
-        .arg(LIVE_FIELDS.join(","))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // Its own process group, so the timeout kills a wrapper script's
-    // children too (they would hold the output pipe open).
-    std::os::unix::process::CommandExt::process_group(&mut c, 0);
-    c
-}
-
+/// Streams the attempts `which` of `program` (sacct) into the ledger as
+/// they come; the caller moves the watermark once the whole pass
+/// succeeded.
 fn run_sacct(
     ledger: &mut Ledger,
     charging: &Charging,
-    mut cmd: Command,
+    program: &str,
+    which: Which<'_>,
     batch: usize,
     live: &mut LiveContracts,
 ) -> anyhow::Result<(ImportStats, HashSet<u64>)> {
     let parser = Parser::live(jiff::tz::TimeZone::system());
-    tracing::debug!(?cmd, "running sacct");
-    let mut child = cmd.spawn().with_context(|| {
-        format!(
-            "cannot run {:?}; is Slurm's sacct installed and on PATH?",
-            cmd.get_program()
-        )
-    })?;
-    let stdout = child.stdout.take().expect("piped");
-    let stderr = child.stderr.take().expect("piped");
-    // A sacct that never answers (slurmdbd wedged) must not stall the
-    // sidecar and its drain requeues: a watchdog kills it after the
-    // timeout, which ends its output; the pass then fails and is retried.
-    let timeout = sacct_timeout();
-    let group = child.id() as libc::pid_t;
-    let (done, finished) = std::sync::mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        let fired = finished.recv_timeout(timeout).is_err();
-        if fired {
-            // SAFETY: kill(2) with a negative pid signals that process
-            // group; `group` is our unreaped child's (its pid stays
-            // reserved until the wait below), so no other group is hit.
-            unsafe {
-                libc::kill(-group, libc::SIGKILL);
-            }
-        }
-        fired
-    });
-    let err_thread = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut s);
-        s
-    });
-    // Rows are written as they come; the caller moves the watermark once
-    // the whole pass succeeded.
-    let result = import_lines(
-        ledger,
-        charging,
-        &parser,
-        BufReader::new(stdout).lines(),
-        batch,
-        None,
-        live,
-    );
-    let _ = done.send(());
-    let timed_out = watchdog.join().unwrap_or(false);
-    let status = child.wait().context("waiting for sacct")?;
-    let stderr = err_thread.join().unwrap_or_default();
-    if timed_out {
-        bail!(
-            "sacct did not finish within {} s and was killed (is slurmdbd answering? \
-             ALLOT_SACCT_TIMEOUT sets the limit)",
-            timeout.as_secs()
-        );
-    }
-    let (stats, seen) = result?;
-    if !status.success() {
-        bail!("sacct failed ({status}): {}", stderr.trim());
-    }
-    Ok((stats, seen))
-}
-
-/// How long one sacct run may take: `ALLOT_SACCT_TIMEOUT` seconds, default
-/// 1800 (a first import of a year of history takes minutes).
-pub fn sacct_timeout() -> Duration {
-    let secs = std::env::var("ALLOT_SACCT_TIMEOUT")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|s| *s > 0)
-        .unwrap_or(1800);
-    Duration::from_secs(secs)
+    Attempts::new(program, which)?
+        .stream(|out| import_lines(ledger, charging, &parser, out.lines(), batch, None, live))?
 }
 
 /// One live pass at `now` (seconds since the epoch): reads sacct from the
@@ -389,9 +301,14 @@ pub fn sync_once(
     let from = ledger
         .watermark()?
         .map_or(opts.first_start, |w| w - opts.overlap);
-    let mut cmd = sacct_attempts(&opts.sacct);
-    cmd.arg("-S").arg(local_iso(from)?).arg("-E").arg("now");
-    let (mut stats, seen) = run_sacct(ledger, charging, cmd, opts.batch, live)?;
+    let (mut stats, seen) = run_sacct(
+        ledger,
+        charging,
+        &opts.sacct,
+        Which::Since(from),
+        opts.batch,
+        live,
+    )?;
     let stale: Vec<String> = ledger
         .open_job_ids()?
         .into_iter()
@@ -403,9 +320,14 @@ pub fn sync_once(
             jobs = ids.len(),
             "re-reading attempts still open in the ledger"
         );
-        let mut cmd = sacct_attempts(&opts.sacct);
-        cmd.arg("-j").arg(ids.join(","));
-        let (s, _) = run_sacct(ledger, charging, cmd, opts.batch, live)?;
+        let (s, _) = run_sacct(
+            ledger,
+            charging,
+            &opts.sacct,
+            Which::Jobs(ids),
+            opts.batch,
+            live,
+        )?;
         stats.rows += s.rows;
         stats.skipped += s.skipped;
         stats.bad += s.bad;
@@ -437,7 +359,7 @@ pub struct LiveContracts {
     /// True until squeue has been asked (never for [`LiveContracts::off`]).
     ask: bool,
     /// slurmctld's jobs, once read.
-    jobs: Option<std::collections::BTreeMap<u64, crate::explain::LiveJob>>,
+    jobs: Option<BTreeMap<u64, LiveJob>>,
 }
 
 impl LiveContracts {
@@ -460,7 +382,7 @@ impl LiveContracts {
     /// The contract slurmctld holds for `job`, if it has one.
     fn of(&mut self, job: u64) -> Option<u64> {
         if std::mem::take(&mut self.ask) {
-            match crate::explain::squeue_now() {
+            match jobs_now() {
                 Ok(jobs) => self.jobs = Some(jobs),
                 Err(e) => tracing::warn!(
                     "cannot read running jobs' contracts from squeue; they keep the default until the next pass: {e:#}"
@@ -472,7 +394,7 @@ impl LiveContracts {
 
     /// slurmctld's jobs if this pass read them (the sidecar's site takes
     /// them rather than asking squeue a second time).
-    pub fn into_jobs(self) -> Option<std::collections::BTreeMap<u64, crate::explain::LiveJob>> {
+    pub fn into_jobs(self) -> Option<BTreeMap<u64, LiveJob>> {
         self.jobs
     }
 }
