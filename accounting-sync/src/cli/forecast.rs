@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use allot_sim::forecast::ForecastOptions;
 use allot_sync::server::auth;
-use allot_sync::server::site;
+use allot_sync::server::snapshot;
 use allot_sync::slurm::{scontrol, squeue};
 use allot_sync::{explain, forecast};
 
@@ -90,7 +90,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 
 /// The forecast replays every job slurmctld has. Under `PrivateData=jobs`
 /// (squeue) or `usage` (sacct), a user who is not an admin
-/// ([`site::admins`]) sees only their own jobs, and a forecast from them
+/// ([`snapshot::admins`]) sees only their own jobs, and a forecast from them
 /// would start the job as if the cluster held nobody else's: refused,
 /// naming what sees every job.
 ///
@@ -104,7 +104,7 @@ fn refuse_partial_view() -> anyhow::Result<()> {
     }
     // SAFETY: getuid cannot fail.
     let me = auth::user_name(unsafe { libc::getuid() });
-    if site::admins(&show)?.contains(&me) {
+    if snapshot::admins(&show)?.contains(&me) {
         return Ok(());
     }
     anyhow::bail!(

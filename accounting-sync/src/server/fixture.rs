@@ -13,7 +13,8 @@ use fairshare::preempt::{Grounds, Rule};
 use fairshare::Config;
 
 use super::privacy::{PrivateData, SlurmUsers};
-use super::site::{Site, Snapshot};
+use super::site::Site;
+use super::snapshot::Snapshot;
 use crate::explain;
 use crate::reports::{budget, budget_page};
 use crate::slurm::squeue::LiveJob;

@@ -16,7 +16,7 @@ use allot_sim::forecast::ForecastOptions;
 use allot_sim::SimSettings;
 use fairshare::Config;
 
-use super::site::Snapshot;
+use super::snapshot::Snapshot;
 use crate::forecast::{self, Inputs};
 
 /// Seconds the inputs serve before a forecast takes them again: the history a
