@@ -186,6 +186,36 @@ pub fn import_dump<R: BufRead>(
 }
 
 impl ImportStats {
+    /// The pass's one-line summary (logged by the sidecar, printed by
+    /// `allot sync`).
+    pub fn summary(&self) -> String {
+        let s = self;
+        let plural = |n: u64| if n == 1 { "" } else { "s" };
+        let mut line = format!(
+            "{} rows: {} new attempts, {} updated, {} unchanged, {} not jobs, ",
+            s.rows, s.written.inserted, s.written.updated, s.written.unchanged, s.skipped,
+        );
+        if s.steps > 0 {
+            line += &format!(
+                "{} job step{} (skipped: their jobs' rows are charged), ",
+                s.steps,
+                plural(s.steps)
+            );
+        }
+        line += &format!("{} unreadable (logged)", s.bad);
+        if s.written.superseded > 0 {
+            line += &format!(
+                "; {} row{} settled by another row of the same attempt (a later row, or one that ended it; conflicts logged)",
+                s.written.superseded,
+                plural(s.written.superseded)
+            );
+        }
+        if s.preemptions > 0 {
+            line += &format!("; {} preemptions recorded", s.preemptions);
+        }
+        line
+    }
+
     /// Job attempts read (written, updated or already stored).
     pub fn attempts(&self) -> u64 {
         self.written.inserted + self.written.updated + self.written.unchanged
@@ -483,6 +513,32 @@ pub fn sync_with_retry(
 #[cfg(test)]
 mod backoff_tests {
     use super::*;
+
+    #[test]
+    fn the_summary_counts_steps_once() {
+        let mut s = ImportStats {
+            rows: 8,
+            steps: 4,
+            bad: 1,
+            ..Default::default()
+        };
+        s.written.inserted = 3;
+        assert_eq!(
+            s.summary(),
+            "8 rows: 3 new attempts, 0 updated, 0 unchanged, 0 not jobs, 4 job steps (skipped: their jobs' rows are charged), 1 unreadable (logged)"
+        );
+        s.steps = 1;
+        assert!(s.summary().contains(", 1 job step (skipped"));
+        s.steps = 0;
+        assert!(!s.summary().contains("step"));
+        assert!(!s.summary().contains("preemption"));
+        s.preemptions = 2;
+        assert!(s.summary().ends_with("(logged); 2 preemptions recorded"));
+        s.written.superseded = 1;
+        assert!(s.summary().contains(
+            "(logged); 1 row settled by another row of the same attempt (a later row, or one that ended it; conflicts logged); 2 preemptions recorded"
+        ));
+    }
 
     #[test]
     fn doubles_up_to_the_cap_and_resets() {
