@@ -110,47 +110,6 @@ fn no_gpus_warning(s: &ImportStats) -> Option<String> {
     })
 }
 
-/// `SlurmUser` of the running Slurm (`scontrol show config`: `SlurmUser =
-/// slurm(64030)`), as (uid, primary gid).
-fn slurm_user() -> Option<(u32, u32)> {
-    // Ten seconds: scontrol retries an unreachable slurmctld for a minute
-    // or more, and this only decides the ledger file's owner.
-    let (_, uid) = allot_sync::slurm::scontrol::show_config_within(Duration::from_secs(10))
-        .ok()?
-        .slurm_user()?;
-    let uid = uid?;
-    // SAFETY: getpwuid returns NULL or a pointer to a static passwd record,
-    // read at once on this thread.
-    let gid = unsafe {
-        let pw = libc::getpwuid(uid);
-        if pw.is_null() {
-            return None;
-        }
-        (*pw).pw_gid
-    };
-    Some((uid, gid))
-}
-
-/// Run as root, hand the ledger to SlurmUser (mode 0640): slurmctld's
-/// plugins read it, other users cannot (docs/ledger.md). A failure is
-/// logged, not fatal: the sync itself is unaffected.
-fn give_to_slurm_user(path: &std::path::Path) {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return;
-    }
-    match slurm_user() {
-        Some((uid, gid)) => {
-            if let Err(e) = allot_ledger::set_owner(path, uid, gid) {
-                tracing::warn!(ledger = %path.display(), "cannot give the ledger to SlurmUser (uid {uid}): {e}");
-            }
-        }
-        None => {
-            tracing::debug!("SlurmUser unknown (scontrol show config): ledger left owned by root")
-        }
-    }
-}
-
 /// `--interval`, `--no-drain` and `--metrics-listen` act only with
 /// `--follow`, which `--from` excludes: clap's `requires = "follow"` is
 /// waived when `--from` is present (a conflicting argument), so it is
@@ -316,7 +275,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let plan = plan(args, &config, &sim)?;
     let existed = path.exists();
     let mut ledger = Ledger::open(&path)?;
-    give_to_slurm_user(&path);
+    allot_sync::sidecar::sync::give_to_slurm_user(&path);
     let result = match plan {
         Plan::Follow(opts, interval, listener) => Sidecar::new(
             config,
