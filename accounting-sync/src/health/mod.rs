@@ -35,12 +35,16 @@ pub mod fixture;
 pub mod node;
 pub mod nvml;
 mod reading;
+mod reason;
+mod text;
 pub mod xid;
 
 pub use reading::{
     init_error_drains, probe_from, GpuError, GpuReading, Probe, QueryError, RecoveryAction,
     RowRemap, SourceError,
 };
+pub use reason::{check_of_reason, drain_reason, first_failure};
+pub use text::render_text;
 
 /// Where GPU state comes from: NVML on a GPU node, or a fixture.
 pub trait GpuSource {
@@ -417,202 +421,6 @@ pub fn unknown_node(node: &str, expected: Option<u32>, why: &str) -> NodeReport 
         verdict: Verdict::Unknown,
         note: Some(why.to_string()),
     }
-}
-
-/// The first failure, for the drain reason and the ledger event: `(GPU
-/// index, serial, fault)`; GPU `None` for the node's count check. A
-/// failure comes before a reset required.
-pub fn first_failure(r: &NodeReport) -> Option<(Option<u32>, Option<String>, String)> {
-    for g in &r.gpus {
-        for (_, c) in &g.checks {
-            if let Check::Failed(f) = c {
-                return Some((Some(g.index), g.serial.clone(), f.clone()));
-            }
-        }
-    }
-    if let Check::Failed(f) = &r.count {
-        return Some((None, None, f.clone()));
-    }
-    for g in &r.gpus {
-        for (_, c) in &g.checks {
-            if let Check::ResetRequired(f) = c {
-                return Some((Some(g.index), g.serial.clone(), f.clone()));
-            }
-        }
-    }
-    None
-}
-
-/// The drain reason: `allot: gpu3 Xid 79 serial=1652221028513`, with
-/// ` (+N more)` when other checks failed too; `allot: 7 of 8 GPUs visible`
-/// for the count. `None` when nothing failed.
-pub fn drain_reason(r: &NodeReport) -> Option<String> {
-    let (gpu, serial, fault) = first_failure(r)?;
-    let failures = r
-        .gpus
-        .iter()
-        .flat_map(|g| g.checks.iter())
-        .filter(|(_, c)| matches!(c, Check::Failed(_) | Check::ResetRequired(_)))
-        .count()
-        + usize::from(matches!(r.count, Check::Failed(_)));
-    let mut s = match gpu {
-        Some(i) => format!("allot: gpu{i} {fault}"),
-        None => format!("allot: {fault}"),
-    };
-    if let Some(serial) = serial {
-        s.push_str(&format!(" serial={serial}"));
-    }
-    if failures > 1 {
-        s.push_str(&format!(" (+{} more)", failures - 1));
-    }
-    Some(s)
-}
-
-/// The check named by a drain reason of [`drain_reason`] (the `reason` of
-/// a ledger `health` event): one of [`GPU_CHECKS`], `count` for the node's
-/// GPU count, `nvml` for NVML failing to initialise ([`init_failed_node`]), `other` for a text this allot does not write. Only the first
-/// failure is named in a reason; the `(+N more)` are not.
-pub fn check_of_reason(reason: &str) -> &'static str {
-    let r = reason.strip_prefix("allot: ").unwrap_or(reason);
-    let fault = match r.strip_prefix("gpu") {
-        Some(rest) if rest.starts_with(|c: char| c.is_ascii_digit()) => rest
-            .trim_start_matches(|c: char| c.is_ascii_digit())
-            .trim_start(),
-        _ if r.starts_with("NVML init failed") => return "nvml",
-        _ => {
-            // The count check: `7 of 8 GPUs visible`.
-            let mut w = r.split_whitespace();
-            return match (w.next(), w.next(), w.next(), w.next()) {
-                (Some(a), Some("of"), Some(b), Some("GPUs"))
-                    if a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok() =>
-                {
-                    "count"
-                }
-                _ => "other",
-            };
-        }
-    };
-    let starts = |p: &str| fault.starts_with(p);
-    if starts("Xid ") {
-        "xid"
-    } else if starts("uncorrectable ECC") {
-        "ecc"
-    } else if starts("retired pages") {
-        "retired_pages"
-    } else if starts("row remap") || starts("reset required (row remap") {
-        "row_remap"
-    } else if starts("recovery action") || starts("reset required (recovery action") {
-        "recovery_action"
-    } else if fault == "lost" || starts("lost ") {
-        "present"
-    } else {
-        "other"
-    }
-}
-
-/// Text output: one line per GPU, then the node summary.
-pub fn render_text(r: &NodeReport) -> String {
-    let mut out = String::new();
-    for g in &r.gpus {
-        out.push_str(&format!(
-            "gpu{:<3} {:<8} serial={} bus={}",
-            g.index,
-            g.verdict.as_str(),
-            g.serial.as_deref().unwrap_or("?"),
-            g.pci_bus_id.as_deref().unwrap_or("?")
-        ));
-        for (name, c) in &g.checks {
-            out.push_str(&format!(" {name}={}", c.word()));
-            if let Check::Failed(d) | Check::ResetRequired(d) | Check::Error(d) = c {
-                out.push_str(&format!("({d})"));
-            }
-        }
-        // The Xids that do not fail the check are listed, never hidden.
-        let others: Vec<String> = g
-            .xids
-            .iter()
-            .filter(|x| !x.critical)
-            .map(|x| {
-                let mut notes: Vec<String> = x.severity.iter().cloned().collect();
-                if x.count > 1 {
-                    notes.push(format!("x{}", x.count));
-                }
-                if notes.is_empty() {
-                    x.xid.to_string()
-                } else {
-                    format!("{}({})", x.xid, notes.join(" "))
-                }
-            })
-            .collect();
-        if !others.is_empty() {
-            out.push_str(&format!(" non_critical_xids={}", others.join(",")));
-        }
-        out.push('\n');
-    }
-    let failed = r
-        .gpus
-        .iter()
-        .filter(|g| g.verdict == Verdict::Failed)
-        .count();
-    let unknown = r
-        .gpus
-        .iter()
-        .filter(|g| g.verdict == Verdict::Unknown)
-        .count();
-    let reset = r
-        .gpus
-        .iter()
-        .filter(|g| g.verdict == Verdict::ResetRequired)
-        .count();
-    let expected = r
-        .expected
-        .map_or_else(|| "?".to_string(), |e| e.to_string());
-    out.push_str(&format!(
-        "node {}: {}: {} GPUs ({} expected), {} failed, {}{} unknown; count {}",
-        r.node,
-        r.verdict.as_str(),
-        r.found,
-        expected,
-        failed,
-        if reset > 0 {
-            format!("{reset} reset required, ")
-        } else {
-            String::new()
-        },
-        unknown,
-        r.count.word()
-    ));
-    if let Some(reason) = drain_reason(r) {
-        out.push_str(&format!("; {reason}"));
-    }
-    out.push('\n');
-    if let (Check::Failed(_), Some(note)) = (&r.count, &r.note) {
-        out.push_str(&format!("  error: {note}\n"));
-    }
-    // Why each unsupported check is unsupported, once per distinct reason.
-    let mut whys: Vec<String> = Vec::new();
-    let all = r
-        .gpus
-        .iter()
-        .flat_map(|g| g.checks.iter().map(|(_, c)| c))
-        .chain(std::iter::once(&r.count));
-    for c in all {
-        let line = match c {
-            Check::Unsupported(why) => format!("  unsupported: {why}"),
-            Check::Error(why) => format!("  error: {why}"),
-            _ => continue,
-        };
-        {
-            if !whys.contains(&line) {
-                whys.push(line);
-            }
-        }
-    }
-    for w in whys {
-        out.push_str(&w);
-        out.push('\n');
-    }
-    out
 }
 
 #[cfg(test)]

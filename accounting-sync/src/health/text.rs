@@ -1,0 +1,112 @@
+//! The text output of `allot health`: one line per GPU (its verdict,
+//! identity, every check, the Xids that do not fail it), the node's
+//! summary with the drain reason, then why each unsupported or failed query
+//! could not be read, once per distinct reason.
+
+use super::reason::drain_reason;
+use super::{Check, NodeReport, Verdict};
+
+/// Text output: one line per GPU, then the node summary.
+pub fn render_text(r: &NodeReport) -> String {
+    let mut out = String::new();
+    for g in &r.gpus {
+        out.push_str(&format!(
+            "gpu{:<3} {:<8} serial={} bus={}",
+            g.index,
+            g.verdict.as_str(),
+            g.serial.as_deref().unwrap_or("?"),
+            g.pci_bus_id.as_deref().unwrap_or("?")
+        ));
+        for (name, c) in &g.checks {
+            out.push_str(&format!(" {name}={}", c.word()));
+            if let Check::Failed(d) | Check::ResetRequired(d) | Check::Error(d) = c {
+                out.push_str(&format!("({d})"));
+            }
+        }
+        // The Xids that do not fail the check are listed, never hidden.
+        let others: Vec<String> = g
+            .xids
+            .iter()
+            .filter(|x| !x.critical)
+            .map(|x| {
+                let mut notes: Vec<String> = x.severity.iter().cloned().collect();
+                if x.count > 1 {
+                    notes.push(format!("x{}", x.count));
+                }
+                if notes.is_empty() {
+                    x.xid.to_string()
+                } else {
+                    format!("{}({})", x.xid, notes.join(" "))
+                }
+            })
+            .collect();
+        if !others.is_empty() {
+            out.push_str(&format!(" non_critical_xids={}", others.join(",")));
+        }
+        out.push('\n');
+    }
+    let failed = r
+        .gpus
+        .iter()
+        .filter(|g| g.verdict == Verdict::Failed)
+        .count();
+    let unknown = r
+        .gpus
+        .iter()
+        .filter(|g| g.verdict == Verdict::Unknown)
+        .count();
+    let reset = r
+        .gpus
+        .iter()
+        .filter(|g| g.verdict == Verdict::ResetRequired)
+        .count();
+    let expected = r
+        .expected
+        .map_or_else(|| "?".to_string(), |e| e.to_string());
+    out.push_str(&format!(
+        "node {}: {}: {} GPUs ({} expected), {} failed, {}{} unknown; count {}",
+        r.node,
+        r.verdict.as_str(),
+        r.found,
+        expected,
+        failed,
+        if reset > 0 {
+            format!("{reset} reset required, ")
+        } else {
+            String::new()
+        },
+        unknown,
+        r.count.word()
+    ));
+    if let Some(reason) = drain_reason(r) {
+        out.push_str(&format!("; {reason}"));
+    }
+    out.push('\n');
+    if let (Check::Failed(_), Some(note)) = (&r.count, &r.note) {
+        out.push_str(&format!("  error: {note}\n"));
+    }
+    // Why each unsupported check is unsupported, once per distinct reason.
+    let mut whys: Vec<String> = Vec::new();
+    let all = r
+        .gpus
+        .iter()
+        .flat_map(|g| g.checks.iter().map(|(_, c)| c))
+        .chain(std::iter::once(&r.count));
+    for c in all {
+        let line = match c {
+            Check::Unsupported(why) => format!("  unsupported: {why}"),
+            Check::Error(why) => format!("  error: {why}"),
+            _ => continue,
+        };
+        {
+            if !whys.contains(&line) {
+                whys.push(line);
+            }
+        }
+    }
+    for w in whys {
+        out.push_str(&w);
+        out.push('\n');
+    }
+    out
+}
