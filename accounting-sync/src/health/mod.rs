@@ -170,7 +170,8 @@ pub struct GpuReport {
     pub pci_bus_id: Option<String>,
     /// `(name, result)` for each of [`GPU_CHECKS`], in that order.
     pub checks: Vec<(String, Check)>,
-    /// Every distinct Xid read for this GPU (number and severity word),
+    /// Every distinct Xid read for this GPU (number, severity word, MIG
+    /// GPU instance),
     /// in the order first seen: the critical ones (also in the `xid`
     /// check's fault) and the others, listed, never failed.
     pub xids: Vec<XidSeen>,
@@ -185,6 +186,10 @@ pub struct XidSeen {
     pub xid: u64,
     /// The line's severity word (`Fatal`, `NonFatal`, ...), when it had one.
     pub severity: Option<String>,
+    /// The MIG GPU instance of its line (`05` of `GPU-I:05`), when it had
+    /// one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_instance: Option<String>,
     /// True when it fails the `xid` check.
     pub critical: bool,
     /// How many times it was logged.
@@ -195,14 +200,14 @@ pub struct XidSeen {
 fn xids_seen(events: &[xid::XidEvent]) -> Vec<XidSeen> {
     let mut out: Vec<XidSeen> = Vec::new();
     for e in events {
-        match out
-            .iter_mut()
-            .find(|s| s.xid == e.xid && s.severity == e.severity)
-        {
+        match out.iter_mut().find(|s| {
+            s.xid == e.xid && s.severity == e.severity && s.gpu_instance == e.gpu_instance
+        }) {
             Some(s) => s.count += 1,
             None => out.push(XidSeen {
                 xid: e.xid,
                 severity: e.severity.clone(),
+                gpu_instance: e.gpu_instance.clone(),
                 critical: xid::classify(e) == xid::XidClass::Critical,
                 count: 1,
             }),
@@ -239,7 +244,7 @@ fn judge(r: &GpuReading) -> Vec<(String, Check)> {
                     .iter()
                     .filter(|e| xid::classify(e) == class)
                     .collect();
-                seen.sort_by(|a, b| (a.xid, &a.severity).cmp(&(b.xid, &b.severity)));
+                seen.sort();
                 seen.dedup();
                 seen.iter().map(|e| e.words()).collect::<Vec<String>>()
             };

@@ -621,3 +621,42 @@ fn driver_library_mismatch_on_a_gpu_node_fails_with_the_cause() {
     assert_eq!(e.field, "nvml");
     assert!(e.to_string().contains("LIB_RM_VERSION_MISMATCH"), "{e}");
 }
+
+#[test]
+fn an_uncontained_ecc_error_on_a_mig_gpu_instance_fails_the_gpu() {
+    // Issue 53, item 11: `NVRM: Xid (PCI:0000:01:00 GPU-I:05): 95, ...`
+    // was dropped (the instance made the PCI address unreadable): healthy.
+    let r = run("mig-xid.json");
+    assert_eq!(
+        r.gpus.iter().map(|g| g.verdict).collect::<Vec<_>>(),
+        vec![Verdict::Failed, Verdict::Healthy]
+    );
+    assert_eq!(
+        r.gpus[0].checks[1],
+        ("xid".into(), Check::Failed("Xid 95 (GPU-I:05)".into()))
+    );
+    assert_eq!(
+        drain_reason(&r).as_deref(),
+        Some("allot: gpu0 Xid 95 (GPU-I:05) serial=1654100000100")
+    );
+    assert_eq!(check_of_reason(&drain_reason(&r).unwrap()), "xid");
+    // The application faults of the instances are listed with them.
+    let text = render_text(&r);
+    let line = |i: usize| text.lines().nth(i).unwrap().to_string();
+    assert!(
+        line(0).ends_with("non_critical_xids=13(GPU-I:02)"),
+        "{text}"
+    );
+    assert!(
+        line(1).ends_with("non_critical_xids=13(GPU-I:01 x2)"),
+        "{text}"
+    );
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(
+        v["gpus"][0]["xids"],
+        serde_json::json!([
+            {"xid": 95, "severity": null, "gpu_instance": "05", "critical": true, "count": 1},
+            {"xid": 13, "severity": null, "gpu_instance": "02", "critical": false, "count": 1}
+        ])
+    );
+}

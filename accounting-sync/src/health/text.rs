@@ -30,6 +30,9 @@ pub fn render_text(r: &NodeReport) -> String {
             .filter(|x| !x.critical)
             .map(|x| {
                 let mut notes: Vec<String> = x.severity.iter().cloned().collect();
+                if let Some(i) = &x.gpu_instance {
+                    notes.push(format!("GPU-I:{i}"));
+                }
                 if x.count > 1 {
                     notes.push(format!("x{}", x.count));
                 }
