@@ -13,6 +13,7 @@ use std::sync::{Arc, OnceLock};
 use allot_ledger::charge::Charging;
 use allot_ledger::sacct::{self, Parser, RowOutcome};
 use allot_sync::health::fixture::FixtureSource;
+use allot_sync::health::xid;
 use allot_sync::health::{check_node, Verdict};
 use allot_sync::server::http::{parse_head, parse_head_len, Limits};
 use fairshare::duration::{format_slurm_duration, parse_slurm_duration};
@@ -38,6 +39,7 @@ pub const TARGETS: &[Target] = &[
     ("tres", tres),
     ("sacct", sacct_rows),
     ("health_fixture", health_fixture),
+    ("kernel_log", kernel_log),
     ("trace", trace),
     ("http_request", http_request),
     ("site", site),
@@ -337,6 +339,64 @@ pub fn health_fixture(data: &[u8]) {
             "no GPU found of 8 expected"
         );
     }
+}
+
+/// The kernel log `allot health` reads from /dev/kmsg
+/// (`allot_sync::health::xid`): at most one Xid per line; an Xid read from
+/// a line reads back the same (GPU address, number, severity word, MIG
+/// instance) from the line allot would write for it; and a MIG GPU
+/// instance (`GPU-I:07`) added after the line's PCI address changes
+/// nothing but the instance (issue 53: such lines were dropped, and the
+/// Xid read healthy).
+pub fn kernel_log(data: &[u8]) {
+    let s = text(data);
+    assert!(xid::xids_in(&s).len() <= s.lines().count());
+    for line in s.lines().take(256) {
+        let Some((key, x)) = xid::parse_xid_line(line) else {
+            continue;
+        };
+        let canon = xid_line(key, &x);
+        assert_eq!(
+            xid::parse_xid_line(&canon),
+            Some((key, x.clone())),
+            "{line:?} rewritten as {canon:?}"
+        );
+        let mig = with_gpu_instance(line, "07");
+        let (k2, x2) = xid::parse_xid_line(&mig)
+            .unwrap_or_else(|| panic!("{line:?} with a GPU instance ({mig:?}) was dropped"));
+        assert_eq!(
+            (k2, x2.xid, &x2.severity, x2.gpu_instance.as_deref()),
+            (key, x.xid, &x.severity, Some("07")),
+            "{mig:?}"
+        );
+    }
+}
+
+/// The kernel line of an Xid, as the driver writes it.
+fn xid_line(key: xid::PciKey, x: &xid::XidEvent) -> String {
+    let mut s = format!("NVRM: Xid (PCI:{:04x}:{:02x}:{:02x}", key.0, key.1, key.2);
+    if let Some(i) = &x.gpu_instance {
+        s.push_str(&format!(" GPU-I:{i}"));
+    }
+    s.push_str(&format!("): {}, pid=1, name=fuzz", x.xid));
+    if let Some(w) = &x.severity {
+        s.push_str(&format!(", UNIT {w} XC0"));
+    }
+    s
+}
+
+/// `line` with ` GPU-I:INST` right after the PCI address of its first
+/// `NVRM: Xid (` parenthesis (a line that has one).
+fn with_gpu_instance(line: &str, inst: &str) -> String {
+    let start = line.find("NVRM: Xid (").expect("an Xid line") + "NVRM: Xid (".len();
+    let inner = &line[start..];
+    let lead = inner.len() - inner.trim_start().len();
+    let end = start
+        + lead
+        + inner[lead..]
+            .find(|c: char| c.is_whitespace() || c == ')')
+            .unwrap_or(inner.len() - lead);
+    format!("{} GPU-I:{inst}{}", &line[..end], &line[end..])
 }
 
 /// `allot sim` traces (allot CSV, Philly, Helios, Alibaba; the header
