@@ -36,10 +36,11 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::xid::{self, XidEvent};
+use super::unreadable;
+use super::xid::{self, PciKey, XidEvent};
 use super::{
     probe_from, GpuError, GpuReading, GpuSource, Probe, QueryError, RecoveryAction, RowRemap,
-    SourceError,
+    SourceError, Unreadable,
 };
 
 /// What the fixture says about NVML itself.
@@ -181,7 +182,15 @@ fn opt_u32(v: Option<&Value>, field: &str) -> Result<Option<u32>, FixtureError> 
 }
 
 /// Keys a fixture may hold: top level, per GPU, and in `row_remap`.
-const TOP_KEYS: &[&str] = &["node", "expected_gpus", "nvml", "count", "gpus"];
+const TOP_KEYS: &[&str] = &[
+    "node",
+    "expected_gpus",
+    "nvml",
+    "count",
+    "gpus",
+    "kernel_log",
+    "driver_gpus",
+];
 const GPU_KEYS: &[&str] = &[
     "index",
     "serial",
@@ -211,6 +220,112 @@ fn known_keys(
             format!("unknown field; the fields here are {}", allowed.join(", ")),
         )),
     }
+}
+
+/// Every Xid of the fixture's `kernel_log`, or why the log is unreadable
+/// (`"unsupported"`); `None` without a `kernel_log`.
+type LogXids = Option<Result<Vec<(PciKey, XidEvent)>, String>>;
+
+/// The fixture's `kernel_log`: the kernel log lines as `/dev/kmsg` has them
+/// (read as the live check reads them), or `"unsupported"` (the log could
+/// not be read). `None` when absent.
+fn kernel_log(v: Option<&Value>) -> Result<Option<Result<String, String>>, FixtureError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s == "unsupported" => {
+            Ok(Some(Err("kernel log unreadable (fixture)".into())))
+        }
+        Some(Value::Array(lines)) => {
+            let mut text = String::new();
+            for (i, l) in lines.iter().enumerate() {
+                let Some(l) = l.as_str() else {
+                    return Err(bad(
+                        &format!("kernel_log[{i}]"),
+                        format!("expected a kernel log line as a string (found {l})"),
+                    ));
+                };
+                text.push_str(l);
+                text.push('\n');
+            }
+            Ok(Some(Ok(text)))
+        }
+        Some(v) => Err(bad(
+            "kernel_log",
+            format!("expected a list of kernel log lines, or \"unsupported\" (found {v})"),
+        )),
+    }
+}
+
+/// The fixture's `driver_gpus`: the PCI addresses of the kernel module's
+/// GPUs, as the directories of /proc/driver/nvidia/gpus/ name them.
+fn driver_gpus(v: Option<&Value>) -> Result<Option<Vec<PciKey>>, FixtureError> {
+    let list = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(a)) => a,
+        Some(v) => {
+            return Err(bad(
+                "driver_gpus",
+                format!("expected a list of PCI addresses such as [\"0000:3b:00.0\"] (found {v})"),
+            ))
+        }
+    };
+    let mut out = Vec::with_capacity(list.len());
+    for (i, a) in list.iter().enumerate() {
+        match a.as_str().and_then(xid::pci_key) {
+            Some(k) => out.push(k),
+            None => {
+                return Err(bad(
+                    &format!("driver_gpus[{i}]"),
+                    format!("expected a PCI address such as \"0000:3b:00.0\" (found {a})"),
+                ))
+            }
+        }
+    }
+    Ok(Some(out))
+}
+
+/// A GPU's `pci_bus_id` as an address, for matching kernel log lines:
+/// required to parse when the fixture has a `kernel_log`.
+fn pci_of(
+    g: &serde_json::Map<String, Value>,
+    field: &str,
+    log: &LogXids,
+) -> Result<Option<PciKey>, FixtureError> {
+    let Some(id) = opt_str(g, "pci_bus_id", field)? else {
+        return Ok(None);
+    };
+    match (xid::pci_key(&id), log) {
+        (Some(k), _) => Ok(Some(k)),
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(bad(
+            field,
+            format!("expected a PCI bus id such as \"00000000:3B:00.0\" to match the kernel_log's lines (found {id:?})"),
+        )),
+    }
+}
+
+/// With a `kernel_log`, a GPU's Xids are its lines there, matched by PCI
+/// address as the live check matches them: its own `xids` is refused (two
+/// sources of one thing).
+fn xids_from_log(
+    g: &serde_json::Map<String, Value>,
+    field: &str,
+    key: Option<PciKey>,
+    log: &Result<Vec<(PciKey, XidEvent)>, String>,
+) -> Result<Probe<Vec<XidEvent>>, FixtureError> {
+    if g.contains_key("xids") {
+        return Err(bad(
+            field,
+            "this fixture has a kernel_log: a GPU's Xids are its lines there, matched by pci_bus_id as the live check matches them; leave xids out",
+        ));
+    }
+    Ok(match (log, key) {
+        (Err(why), _) => Probe::Unsupported(why.clone()),
+        (Ok(_), None) => {
+            Probe::Unsupported("PCI bus id unreadable: Xids cannot be matched to this GPU".into())
+        }
+        (Ok(all), Some(k)) => Probe::Value(xid::xids_at(all, k)),
+    })
 }
 
 impl FixtureSource {
@@ -262,6 +377,11 @@ impl FixtureSource {
                 ))
             }
         };
+        let kernel = kernel_log(o.get("kernel_log"))?;
+        let log: LogXids = kernel
+            .as_ref()
+            .map(|k| k.as_ref().map(|t| xid::xids_in(t)).map_err(Clone::clone));
+        let driver = driver_gpus(o.get("driver_gpus"))?;
         let gpus = match o.get("gpus") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(a)) => a.clone(),
@@ -304,16 +424,36 @@ impl FixtureSource {
                 ));
                 continue;
             }
+            let pci = pci_of(g, &f("pci_bus_id"), &log)?;
+            let xids = match &log {
+                Some(log) => Ok(xids_from_log(g, &f("xids"), pci, log)?),
+                None => probe(
+                    g.get("xids"),
+                    &f("xids"),
+                    "a list of Xids such as [79] or [\"145, RLW_REMAP Fatal XC0 i0 Link 23\"] (a number, or the kernel line or its text after `NVRM: Xid (PCI:...): `)",
+                    |v| v.as_array()?.iter().map(fixture_xid).collect(),
+                )?,
+            };
             if let Some(why) = opt_str(g, "unreadable", &f("unreadable"))? {
-                slots.push((index, Slot::Err(GpuError::Unreadable(why))));
+                // The handle cannot be read, but its PCI address may be
+                // recorded (or found by elimination below), and its Xids
+                // are read at that address.
+                let recorded = opt_str(g, "pci_bus_id", &f("pci_bus_id"))?;
+                let slot = match (xids, &log) {
+                    (Err(lost), _) => lost,
+                    (Ok(_), Some(log)) => GpuError::Unreadable(unreadable::at(why, pci, log)),
+                    (Ok(xids), None) => {
+                        let mut u = Unreadable::new(why);
+                        u.pci_bus_id = recorded;
+                        if g.contains_key("xids") {
+                            u.xids = xids;
+                        }
+                        GpuError::Unreadable(u)
+                    }
+                };
+                slots.push((index, Slot::Err(slot)));
                 continue;
             }
-            let xids = probe(
-                g.get("xids"),
-                &f("xids"),
-                "a list of Xids such as [79] or [\"145, RLW_REMAP Fatal XC0 i0 Link 23\"] (a number, or the kernel line or its text after `NVRM: Xid (PCI:...): `)",
-                |v| v.as_array()?.iter().map(fixture_xid).collect(),
-            )?;
             let ecc = probe(
                 g.get("ecc_uncorrected"),
                 &f("ecc_uncorrected"),
@@ -394,6 +534,9 @@ impl FixtureSource {
                 format!("at most {MAX_GPUS} GPUs per node (found {count})"),
             ));
         }
+        if let Some(driver) = &driver {
+            find_unreadable_addresses(&mut slots, count, driver, &log);
+        }
         Ok(FixtureSource {
             node: opt_str(o, "node", "node")?,
             expected_gpus: opt_u32(o.get("expected_gpus"), "expected_gpus")?,
@@ -429,6 +572,46 @@ impl FixtureSource {
     }
 }
 
+/// The PCI address of each unreadable GPU that records none, by
+/// elimination over the fixture's `driver_gpus` as the live source does
+/// ([`unreadable::by_elimination`]); with a `kernel_log`, its Xids at that
+/// address.
+fn find_unreadable_addresses(
+    slots: &mut [(u32, Slot)],
+    count: u32,
+    driver: &[PciKey],
+    log: &LogXids,
+) {
+    let address = |s: &Slot| match s {
+        Slot::Read(r) => r.pci_bus_id.as_deref().and_then(xid::pci_key),
+        Slot::Err(GpuError::Unreadable(u)) => u.pci_bus_id.as_deref().and_then(xid::pci_key),
+        Slot::Err(GpuError::Lost(_)) => None,
+    };
+    let known: Vec<Option<PciKey>> = (0..count)
+        .map(|i| {
+            slots
+                .iter()
+                .find(|(j, _)| *j == i)
+                .and_then(|(_, s)| address(s))
+        })
+        .collect();
+    let found = unreadable::by_elimination(&known, driver);
+    for (i, slot) in slots.iter_mut() {
+        let (Slot::Err(GpuError::Unreadable(u)), Some(Some(k))) = (slot, found.get(*i as usize))
+        else {
+            continue;
+        };
+        if u.pci_bus_id.is_some() {
+            continue;
+        }
+        if let Some(log) = log {
+            *u = unreadable::at(std::mem::take(&mut u.why), Some(*k), log);
+        } else {
+            u.pci_bus_id = Some(xid::pci_bus_id(*k));
+        }
+    }
+}
+
 impl GpuSource for FixtureSource {
     fn count(&mut self) -> Result<u32, String> {
         Ok(self.count)
@@ -438,9 +621,9 @@ impl GpuSource for FixtureSource {
         match self.slots.iter().find(|(i, _)| *i == index) {
             Some((_, Slot::Read(r))) => Ok((**r).clone()),
             Some((_, Slot::Err(e))) => Err(e.clone()),
-            None => Err(GpuError::Unreadable(format!(
+            None => Err(GpuError::Unreadable(Unreadable::new(format!(
                 "no GPU with index {index} in the fixture"
-            ))),
+            )))),
         }
     }
 }

@@ -37,11 +37,12 @@ pub mod nvml;
 mod reading;
 mod reason;
 mod text;
+pub mod unreadable;
 pub mod xid;
 
 pub use reading::{
     init_error_drains, probe_from, GpuError, GpuReading, Probe, QueryError, RecoveryAction,
-    RowRemap, SourceError,
+    RowRemap, SourceError, Unreadable,
 };
 pub use reason::{check_of_reason, drain_reason, first_failure};
 pub use text::render_text;
@@ -236,33 +237,38 @@ pub struct NodeReport {
     pub note: Option<String>,
 }
 
-fn judge(r: &GpuReading) -> Vec<(String, Check)> {
-    let xid = match &r.xids {
-        Probe::Value(events) => {
-            let of = |class: xid::XidClass| {
-                let mut seen: Vec<&xid::XidEvent> = events
-                    .iter()
-                    .filter(|e| xid::classify(e) == class)
-                    .collect();
-                seen.sort();
-                seen.dedup();
-                seen.iter().map(|e| e.words()).collect::<Vec<String>>()
-            };
-            let critical = of(xid::XidClass::Critical);
-            let unknown = of(xid::XidClass::SeverityUnknown);
-            if !critical.is_empty() {
-                Check::Failed(format!("Xid {}", critical.join(",")))
-            } else if !unknown.is_empty() {
-                Check::Error(format!(
-                    "Xid {} without a severity word (Fatal or NonFatal): cannot tell whether it needs a reset",
-                    unknown.join(",")
-                ))
-            } else {
-                Check::Ok
-            }
-        }
-        p => unread(p).expect("not a value"),
+/// The `xid` check of a GPU's Xids: failed on a critical one, an error on
+/// one of [`xid::SEVERITY_XIDS`] without a severity word, else ok.
+fn xid_check(xids: &Probe<Vec<xid::XidEvent>>) -> Check {
+    let events = match xids {
+        Probe::Value(events) => events,
+        p => return unread(p).expect("not a value"),
     };
+    let of = |class: xid::XidClass| {
+        let mut seen: Vec<&xid::XidEvent> = events
+            .iter()
+            .filter(|e| xid::classify(e) == class)
+            .collect();
+        seen.sort();
+        seen.dedup();
+        seen.iter().map(|e| e.words()).collect::<Vec<String>>()
+    };
+    let critical = of(xid::XidClass::Critical);
+    let unknown = of(xid::XidClass::SeverityUnknown);
+    if !critical.is_empty() {
+        Check::Failed(format!("Xid {}", critical.join(",")))
+    } else if !unknown.is_empty() {
+        Check::Error(format!(
+            "Xid {} without a severity word (Fatal or NonFatal): cannot tell whether it needs a reset",
+            unknown.join(",")
+        ))
+    } else {
+        Check::Ok
+    }
+}
+
+fn judge(r: &GpuReading) -> Vec<(String, Check)> {
+    let xid = xid_check(&r.xids);
     let ecc = match &r.ecc_uncorrected {
         Probe::Value(0) => Check::Ok,
         Probe::Value(n) => Check::Failed(format!("uncorrectable ECC x{n}")),
@@ -309,19 +315,31 @@ fn gpu_report(index: u32, read: Result<GpuReading, GpuError>) -> GpuReport {
             (judge(&r), r.serial, r.uuid, r.pci_bus_id, xids)
         }
         Err(e) => {
-            let present = match &e {
-                GpuError::Lost(_) => Check::Failed("lost".into()),
-                // The handle query failed (not NOT_SUPPORTED): an error, unknown.
-                GpuError::Unreadable(why) => Check::Error(why.clone()),
+            let (present, unreadable) = match &e {
+                GpuError::Lost(_) => (Check::Failed("lost".into()), None),
+                // The handle query failed (not NOT_SUPPORTED): an error,
+                // unknown; but the kernel log still reaches it by its PCI
+                // address when that is known (`unreadable`).
+                GpuError::Unreadable(u) => (Check::Error(u.why.clone()), Some(u)),
             };
             let mut checks = vec![("present".to_string(), present)];
             for name in &GPU_CHECKS[1..] {
-                checks.push((
-                    name.to_string(),
-                    Check::Unsupported(format!("not read: {e}")),
-                ));
+                let c = match unreadable {
+                    Some(u) if *name == "xid" => xid_check(&u.xids),
+                    _ => Check::Unsupported(format!("not read: {e}")),
+                };
+                checks.push((name.to_string(), c));
             }
-            (checks, None, None, None, Vec::new())
+            let (bus, xids) = match unreadable {
+                Some(Unreadable {
+                    pci_bus_id,
+                    xids: Probe::Value(events),
+                    ..
+                }) => (pci_bus_id.clone(), xids_seen(events)),
+                Some(u) => (u.pci_bus_id.clone(), Vec::new()),
+                None => (None, Vec::new()),
+            };
+            (checks, None, None, bus, xids)
         }
     };
     GpuReport {

@@ -13,17 +13,21 @@ use nvml_wrapper::sys_exports::field_id::{
 };
 use nvml_wrapper::Nvml;
 
-use super::xid;
 use super::{
     probe_from, GpuError, GpuReading, GpuSource, Probe, QueryError, RecoveryAction, RowRemap,
-    SourceError,
+    SourceError, Unreadable,
 };
+use super::{unreadable, xid};
 
 /// Reads GPUs through NVML.
 pub struct NvmlSource {
     nvml: Nvml,
     /// Xids of the kernel log since boot, or why it could not be read.
     xids: Result<Vec<(xid::PciKey, xid::XidEvent)>, String>,
+    /// Every GPU index's PCI address, those NVML cannot open found by
+    /// elimination ([`unreadable`]); read once, when a GPU first cannot
+    /// be opened.
+    addresses: Option<Vec<Option<xid::PciKey>>>,
 }
 
 impl std::fmt::Debug for NvmlSource {
@@ -62,6 +66,7 @@ impl NvmlSource {
                     return Ok(NvmlSource {
                         nvml,
                         xids: xid::read_kmsg().map(|log| xid::xids_in(&log)),
+                        addresses: None,
                     })
                 }
                 Err(e) if is_absent(&e) => return Err(SourceError::Absent(e.to_string())),
@@ -147,6 +152,33 @@ fn fields(
     Ok(out)
 }
 
+impl NvmlSource {
+    /// GPU `index`, whose handle NVML cannot open (`why`): its PCI address
+    /// by elimination over the driver's GPUs, and the kernel log's Xids
+    /// there.
+    fn unreadable(&mut self, index: u32, why: String) -> Unreadable {
+        if self.addresses.is_none() {
+            let count = self.nvml.device_count().unwrap_or(0);
+            let known: Vec<Option<xid::PciKey>> = (0..count)
+                .map(|i| {
+                    let dev = self.nvml.device_by_index(i).ok()?;
+                    xid::pci_key(&dev.pci_info().ok()?.bus_id)
+                })
+                .collect();
+            let driver = unreadable::driver_gpus().unwrap_or_else(|e| {
+                tracing::warn!("{e}: the PCI address of a GPU NVML cannot open stays unknown");
+                Vec::new()
+            });
+            self.addresses = Some(unreadable::by_elimination(&known, &driver));
+        }
+        let key = self
+            .addresses
+            .as_ref()
+            .and_then(|a| a.get(index as usize).copied().flatten());
+        unreadable::at(why, key, &self.xids)
+    }
+}
+
 impl GpuSource for NvmlSource {
     fn count(&mut self) -> Result<u32, String> {
         self.nvml.device_count().map_err(|e| format!("NVML: {e}"))
@@ -160,7 +192,11 @@ impl GpuSource for NvmlSource {
                     "NVML: GPU is lost (fallen off the bus)".into(),
                 ))
             }
-            Err(e) => return Err(GpuError::Unreadable(format!("NVML: {e}"))),
+            Err(e) => {
+                return Err(GpuError::Unreadable(
+                    self.unreadable(index, format!("NVML: {e}")),
+                ))
+            }
         };
         let mut r = GpuReading::unsupported(index, "not read");
         r.serial = dev.serial().ok();
@@ -193,12 +229,7 @@ impl GpuSource for NvmlSource {
             (Ok(_), None) => Probe::Unsupported(
                 "PCI bus id unreadable: Xids cannot be matched to this GPU".into(),
             ),
-            (Ok(all), Some(key)) => Probe::Value(
-                all.iter()
-                    .filter(|(k, _)| *k == key)
-                    .map(|(_, x)| x.clone())
-                    .collect(),
-            ),
+            (Ok(all), Some(key)) => Probe::Value(xid::xids_at(all, key)),
         };
         Ok(r)
     }

@@ -4,8 +4,9 @@
 //! Rule: the reason names the **first failure**, GPUs in index order and
 //! each GPU's checks in output order ([`super::GPU_CHECKS`]), then the
 //! node's count check; a failure comes before a reset required. Its GPU
-//! index, the fault and the serial are written, and `(+N more)` counts
-//! every other check that failed or requires a reset.
+//! index, the fault and the serial are written (the PCI bus id for a GPU
+//! without a readable serial), and `(+N more)` counts every other check
+//! that failed or requires a reset.
 
 use super::{Check, NodeReport};
 
@@ -49,8 +50,17 @@ pub fn drain_reason(r: &NodeReport) -> Option<String> {
         Some(i) => format!("allot: gpu{i} {fault}"),
         None => format!("allot: {fault}"),
     };
-    if let Some(serial) = serial {
-        s.push_str(&format!(" serial={serial}"));
+    // A GPU without a serial (its handle unreadable) is named by its PCI
+    // bus id when known: the index alone may name another GPU after a
+    // reboot.
+    let bus = || {
+        let g = r.gpus.iter().find(|g| Some(g.index) == gpu)?;
+        g.pci_bus_id.clone()
+    };
+    match (serial, bus()) {
+        (Some(serial), _) => s.push_str(&format!(" serial={serial}")),
+        (None, Some(bus)) => s.push_str(&format!(" bus={bus}")),
+        (None, None) => {}
     }
     if failures > 1 {
         s.push_str(&format!(" (+{} more)", failures - 1));

@@ -660,3 +660,149 @@ fn an_uncontained_ecc_error_on_a_mig_gpu_instance_fails_the_gpu() {
         ])
     );
 }
+
+#[test]
+fn an_unreadable_gpu_with_xid_79_at_its_pci_address_fails() {
+    // Issue 53, item 8: NVML answers "Unknown Error" for gpu1's handle (not
+    // GPU_IS_LOST) and the kernel log has Xid 79 for 0000:3b:00. Read by
+    // index alone gpu1 was unknown and never drained. Its address is the one
+    // the driver holds that no opened GPU has.
+    let r = run("unreadable-xid79.json");
+    let g = &r.gpus[1];
+    assert_eq!(g.verdict, Verdict::Failed);
+    assert_eq!(g.pci_bus_id.as_deref(), Some("00000000:3B:00.0"));
+    assert_eq!(
+        g.checks[0],
+        ("present".into(), Check::Error("NVML: Unknown Error".into()))
+    );
+    assert_eq!(g.checks[1], ("xid".into(), Check::Failed("Xid 79".into())));
+    assert!(
+        matches!(&g.checks[2].1, Check::Unsupported(w) if w == "not read: unreadable: NVML: Unknown Error"),
+        "{:?}",
+        g.checks[2]
+    );
+    assert_eq!(r.verdict, Verdict::Failed);
+    assert_eq!(
+        drain_reason(&r).as_deref(),
+        Some("allot: gpu1 Xid 79 bus=00000000:3B:00.0")
+    );
+    assert_eq!(check_of_reason(&drain_reason(&r).unwrap()), "xid");
+    // The others read as before; gpu2's application fault is listed.
+    assert_eq!(
+        r.gpus.iter().map(|g| g.verdict).collect::<Vec<_>>(),
+        vec![
+            Verdict::Healthy,
+            Verdict::Failed,
+            Verdict::Healthy,
+            Verdict::Healthy
+        ]
+    );
+    let text = render_text(&r);
+    assert!(
+        text.contains("gpu1   FAILED   serial=? bus=00000000:3B:00.0 present=ERROR(NVML: Unknown Error) xid=FAILED(Xid 79) ecc=unsupported"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .nth(2)
+            .unwrap()
+            .ends_with("non_critical_xids=13"),
+        "{text}"
+    );
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(
+        v["gpus"][1]["xids"],
+        serde_json::json!([{"xid": 79, "severity": null, "critical": true, "count": 1}])
+    );
+}
+
+#[test]
+fn an_unreadable_gpu_whose_address_is_recorded_or_not_found() {
+    let ok = r#""ecc_uncorrected": 0, "retired_pages_pending": false,
+        "row_remap": {"pending": false, "failure": false}, "recovery_action": "none""#;
+    // The address recorded with the GPU, its Xids listed with it.
+    let text = format!(
+        r#"{{"gpus": [{{"pci_bus_id": "00000000:1A:00.0", "xids": [], {ok}}},
+            {{"unreadable": "NVML: Unknown Error", "pci_bus_id": "00000000:3B:00.0",
+              "xids": ["NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."]}}]}}"#
+    );
+    let r = check_node("n", &mut FixtureSource::parse(&text).unwrap(), Some(2));
+    assert_eq!(r.verdict, Verdict::Failed);
+    assert_eq!(
+        drain_reason(&r).as_deref(),
+        Some("allot: gpu1 Xid 79 bus=00000000:3B:00.0")
+    );
+    // Two unreadable GPUs, the opened ones not in PCI order: which address
+    // is whose is not sure, so neither gets the Xid: unknown, not drained.
+    let text = format!(
+        r#"{{"driver_gpus": ["0000:1a:00.0", "0000:3b:00.0", "0000:86:00.0", "0000:b1:00.0"],
+            "kernel_log": ["NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."],
+            "gpus": [{{"pci_bus_id": "00000000:86:00.0", {ok}}}, {{"unreadable": "NVML: Unknown Error"}},
+                     {{"pci_bus_id": "00000000:1A:00.0", {ok}}}, {{"unreadable": "NVML: Unknown Error"}}]}}"#
+    );
+    let r = check_node("n", &mut FixtureSource::parse(&text).unwrap(), Some(4));
+    assert_eq!(r.verdict, Verdict::Unknown);
+    assert_eq!(drain_reason(&r), None);
+    assert!(
+        matches!(&r.gpus[1].checks[1].1, Check::Unsupported(w) if w.starts_with("PCI bus id unknown")),
+        "{:?}",
+        r.gpus[1].checks[1]
+    );
+    // In PCI order they pair up: gpu1 is 0000:3b:00 and fails, gpu3 is
+    // 0000:b1:00 (no Xid there: unknown).
+    let text = format!(
+        r#"{{"driver_gpus": ["0000:1a:00.0", "0000:3b:00.0", "0000:86:00.0", "0000:b1:00.0"],
+            "kernel_log": ["NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."],
+            "gpus": [{{"pci_bus_id": "00000000:1A:00.0", {ok}}}, {{"unreadable": "NVML: Unknown Error"}},
+                     {{"pci_bus_id": "00000000:86:00.0", {ok}}}, {{"unreadable": "NVML: Unknown Error"}}]}}"#
+    );
+    let r = check_node("n", &mut FixtureSource::parse(&text).unwrap(), Some(4));
+    assert_eq!(
+        r.gpus
+            .iter()
+            .map(|g| g.pci_bus_id.clone().unwrap_or_default())
+            .collect::<Vec<_>>(),
+        vec![
+            "00000000:1A:00.0",
+            "00000000:3B:00.0",
+            "00000000:86:00.0",
+            "00000000:B1:00.0"
+        ]
+    );
+    assert_eq!(
+        drain_reason(&r).as_deref(),
+        Some("allot: gpu1 Xid 79 bus=00000000:3B:00.0")
+    );
+    assert_eq!(r.gpus[3].verdict, Verdict::Unknown, "no Xid at 0000:b1:00");
+}
+
+#[test]
+fn kernel_log_fixtures_that_could_hide_a_fault_are_refused() {
+    let field = |text: &str| FixtureSource::parse(text).unwrap_err().field;
+    // Two sources of one GPU's Xids.
+    assert_eq!(
+        field(r#"{"kernel_log": [], "gpus": [{"pci_bus_id": "00000000:3B:00.0", "xids": [79]}]}"#),
+        "gpus[0].xids"
+    );
+    // A PCI bus id no kernel line can match.
+    assert_eq!(
+        field(r#"{"kernel_log": [], "gpus": [{"pci_bus_id": "slot 3"}]}"#),
+        "gpus[0].pci_bus_id"
+    );
+    assert_eq!(field(r#"{"kernel_log": [79]}"#), "kernel_log[0]");
+    assert_eq!(field(r#"{"kernel_log": "79"}"#), "kernel_log");
+    assert_eq!(field(r#"{"driver_gpus": ["3b"]}"#), "driver_gpus[0]");
+    // The log unreadable: every GPU's Xids unsupported, as live.
+    let mut f = FixtureSource::parse(
+        r#"{"kernel_log": "unsupported", "gpus": [{"pci_bus_id": "00000000:3B:00.0"}]}"#,
+    )
+    .unwrap();
+    let r = check_node("n", &mut f, Some(1));
+    assert_eq!(
+        r.gpus[0].checks[1],
+        (
+            "xid".into(),
+            Check::Unsupported("kernel log unreadable (fixture)".into())
+        )
+    );
+}

@@ -183,6 +183,21 @@ pub fn parse_xid_text(text: &str) -> Option<XidEvent> {
     })
 }
 
+/// A PCI address in NVML's form (`00000000:3B:00.0`, function 0), as
+/// `GpuReading::pci_bus_id` holds it.
+pub fn pci_bus_id(key: PciKey) -> String {
+    format!("{:08X}:{:02X}:{:02X}.0", key.0, key.1, key.2)
+}
+
+/// The Xids of `all` (every `(address, Xid)` of the kernel log) logged at
+/// `key`, in order.
+pub fn xids_at(all: &[(PciKey, XidEvent)], key: PciKey) -> Vec<XidEvent> {
+    all.iter()
+        .filter(|(k, _)| *k == key)
+        .map(|(_, x)| x.clone())
+        .collect()
+}
+
 /// An Xid line of the kernel log: `(PCI address key, Xid)`. The
 /// parenthesis holds the PCI address first (`PCI:0000:3b:00`, or
 /// `0000:3b:00` from older drivers), then, on a MIG GPU, `GPU-I:NN` (kept
@@ -278,6 +293,8 @@ mod tests {
         assert_eq!(pci_key("00000000:3B:00.0"), pci_key("PCI:0000:3b:00"));
         assert_eq!(pci_key("0001:86:1f.0"), Some((1, 0x86, 0x1f)));
         assert_eq!(pci_key("garbage"), None);
+        assert_eq!(pci_bus_id((0, 0x3b, 0)), "00000000:3B:00.0");
+        assert_eq!(pci_key(&pci_bus_id((1, 0x86, 0x1f))), Some((1, 0x86, 0x1f)));
     }
 
     fn line(text: &str) -> XidEvent {

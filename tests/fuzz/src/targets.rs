@@ -322,7 +322,10 @@ fn paris() -> jiff::tz::TimeZone {
 }
 
 /// `allot health --fixture` JSON: parsed and judged; a fixture whose NVML
-/// failed to initialise is never judged failed (never drains).
+/// failed to initialise is never judged failed (never drains). The kernel
+/// log reaches every GPU whose PCI address is known, one whose handle NVML
+/// cannot open too (issue 53): a critical Xid logged at a GPU's address
+/// fails that GPU.
 pub fn health_fixture(data: &[u8]) {
     let s = text(data);
     let Ok(mut fx) = FixtureSource::parse(&s) else {
@@ -339,6 +342,40 @@ pub fn health_fixture(data: &[u8]) {
             "no GPU found of 8 expected"
         );
     }
+    let log = fixture_kernel_log(&s);
+    for g in &report.gpus {
+        let Some(key) = g.pci_bus_id.as_deref().and_then(xid::pci_key) else {
+            continue;
+        };
+        let at = xid::xids_at(&log, key);
+        if at
+            .iter()
+            .any(|x| xid::classify(x) == xid::XidClass::Critical)
+        {
+            assert_eq!(
+                g.verdict,
+                Verdict::Failed,
+                "gpu{} at {key:?} has {at:?} in the kernel log",
+                g.index
+            );
+        }
+    }
+}
+
+/// The Xids of a fixture's `kernel_log` lines (none without one).
+fn fixture_kernel_log(s: &str) -> Vec<(xid::PciKey, xid::XidEvent)> {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(s) else {
+        return Vec::new();
+    };
+    let Some(lines) = v.get("kernel_log").and_then(|l| l.as_array()) else {
+        return Vec::new();
+    };
+    let text: String = lines
+        .iter()
+        .filter_map(|l| l.as_str())
+        .map(|l| format!("{l}\n"))
+        .collect();
+    xid::xids_in(&text)
 }
 
 /// The kernel log `allot health` reads from /dev/kmsg
