@@ -19,10 +19,16 @@
 //! - `node` (optional): the Slurm node name; `expected_gpus` (optional):
 //!   what Slurm's `Gres=gpu:N` says; `nvml`: `"ok"` (default), `"absent"`
 //!   (no libnvidia-ml) or `"init_failed"`; `count` (optional): GPUs the
-//!   driver lists, default the highest listed index + 1, at most 1024.
+//!   driver lists, default the highest listed index + 1, at most 1024;
+//!   `kernel_log` (optional): the kernel log lines, read as the live check
+//!   reads `/dev/kmsg` (each GPU's Xids are its lines, by `pci_bus_id`), or
+//!   `"unsupported"`; `driver_gpus` (optional): the PCI addresses of
+//!   `/proc/driver/nvidia/gpus/`, from which an `unreadable` GPU's address
+//!   is found by elimination ([`super::unreadable`]).
 //! - Per GPU: `index` (default: its position), `serial`, `uuid`,
 //!   `pci_bus_id`; `lost: true` (fallen off the bus) or `unreadable:
-//!   "why"` instead of readings; the probes `xids` (list of Xid numbers),
+//!   "why"` instead of readings (an unreadable GPU keeps its `pci_bus_id`
+//!   and `xids`); the probes `xids` (list of Xid numbers or kernel lines),
 //!   `ecc_uncorrected` (count), `retired_pages_pending` (bool), `row_remap`
 //!   (`{pending, failure}`), `recovery_action` (`"none"`, `"gpu_reset"`,
 //!   `"node_reboot"`, `"drain_p2p"`, `"drain_and_reset"`, or NVML's
