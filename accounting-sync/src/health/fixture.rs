@@ -42,12 +42,12 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::unreadable;
 use super::xid::{self, PciKey, XidEvent};
 use super::{
     probe_from, GpuError, GpuReading, GpuSource, Probe, QueryError, RecoveryAction, RowRemap,
     SourceError, Unreadable,
 };
+use super::{sxid, unreadable};
 
 /// What the fixture says about NVML itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +78,8 @@ pub struct FixtureSource {
     pub nvml: FixtureNvml,
     count: u32,
     slots: Vec<(u32, Slot)>,
+    /// `kernel_log` of the fixture: its text, or why it is unreadable.
+    kernel: Option<Result<String, String>>,
 }
 
 /// A fixture that does not follow the format: the field and what to write.
@@ -549,6 +551,7 @@ impl FixtureSource {
             nvml,
             count,
             slots,
+            kernel,
         })
     }
 
@@ -621,6 +624,16 @@ fn find_unreadable_addresses(
 impl GpuSource for FixtureSource {
     fn count(&mut self) -> Result<u32, String> {
         Ok(self.count)
+    }
+
+    fn sxids(&mut self) -> Probe<Vec<sxid::SxidEvent>> {
+        match &self.kernel {
+            None => Probe::Unsupported(
+                "no kernel_log in the fixture: NVSwitch SXids not recorded".into(),
+            ),
+            Some(Err(why)) => Probe::Unsupported(why.clone()),
+            Some(Ok(log)) => Probe::Value(sxid::sxids_in(log)),
+        }
     }
 
     fn read(&mut self, index: u32) -> Result<GpuReading, GpuError> {

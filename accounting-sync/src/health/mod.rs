@@ -15,8 +15,11 @@
 //!   required), `recovery_action` (the driver's
 //!   `NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`: `none` is ok, `gpu_reset` and
 //!   `drain_and_reset` are reset required, `node_reboot` and `drain_p2p`
-//!   fail). Per node, `count`: fewer GPUs than Slurm's `Gres=gpu:N` fails.
-//!   GPU_IS_LOST from any query is a lost GPU.
+//!   fail). Per node, `count`: fewer GPUs than Slurm's `Gres=gpu:N` fails;
+//!   `nvswitch`: an NVSwitch SXid of the kernel log that needs a reset
+//!   fails ([`sxid`]). GPU_IS_LOST from any query is a lost GPU; a GPU whose
+//!   handle cannot be read for another error still gets its Xids, by its
+//!   PCI address ([`unreadable`]).
 //! - A GPU is **failed** when any check failed; else **reset required**
 //!   when any check says so (drained like a failure, so the GPU can be reset
 //!   once its jobs have left); else **unknown** when any check is
@@ -25,7 +28,9 @@
 //!   field (before R570) loses no check, since the driver derives the action
 //!   from the faults the other checks read, so `recovery_action`
 //!   *unsupported* does not make a GPU unknown (an *error* there does). The
-//!   node follows the same rule over its GPUs and its count check.
+//!   node follows the same rule over its GPUs, its count check and its
+//!   `nvswitch` check (whose *unsupported*, an unreadable kernel log, costs
+//!   nothing: the GPUs' `xid` checks say so already).
 //! - One GPU that cannot be read is reported as such; the others are still
 //!   read ([`check_node`] asks the source for each index separately).
 
@@ -36,6 +41,7 @@ pub mod node;
 pub mod nvml;
 mod reading;
 mod reason;
+pub mod sxid;
 mod text;
 pub mod unreadable;
 pub mod xid;
@@ -60,6 +66,9 @@ pub trait GpuSource {
     /// # Errors
     /// [`GpuError`] when the GPU cannot be read at all.
     fn read(&mut self, index: u32) -> Result<GpuReading, GpuError>;
+    /// The NVSwitch SXids of the kernel log since boot, or why they could
+    /// not be read (the log is unreadable, or a fixture records none).
+    fn sxids(&mut self) -> Probe<Vec<sxid::SxidEvent>>;
 }
 
 /// Result of one check.
@@ -83,7 +92,7 @@ pub enum Check {
 }
 
 impl Check {
-    fn word(&self) -> &'static str {
+    pub(crate) fn word(&self) -> &'static str {
         match self {
             Check::Ok => "ok",
             Check::Failed(_) => "FAILED",
@@ -230,7 +239,14 @@ pub struct NodeReport {
     pub expected: Option<u32>,
     /// The count check: fewer than expected fails.
     pub count: Check,
-    /// Worst of every GPU and the count.
+    /// The NVSwitch check: a fatal SXid in the kernel log fails
+    /// ([`sxid`]); unsupported when the log could not be read, which costs
+    /// no check (the GPUs' `xid` checks, read from the same log, are then
+    /// unsupported too).
+    pub nvswitch: Check,
+    /// Every distinct SXid of the kernel log (the NVSwitches' errors).
+    pub sxids: Vec<sxid::SxidSeen>,
+    /// Worst of every GPU, the count and the NVSwitch check.
     pub verdict: Verdict,
     /// Why the node is unknown without any GPU (NVML failed to initialise).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -386,10 +402,12 @@ pub fn check_node(node: &str, source: &mut dyn GpuSource, expected: Option<u32>)
         }
         (Some(_), None) => Check::Ok,
     };
+    let (nvswitch, sxids) = sxid::check(&source.sxids());
     let verdict = gpus
         .iter()
         .map(|g| g.verdict)
         .chain(std::iter::once(Verdict::of([&count])))
+        .chain(std::iter::once(node_check_verdict(&nvswitch)))
         .max()
         .unwrap_or(Verdict::Healthy);
     NodeReport {
@@ -398,9 +416,27 @@ pub fn check_node(node: &str, source: &mut dyn GpuSource, expected: Option<u32>)
         found,
         expected,
         count,
+        nvswitch,
+        sxids,
         verdict,
         note: count_err,
     }
+}
+
+/// The verdict of the node's `nvswitch` check: unsupported costs no check
+/// (the kernel log could not be read, and the GPUs' `xid` checks say so
+/// already; or a fixture records no `kernel_log`).
+fn node_check_verdict(nvswitch: &Check) -> Verdict {
+    match nvswitch {
+        Check::Unsupported(_) => Verdict::Healthy,
+        c => Verdict::of([c]),
+    }
+}
+
+/// The `nvswitch` check of a node whose NVML did not start (no source was
+/// read).
+fn nvswitch_not_read() -> Check {
+    Check::Unsupported("not read: NVML did not initialise".into())
 }
 
 /// The report of a node whose NVML did not initialise (`e`, a
@@ -425,6 +461,8 @@ pub fn init_failed_node(node: &str, expected: Option<u32>, e: &SourceError) -> N
             count: Check::Failed(format!(
                 "NVML init failed: {cause} (0 of {want} GPUs usable)"
             )),
+            nvswitch: nvswitch_not_read(),
+            sxids: Vec::new(),
             verdict: Verdict::Failed,
             note: Some(why),
         },
@@ -441,6 +479,8 @@ pub fn unknown_node(node: &str, expected: Option<u32>, why: &str) -> NodeReport 
         found: 0,
         expected,
         count: Check::Unsupported(why.to_string()),
+        nvswitch: nvswitch_not_read(),
+        sxids: Vec::new(),
         verdict: Verdict::Unknown,
         note: Some(why.to_string()),
     }

@@ -17,13 +17,15 @@ use super::{
     probe_from, GpuError, GpuReading, GpuSource, Probe, QueryError, RecoveryAction, RowRemap,
     SourceError, Unreadable,
 };
-use super::{unreadable, xid};
+use super::{sxid, unreadable, xid};
 
 /// Reads GPUs through NVML.
 pub struct NvmlSource {
     nvml: Nvml,
     /// Xids of the kernel log since boot, or why it could not be read.
     xids: Result<Vec<(xid::PciKey, xid::XidEvent)>, String>,
+    /// SXids (the NVSwitches' errors) of the same log.
+    sxids: Result<Vec<sxid::SxidEvent>, String>,
     /// Every GPU index's PCI address, those NVML cannot open found by
     /// elimination ([`unreadable`]); read once, when a GPU first cannot
     /// be opened.
@@ -63,11 +65,13 @@ impl NvmlSource {
         for attempt in 1..=attempts {
             match Nvml::init() {
                 Ok(nvml) => {
+                    let log = xid::read_kmsg();
                     return Ok(NvmlSource {
                         nvml,
-                        xids: xid::read_kmsg().map(|log| xid::xids_in(&log)),
+                        xids: log.as_ref().map(|l| xid::xids_in(l)).map_err(Clone::clone),
+                        sxids: log.map(|l| sxid::sxids_in(&l)),
                         addresses: None,
-                    })
+                    });
                 }
                 Err(e) if is_absent(&e) => return Err(SourceError::Absent(e.to_string())),
                 Err(e) => {
@@ -182,6 +186,13 @@ impl NvmlSource {
 impl GpuSource for NvmlSource {
     fn count(&mut self) -> Result<u32, String> {
         self.nvml.device_count().map_err(|e| format!("NVML: {e}"))
+    }
+
+    fn sxids(&mut self) -> Probe<Vec<sxid::SxidEvent>> {
+        match &self.sxids {
+            Ok(all) => Probe::Value(all.clone()),
+            Err(why) => Probe::Unsupported(why.clone()),
+        }
     }
 
     fn read(&mut self, index: u32) -> Result<GpuReading, GpuError> {

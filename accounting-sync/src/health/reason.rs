@@ -8,11 +8,13 @@
 //! without a readable serial), and `(+N more)` counts every other check
 //! that failed or requires a reset.
 
+#[cfg(doc)]
+use super::{init_failed_node, GPU_CHECKS};
 use super::{Check, NodeReport};
 
 /// The first failure, for the drain reason and the ledger event: `(GPU
-/// index, serial, fault)`; GPU `None` for the node's count check. A
-/// failure comes before a reset required.
+/// index, serial, fault)`; GPU `None` for the node's count and NVSwitch
+/// checks. A failure comes before a reset required.
 pub fn first_failure(r: &NodeReport) -> Option<(Option<u32>, Option<String>, String)> {
     for g in &r.gpus {
         for (_, c) in &g.checks {
@@ -21,8 +23,10 @@ pub fn first_failure(r: &NodeReport) -> Option<(Option<u32>, Option<String>, Str
             }
         }
     }
-    if let Check::Failed(f) = &r.count {
-        return Some((None, None, f.clone()));
+    for c in [&r.count, &r.nvswitch] {
+        if let Check::Failed(f) = c {
+            return Some((None, None, f.clone()));
+        }
     }
     for g in &r.gpus {
         for (_, c) in &g.checks {
@@ -36,7 +40,8 @@ pub fn first_failure(r: &NodeReport) -> Option<(Option<u32>, Option<String>, Str
 
 /// The drain reason: `allot: gpu3 Xid 79 serial=1652221028513`, with
 /// ` (+N more)` when other checks failed too; `allot: 7 of 8 GPUs visible`
-/// for the count. `None` when nothing failed.
+/// for the count; `allot: nvswitch3 SXid 24007 Fatal` for the NVSwitches.
+/// `None` when nothing failed.
 pub fn drain_reason(r: &NodeReport) -> Option<String> {
     let (gpu, serial, fault) = first_failure(r)?;
     let failures = r
@@ -45,7 +50,8 @@ pub fn drain_reason(r: &NodeReport) -> Option<String> {
         .flat_map(|g| g.checks.iter())
         .filter(|(_, c)| matches!(c, Check::Failed(_) | Check::ResetRequired(_)))
         .count()
-        + usize::from(matches!(r.count, Check::Failed(_)));
+        + usize::from(matches!(r.count, Check::Failed(_)))
+        + usize::from(matches!(r.nvswitch, Check::Failed(_)));
     let mut s = match gpu {
         Some(i) => format!("allot: gpu{i} {fault}"),
         None => format!("allot: {fault}"),
@@ -70,8 +76,10 @@ pub fn drain_reason(r: &NodeReport) -> Option<String> {
 
 /// The check named by a drain reason of [`drain_reason`] (the `reason` of
 /// a ledger `health` event): one of [`GPU_CHECKS`], `count` for the node's
-/// GPU count, `nvml` for NVML failing to initialise ([`init_failed_node`]), `other` for a text this allot does not write. Only the first
-/// failure is named in a reason; the `(+N more)` are not.
+/// GPU count, `nvswitch` for a fatal NVSwitch SXid, `nvml` for NVML failing
+/// to initialise ([`init_failed_node`]), `other` for a text this allot does
+/// not write. Only the first failure is named in a reason; the `(+N more)`
+/// are not.
 pub fn check_of_reason(reason: &str) -> &'static str {
     let r = reason.strip_prefix("allot: ").unwrap_or(reason);
     let fault = match r.strip_prefix("gpu") {
@@ -79,6 +87,7 @@ pub fn check_of_reason(reason: &str) -> &'static str {
             .trim_start_matches(|c: char| c.is_ascii_digit())
             .trim_start(),
         _ if r.starts_with("NVML init failed") => return "nvml",
+        _ if r.starts_with("nvswitch") && r.contains(" SXid ") => return "nvswitch",
         _ => {
             // The count check: `7 of 8 GPUs visible`.
             let mut w = r.split_whitespace();

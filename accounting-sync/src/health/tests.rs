@@ -34,13 +34,13 @@ fn healthy_node_of_8() {
     let text = render_text(&r);
     assert_eq!(
         text.lines().count(),
-        10,
-        "8 GPU lines + summary + why unsupported:\n{text}"
+        11,
+        "8 GPU lines + summary + why unsupported (recovery action, SXids):\n{text}"
     );
     assert!(text.starts_with("gpu0   healthy  serial=1652221028510 bus=00000000:18:00.0 present=ok xid=ok ecc=ok retired_pages=ok row_remap=ok recovery_action=unsupported\n"), "{text}");
     assert!(
         text.ends_with(
-            "node gpu-a01: healthy: 8 GPUs (8 expected), 0 failed, 0 unknown; count ok\n  unsupported: unsupported (fixture)\n"
+            "node gpu-a01: healthy: 8 GPUs (8 expected), 0 failed, 0 unknown; count ok; nvswitch unsupported\n  unsupported: unsupported (fixture)\n  unsupported: no kernel_log in the fixture: NVSwitch SXids not recorded\n"
         ),
         "{text}"
     );
@@ -600,7 +600,7 @@ fn driver_library_mismatch_on_a_gpu_node_fails_with_the_cause() {
     assert_eq!(check_of_reason(&reason), "nvml");
     let text = render_text(&r);
     assert!(
-        text.contains("node gpu-a01: FAILED: 0 GPUs (8 expected), 0 failed, 0 unknown; count FAILED; allot: NVML init failed: driver/library version mismatch (0 of 8 GPUs usable)\n  error: NVML failed to initialise after 1 attempts: RM detects a driver/library version mismatch (fixture)\n"),
+        text.contains("node gpu-a01: FAILED: 0 GPUs (8 expected), 0 failed, 0 unknown; count FAILED; nvswitch unsupported; allot: NVML init failed: driver/library version mismatch (0 of 8 GPUs usable)\n  error: NVML failed to initialise after 1 attempts: RM detects a driver/library version mismatch (fixture)\n"),
         "{text}"
     );
     // A node Slurm gives no GPUs (or does not say): unknown, never drained.
@@ -804,5 +804,97 @@ fn kernel_log_fixtures_that_could_hide_a_fault_are_refused() {
             "xid".into(),
             Check::Unsupported("kernel log unreadable (fixture)".into())
         )
+    );
+}
+
+#[test]
+fn a_fatal_nvswitch_sxid_fails_the_node() {
+    // Issue 53, item 10: the kernel log's SXids were never read; NVML reads
+    // both GPUs healthy while the fabric behind them is down.
+    let r = run("nvswitch-sxid.json");
+    assert!(r.gpus.iter().all(|g| g.verdict == Verdict::Healthy));
+    assert_eq!(
+        r.nvswitch,
+        Check::Failed("nvswitch3 SXid 24007 Fatal".into())
+    );
+    assert_eq!(r.verdict, Verdict::Failed);
+    let reason = drain_reason(&r).unwrap();
+    assert_eq!(reason, "allot: nvswitch3 SXid 24007 Fatal");
+    assert_eq!(check_of_reason(&reason), "nvswitch");
+    // Every SXid listed, counted without its detail lines.
+    let text = render_text(&r);
+    assert!(
+        text.contains("\nnvswitch0 bus=0000:05:00.0 non_fatal_sxids=12021(Non-fatal x2)\nnvswitch3 bus=0000:86:00.0 fatal_sxids=24007(Fatal)\nnode gpu-a01: FAILED: 2 GPUs (2 expected), 0 failed, 0 unknown; count ok; nvswitch FAILED; allot: nvswitch3 SXid 24007 Fatal\n"),
+        "{text}"
+    );
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["nvswitch"]["status"], "failed");
+    assert_eq!(
+        v["sxids"],
+        serde_json::json!([
+            {"switch": "nvswitch0", "pci": "0000:05:00.0", "sxid": 12021, "severity": "Non-fatal", "fatal": false, "count": 2},
+            {"switch": "nvswitch3", "pci": "0000:86:00.0", "sxid": 24007, "severity": "Fatal", "fatal": true, "count": 1}
+        ])
+    );
+    // A GPU failure comes first in the reason, the SXid counted in (+N more).
+    let mut v: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/health/nvswitch-sxid.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    v["gpus"][1]["ecc_uncorrected"] = serde_json::json!(3);
+    let r = check_node(
+        "n",
+        &mut FixtureSource::parse(&v.to_string()).unwrap(),
+        Some(2),
+    );
+    assert_eq!(
+        drain_reason(&r).as_deref(),
+        Some("allot: gpu1 uncorrectable ECC x3 serial=1650000000301 (+1 more)")
+    );
+}
+
+#[test]
+fn non_fatal_or_unknown_sxids_never_drain() {
+    let node = |lines: &str| {
+        let text = format!(
+            r#"{{"kernel_log": [{lines}], "gpus": [{{"pci_bus_id": "00000000:18:00.0", "ecc_uncorrected": 0,
+                "retired_pages_pending": false, "row_remap": {{"pending": false, "failure": false}},
+                "recovery_action": "none"}}]}}"#
+        );
+        check_node("n", &mut FixtureSource::parse(&text).unwrap(), Some(1))
+    };
+    // Corrected by the switch: listed, healthy.
+    let r = node(
+        r#""nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 15008, Non-fatal, Link 4 route single bit ECC error""#,
+    );
+    assert_eq!(
+        (r.nvswitch.clone(), r.verdict),
+        (Check::Ok, Verdict::Healthy)
+    );
+    // Not in the catalogue, no severity word: unknown, not drained.
+    let r = node(r#""nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 31337, Link 4 something new""#);
+    assert_eq!(r.verdict, Verdict::Unknown);
+    assert!(
+        matches!(&r.nvswitch, Check::Error(w) if w.starts_with("nvswitch1 SXid 31337 without a severity word"))
+    );
+    assert_eq!(drain_reason(&r), None);
+    // In the catalogue as needing a reset, though the line says Non-fatal.
+    let r = node(
+        r#""nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error (First)""#,
+    );
+    assert_eq!(
+        drain_reason(&r).as_deref(),
+        Some("allot: nvswitch2 SXid 12028 Non-fatal")
+    );
+    // No SXid at all: ok. The log unreadable: unsupported, like the Xids.
+    assert_eq!(node("").nvswitch, Check::Ok);
+    let mut f = FixtureSource::parse(r#"{"kernel_log": "unsupported", "gpus": []}"#).unwrap();
+    assert_eq!(
+        check_node("n", &mut f, None).nvswitch,
+        Check::Unsupported("kernel log unreadable (fixture)".into())
     );
 }

@@ -1,7 +1,9 @@
 //! The text output of `allot health`: one line per GPU (its verdict,
-//! identity, every check, the Xids that do not fail it), the node's
-//! summary with the drain reason, then why each unsupported or failed query
-//! could not be read, once per distinct reason.
+//! identity, every check, the Xids that do not fail it), one per NVSwitch
+//! that logged SXids, the node's summary (its verdict, GPU counts, the
+//! count and NVSwitch checks) with the drain reason, then why each
+//! unsupported or failed query could not be read, once per distinct
+//! reason.
 
 use super::reason::drain_reason;
 use super::{Check, NodeReport, Verdict};
@@ -48,6 +50,39 @@ pub fn render_text(r: &NodeReport) -> String {
         }
         out.push('\n');
     }
+    // One line per NVSwitch that logged SXids: those that need a reset, and
+    // the others (listed, never failed).
+    let mut switches: Vec<(&str, &str)> = Vec::new();
+    for s in &r.sxids {
+        if !switches.iter().any(|(n, _)| *n == s.switch) {
+            switches.push((&s.switch, &s.pci));
+        }
+    }
+    for (name, pci) in switches {
+        out.push_str(&format!("{name} bus={pci}"));
+        for (label, fatal) in [("fatal_sxids", true), ("non_fatal_sxids", false)] {
+            let these: Vec<String> = r
+                .sxids
+                .iter()
+                .filter(|s| s.switch == name && s.fatal == fatal)
+                .map(|s| {
+                    let mut notes: Vec<String> = s.severity.iter().cloned().collect();
+                    if s.count > 1 {
+                        notes.push(format!("x{}", s.count));
+                    }
+                    if notes.is_empty() {
+                        s.sxid.to_string()
+                    } else {
+                        format!("{}({})", s.sxid, notes.join(" "))
+                    }
+                })
+                .collect();
+            if !these.is_empty() {
+                out.push_str(&format!(" {label}={}", these.join(",")));
+            }
+        }
+        out.push('\n');
+    }
     let failed = r
         .gpus
         .iter()
@@ -67,7 +102,7 @@ pub fn render_text(r: &NodeReport) -> String {
         .expected
         .map_or_else(|| "?".to_string(), |e| e.to_string());
     out.push_str(&format!(
-        "node {}: {}: {} GPUs ({} expected), {} failed, {}{} unknown; count {}",
+        "node {}: {}: {} GPUs ({} expected), {} failed, {}{} unknown; count {}; nvswitch {}",
         r.node,
         r.verdict.as_str(),
         r.found,
@@ -79,7 +114,8 @@ pub fn render_text(r: &NodeReport) -> String {
             String::new()
         },
         unknown,
-        r.count.word()
+        r.count.word(),
+        r.nvswitch.word()
     ));
     if let Some(reason) = drain_reason(r) {
         out.push_str(&format!("; {reason}"));
@@ -94,7 +130,7 @@ pub fn render_text(r: &NodeReport) -> String {
         .gpus
         .iter()
         .flat_map(|g| g.checks.iter().map(|(_, c)| c))
-        .chain(std::iter::once(&r.count));
+        .chain([&r.count, &r.nvswitch]);
     for c in all {
         let line = match c {
             Check::Unsupported(why) => format!("  unsupported: {why}"),

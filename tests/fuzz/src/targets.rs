@@ -13,8 +13,8 @@ use std::sync::{Arc, OnceLock};
 use allot_ledger::charge::Charging;
 use allot_ledger::sacct::{self, Parser, RowOutcome};
 use allot_sync::health::fixture::FixtureSource;
-use allot_sync::health::xid;
 use allot_sync::health::{check_node, Verdict};
+use allot_sync::health::{sxid, xid};
 use allot_sync::server::http::{parse_head, parse_head_len, Limits};
 use fairshare::duration::{format_slurm_duration, parse_slurm_duration};
 use fairshare::record::{
@@ -342,7 +342,19 @@ pub fn health_fixture(data: &[u8]) {
             "no GPU found of 8 expected"
         );
     }
-    let log = fixture_kernel_log(&s);
+    let (log, sxids) = fixture_kernel_log(&s);
+    if sxids
+        .iter()
+        .any(|e| sxid::classify(e) == sxid::SxidClass::Reset)
+    {
+        assert!(
+            matches!(report.nvswitch, allot_sync::health::Check::Failed(_))
+                && report.verdict == Verdict::Failed,
+            "a fatal SXid in {sxids:?}, but nvswitch {:?}, node {:?}",
+            report.nvswitch,
+            report.verdict
+        );
+    }
     for g in &report.gpus {
         let Some(key) = g.pci_bus_id.as_deref().and_then(xid::pci_key) else {
             continue;
@@ -362,32 +374,50 @@ pub fn health_fixture(data: &[u8]) {
     }
 }
 
-/// The Xids of a fixture's `kernel_log` lines (none without one).
-fn fixture_kernel_log(s: &str) -> Vec<(xid::PciKey, xid::XidEvent)> {
+/// The Xids and SXids of a fixture's `kernel_log` lines (none without
+/// one).
+fn fixture_kernel_log(s: &str) -> (Vec<(xid::PciKey, xid::XidEvent)>, Vec<sxid::SxidEvent>) {
     let Ok(v) = serde_json::from_str::<serde_json::Value>(s) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let Some(lines) = v.get("kernel_log").and_then(|l| l.as_array()) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let text: String = lines
         .iter()
         .filter_map(|l| l.as_str())
         .map(|l| format!("{l}\n"))
         .collect();
-    xid::xids_in(&text)
+    (xid::xids_in(&text), sxid::sxids_in(&text))
 }
 
 /// The kernel log `allot health` reads from /dev/kmsg
-/// (`allot_sync::health::xid`): at most one Xid per line; an Xid read from
-/// a line reads back the same (GPU address, number, severity word, MIG
-/// instance) from the line allot would write for it; and a MIG GPU
-/// instance (`GPU-I:07`) added after the line's PCI address changes
+/// (`allot_sync::health::xid`, `::sxid`): at most one Xid and one SXid per
+/// line; an Xid read from a line reads back the same (GPU address, number,
+/// severity word, MIG instance) from the line allot would write for it,
+/// and an SXid the same (switch, address, number, severity word); a MIG
+/// GPU instance (`GPU-I:07`) added after an Xid line's PCI address changes
 /// nothing but the instance (issue 53: such lines were dropped, and the
-/// Xid read healthy).
+/// Xid read healthy); an SXid the catalogue resolves with a reset needs
+/// one whatever its line says.
 pub fn kernel_log(data: &[u8]) {
     let s = text(data);
     assert!(xid::xids_in(&s).len() <= s.lines().count());
+    assert!(sxid::sxids_in(&s).len() <= s.lines().count());
+    for line in s.lines().take(256) {
+        let Some(e) = sxid::parse_sxid_line(line) else {
+            continue;
+        };
+        let canon = sxid_line(&e);
+        assert_eq!(
+            sxid::parse_sxid_line(&canon).as_ref(),
+            Some(&e),
+            "{line:?} rewritten as {canon:?}"
+        );
+        if sxid::RESET_SXIDS.contains(&e.sxid) {
+            assert_eq!(sxid::classify(&e), sxid::SxidClass::Reset, "{line:?}");
+        }
+    }
     for line in s.lines().take(256) {
         let Some((key, x)) = xid::parse_xid_line(line) else {
             continue;
@@ -419,6 +449,16 @@ fn xid_line(key: xid::PciKey, x: &xid::XidEvent) -> String {
     if let Some(w) = &x.severity {
         s.push_str(&format!(", UNIT {w} XC0"));
     }
+    s
+}
+
+/// The kernel line of an SXid, as the NVSwitch driver writes it.
+fn sxid_line(e: &sxid::SxidEvent) -> String {
+    let mut s = format!("nvidia-{}: SXid (PCI:{}): {}", e.switch, e.pci, e.sxid);
+    if let Some(w) = &e.severity {
+        s.push_str(&format!(", {w}"));
+    }
+    s.push_str(", Link 1 fuzz (First)");
     s
 }
 
