@@ -62,6 +62,8 @@ const DICT: &[&[u8]] = &[
     b"\"gpus\": [",
     b"\"xids\": [",
     b"\"kernel_log\": [",
+    b"\"fabric\": {\"state\": \"not_started\"}",
+    b"\"status\": \"SUCCESS\"",
     b"\"driver_gpus\": [",
     b"\"unreadable\": \"NVML: Unknown Error\"",
     b"\"pci_bus_id\": \"00000000:3B:00.0\"",

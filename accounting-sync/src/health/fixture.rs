@@ -32,7 +32,8 @@
 //!   `ecc_uncorrected` (count), `retired_pages_pending` (bool), `row_remap`
 //!   (`{pending, failure}`), `recovery_action` (`"none"`, `"gpu_reset"`,
 //!   `"node_reboot"`, `"drain_p2p"`, `"drain_and_reset"`, or NVML's
-//!   number). A probe that is absent or `"unsupported"` is unsupported; a
+//!   number), `fabric` (`{"state": "completed", "status": "SUCCESS"}`). A
+//!   probe that is absent or `"unsupported"` is unsupported; a
 //!   probe `{"error": "CODE"}` is the query failing with NVML_ERROR_CODE
 //!   (`NOT_SUPPORTED`: unsupported; `GPU_IS_LOST`: the GPU is lost; any
 //!   other, e.g. `UNKNOWN`: an error, never healthy). Unknown keys, duplicate indexes and an index at or above
@@ -42,6 +43,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::fabric::{Fabric, FabricState};
 use super::xid::{self, PciKey, XidEvent};
 use super::{
     probe_from, GpuError, GpuReading, GpuSource, Probe, QueryError, RecoveryAction, RowRemap,
@@ -152,6 +154,24 @@ fn fixture_xid(v: &Value) -> Option<XidEvent> {
     }
 }
 
+/// A fixture's `fabric`: `{"state": "completed", "status": "SUCCESS"}`;
+/// the state by name or NVML's number, the status `SUCCESS` (the default)
+/// or the NVML error CODE the registration ended with.
+fn fixture_fabric(v: &Value) -> Option<Fabric> {
+    let o = v.as_object()?;
+    let state = match o.get("state")? {
+        Value::String(s) => FabricState::from_name(s)?,
+        v => FabricState::from_value(u8::try_from(v.as_u64()?).ok()?),
+    };
+    let error = match o.get("status") {
+        None => None,
+        Some(Value::String(s)) if s == "SUCCESS" => None,
+        Some(Value::String(s)) if !s.is_empty() => Some(format!("NVML_ERROR_{s}")),
+        Some(_) => return None,
+    };
+    Some(Fabric { state, error })
+}
+
 /// The NVML errors `nvmlInit` may answer, as a fixture's `"nvml":
 /// {"error": "CODE"}` names them (a misspelled code is refused: it would
 /// hide a mismatch as a passing "unknown").
@@ -211,8 +231,10 @@ const GPU_KEYS: &[&str] = &[
     "retired_pages_pending",
     "row_remap",
     "recovery_action",
+    "fabric",
 ];
 const ROW_REMAP_KEYS: &[&str] = &["pending", "failure"];
+const FABRIC_KEYS: &[&str] = &["state", "status"];
 
 /// A misspelled key (`"xid"` for `"xids"`) would silently turn a probe
 /// into "unsupported" and hide a fault: every key must be a known one.
@@ -402,9 +424,11 @@ impl FixtureSource {
                 return Err(bad(&format!("gpus[{pos}]"), "expected an object"));
             };
             known_keys(g, GPU_KEYS, &format!("gpus[{pos}]."))?;
-            if let Some(Value::Object(r)) = g.get("row_remap") {
-                if !r.contains_key("error") {
-                    known_keys(r, ROW_REMAP_KEYS, &f("row_remap."))?;
+            for (key, keys) in [("row_remap", ROW_REMAP_KEYS), ("fabric", FABRIC_KEYS)] {
+                if let Some(Value::Object(r)) = g.get(key) {
+                    if !r.contains_key("error") {
+                        known_keys(r, keys, &f(&format!("{key}.")))?;
+                    }
                 }
             }
             let index = opt_u32(g.get("index"), &f("index"))?.unwrap_or(pos as u32);
@@ -495,6 +519,12 @@ impl FixtureSource {
                     v => v.as_u64().map(RecoveryAction::from_value),
                 },
             )?;
+            let fabric = probe(
+                g.get("fabric"),
+                &f("fabric"),
+                "{\"state\": \"completed\"} (state not_supported, not_started, in_progress or completed, or NVML's number 0-3; \"status\": \"SUCCESS\" or an NVML error CODE, for a completed state)",
+                fixture_fabric,
+            )?;
             // GPU_IS_LOST from any query: the GPU is lost, as NVML's source says.
             let reading = (|| {
                 Ok::<_, GpuError>(GpuReading {
@@ -507,6 +537,7 @@ impl FixtureSource {
                     retired_pages_pending: pages?,
                     row_remap: remap?,
                     recovery_action: recovery?,
+                    fabric: fabric?,
                 })
             })();
             let mut reading = match reading {

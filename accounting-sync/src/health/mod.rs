@@ -5,7 +5,7 @@
 //! - A [`GpuSource`] reports each GPU: NVML ([`nvml::NvmlSource`]) on a GPU
 //!   node, a recorded JSON state ([`fixture::FixtureSource`]) for tests and
 //!   for replaying an incident.
-//! - Per GPU, six checks, each **ok**, **failed**, **reset required**,
+//! - Per GPU, seven checks, each **ok**, **failed**, **reset required**,
 //!   **unsupported** (NVML's NOT_SUPPORTED) or **error** (any other NVML
 //!   error, e.g. UNKNOWN: the query failed): `present` (not lost / fallen
 //!   off the bus), `xid` (a critical Xid, see [`xid::CRITICAL_XIDS`]), `ecc`
@@ -15,7 +15,8 @@
 //!   required), `recovery_action` (the driver's
 //!   `NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`: `none` is ok, `gpu_reset` and
 //!   `drain_and_reset` are reset required, `node_reboot` and `drain_p2p`
-//!   fail). Per node, `count`: fewer GPUs than Slurm's `Gres=gpu:N` fails;
+//!   fail), `fabric` (the GPU's registration with the NVLink fabric of an
+//!   NVSwitch node: anything but completed fails, [`fabric`]). Per node, `count`: fewer GPUs than Slurm's `Gres=gpu:N` fails;
 //!   `nvswitch`: an NVSwitch SXid of the kernel log that needs a reset
 //!   fails ([`sxid`]). GPU_IS_LOST from any query is a lost GPU; a GPU whose
 //!   handle cannot be read for another error still gets its Xids, by its
@@ -27,7 +28,8 @@
 //!   else **healthy**. One exception: a driver without the recovery-action
 //!   field (before R570) loses no check, since the driver derives the action
 //!   from the faults the other checks read, so `recovery_action`
-//!   *unsupported* does not make a GPU unknown (an *error* there does). The
+//!   *unsupported* does not make a GPU unknown (an *error* there does);
+//!   nor does `fabric` *unsupported* (a GPU on no NVSwitch fabric). The
 //!   node follows the same rule over its GPUs, its count check and its
 //!   `nvswitch` check (whose *unsupported*, an unreadable kernel log, costs
 //!   nothing: the GPUs' `xid` checks say so already).
@@ -36,6 +38,7 @@
 
 use serde::Serialize;
 
+pub mod fabric;
 pub mod fixture;
 pub mod node;
 pub mod nvml;
@@ -150,14 +153,21 @@ impl Verdict {
 }
 
 /// The checks of one GPU, in output order.
-pub const GPU_CHECKS: [&str; 6] = [
+pub const GPU_CHECKS: [&str; 7] = [
     "present",
     "xid",
     "ecc",
     "retired_pages",
     "row_remap",
     "recovery_action",
+    "fabric",
 ];
+
+/// The checks whose *unsupported* costs a GPU nothing: the driver has no
+/// such value because the GPU has nothing to report there
+/// (`recovery_action` before R570: the other checks read the faults it
+/// derives from; `fabric` on a GPU on no NVSwitch fabric).
+const OPTIONAL_CHECKS: [&str; 2] = ["recovery_action", "fabric"];
 
 fn unread<T>(p: &Probe<T>) -> Option<Check> {
     match p {
@@ -311,6 +321,10 @@ fn judge(r: &GpuReading) -> Vec<(String, Check)> {
         Probe::Value(a) => Check::Failed(format!("recovery action: {}", a.words())),
         p => unread(p).expect("not a value"),
     };
+    let fabric = match &r.fabric {
+        Probe::Value(f) => fabric::check(f),
+        p => unread(p).expect("not a value"),
+    };
     vec![
         ("present".into(), Check::Ok),
         ("xid".into(), xid),
@@ -318,6 +332,7 @@ fn judge(r: &GpuReading) -> Vec<(String, Check)> {
         ("retired_pages".into(), pages),
         ("row_remap".into(), remap),
         ("recovery_action".into(), recovery),
+        ("fabric".into(), fabric),
     ]
 }
 
@@ -369,13 +384,15 @@ fn gpu_report(index: u32, read: Result<GpuReading, GpuError>) -> GpuReport {
     }
 }
 
-/// A GPU's verdict: the worst check, except that `recovery_action`
-/// unsupported (a driver before the field existed) is no loss of a check.
+/// A GPU's verdict: the worst check, except that an unsupported one of
+/// [`OPTIONAL_CHECKS`] is no loss of a check.
 fn gpu_verdict(checks: &[(String, Check)]) -> Verdict {
     Verdict::of(
         checks
             .iter()
-            .filter(|(n, c)| !(n == "recovery_action" && matches!(c, Check::Unsupported(_))))
+            .filter(|(n, c)| {
+                !(OPTIONAL_CHECKS.contains(&n.as_str()) && matches!(c, Check::Unsupported(_)))
+            })
             .map(|(_, c)| c),
     )
 }

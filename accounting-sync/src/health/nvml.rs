@@ -6,12 +6,18 @@ use std::time::Duration;
 
 use nvml_wrapper::enum_wrappers::device::{EccCounter, MemoryError};
 use nvml_wrapper::enums::device::SampleValue;
-use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::error::{nvml_try, NvmlError};
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::sys_exports::field_id::{
     NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, NVML_FI_DEV_REMAPPED_FAILURE, NVML_FI_DEV_REMAPPED_PENDING,
 };
 use nvml_wrapper::Nvml;
+use nvml_wrapper_sys::bindings::{
+    nvmlGpuFabricInfo_t, nvmlGpuFabricInfo_v2_t, nvmlGpuFabricInfo_v3_t,
+    nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH,
+};
+
+use super::fabric::{Fabric, FabricState};
 
 use super::{
     probe_from, GpuError, GpuReading, GpuSource, Probe, QueryError, RecoveryAction, RowRemap,
@@ -103,6 +109,62 @@ fn init_code(e: &NvmlError) -> Option<&'static str> {
         NvmlError::GpuLost => "GPU_IS_LOST",
         NvmlError::Unknown => "UNKNOWN",
         _ => return None,
+    })
+}
+
+/// `NVML_STRUCT_VERSION(GpuFabricInfo, N)`: the version field of the
+/// struct `nvmlDeviceGetGpuFabricInfoV` fills (the size of version N of
+/// it, and N in the top byte).
+const FABRIC_INFO_V3: u32 = std::mem::size_of::<nvmlGpuFabricInfo_v3_t>() as u32 | (3 << 24);
+const FABRIC_INFO_V2: u32 = std::mem::size_of::<nvmlGpuFabricInfo_v2_t>() as u32 | (2 << 24);
+
+/// The GPU's registration with the NVLink fabric
+/// (`nvmlDeviceGetGpuFabricInfoV`, version 3 of its struct, else version 2
+/// for a driver that answers ARGUMENT_VERSION_MISMATCH; else the older
+/// `nvmlDeviceGetGpuFabricInfo`; [`super::fabric`]). nvml-wrapper has no
+/// safe method for it: the call is made through the library it loaded, on
+/// a struct of plain integers the driver fills. A driver without either
+/// call has no fabric to report: not supported.
+fn fabric(nvml: &Nvml, dev: &nvml_wrapper::Device<'_>) -> Result<Fabric, QueryError> {
+    let lib = nvml.lib();
+    // SAFETY: the handle of `dev`, which borrows `nvml`: valid while both live.
+    let handle = unsafe { dev.handle() };
+    let (rc, state, status) = if let Ok(call) = &lib.nvmlDeviceGetGpuFabricInfoV {
+        let mut last = (0, 0, 0);
+        for version in [FABRIC_INFO_V3, FABRIC_INFO_V2] {
+            // SAFETY: the struct (version 3, the largest the two versions
+            // name) is integers and arrays of integers, for which all zero
+            // bytes are a value; the driver writes within the size the
+            // version gives, which is no larger than the struct.
+            let mut info: nvmlGpuFabricInfo_v3_t = unsafe { std::mem::zeroed() };
+            info.version = version;
+            let rc = unsafe { call(handle, &mut info) };
+            last = (rc, info.state, info.status);
+            if rc != nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH {
+                break;
+            }
+        }
+        last
+    } else if let Ok(call) = &lib.nvmlDeviceGetGpuFabricInfo {
+        // SAFETY: as above, for the version 1 struct of this call.
+        let mut info: nvmlGpuFabricInfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe { call(handle, &mut info) };
+        (rc, info.state, info.status)
+    } else {
+        return Err(QueryError::NotSupported(
+            "NVML: no nvmlDeviceGetGpuFabricInfo in this driver (no NVLink fabric state)".into(),
+        ));
+    };
+    nvml_try(rc).map_err(|e| query_error(&e))?;
+    let state = FabricState::from_value(state);
+    if state == FabricState::NotSupported {
+        return Err(QueryError::NotSupported(
+            "NVML: no NVLink fabric on this GPU (fabric state not supported)".into(),
+        ));
+    }
+    Ok(Fabric {
+        state,
+        error: nvml_try(status).err().map(|e| format!("NVML: {e}")),
     })
 }
 
@@ -235,6 +297,7 @@ impl GpuSource for NvmlSource {
             )
             .map(|v| RecoveryAction::from_value(v[0])),
         )?;
+        r.fabric = probe_from(fabric(&self.nvml, &dev))?;
         r.xids = match (&self.xids, r.pci_bus_id.as_deref().and_then(xid::pci_key)) {
             (Err(why), _) => Probe::Unsupported(why.clone()),
             (Ok(_), None) => Probe::Unsupported(

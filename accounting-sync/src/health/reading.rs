@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::fabric::Fabric;
 use super::xid;
 
 /// One quantity read from a GPU, or why it could not be read.
@@ -134,6 +135,8 @@ pub struct GpuReading {
     pub row_remap: Probe<RowRemap>,
     /// The driver's recommended recovery action.
     pub recovery_action: Probe<RecoveryAction>,
+    /// The GPU's registration with the NVLink fabric (NVSwitch nodes).
+    pub fabric: Probe<Fabric>,
 }
 
 impl GpuReading {
@@ -150,6 +153,7 @@ impl GpuReading {
             retired_pages_pending: Probe::Unsupported(why.into()),
             row_remap: Probe::Unsupported(why.into()),
             recovery_action: Probe::Unsupported(why.into()),
+            fabric: Probe::Unsupported(why.into()),
         }
     }
 }

@@ -112,6 +112,8 @@ pub fn check_of_reason(reason: &str) -> &'static str {
         "row_remap"
     } else if starts("recovery action") || starts("reset required (recovery action") {
         "recovery_action"
+    } else if starts("fabric ") {
+        "fabric"
     } else if fault == "lost" || starts("lost ") {
         "present"
     } else {

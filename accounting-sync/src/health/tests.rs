@@ -21,13 +21,14 @@ fn healthy_node_of_8() {
     assert_eq!(r.found, 8);
     assert_eq!(r.gpus.len(), 8);
     assert!(r.gpus.iter().all(|g| g.verdict == Verdict::Healthy));
-    // A driver without the recovery-action field (this fixture has none)
-    // loses no check: the GPUs stay healthy.
-    assert!(r.gpus.iter().all(|g| g
-        .checks
+    // A driver without the recovery-action field, GPUs on no NVSwitch
+    // fabric (this fixture records neither) lose no check: the GPUs stay
+    // healthy.
+    assert!(r
+        .gpus
         .iter()
-        .all(|(n, c)| *c == Check::Ok
-            || (n == "recovery_action" && matches!(c, Check::Unsupported(_))))));
+        .all(|g| g.checks.iter().all(|(n, c)| *c == Check::Ok
+            || ((n == "recovery_action" || n == "fabric") && matches!(c, Check::Unsupported(_))))));
     assert_eq!(r.count, Check::Ok);
     assert_eq!(r.verdict, Verdict::Healthy);
     assert_eq!(drain_reason(&r), None);
@@ -37,7 +38,7 @@ fn healthy_node_of_8() {
         11,
         "8 GPU lines + summary + why unsupported (recovery action, SXids):\n{text}"
     );
-    assert!(text.starts_with("gpu0   healthy  serial=1652221028510 bus=00000000:18:00.0 present=ok xid=ok ecc=ok retired_pages=ok row_remap=ok recovery_action=unsupported\n"), "{text}");
+    assert!(text.starts_with("gpu0   healthy  serial=1652221028510 bus=00000000:18:00.0 present=ok xid=ok ecc=ok retired_pages=ok row_remap=ok recovery_action=unsupported fabric=unsupported\n"), "{text}");
     assert!(
         text.ends_with(
             "node gpu-a01: healthy: 8 GPUs (8 expected), 0 failed, 0 unknown; count ok; nvswitch unsupported\n  unsupported: unsupported (fixture)\n  unsupported: no kernel_log in the fixture: NVSwitch SXids not recorded\n"
@@ -356,6 +357,7 @@ fn every_query_error_path_is_never_healthy() {
         "retired_pages_pending",
         "row_remap",
         "recovery_action",
+        "fabric",
     ] {
         let with = |code: &str| {
             let text = r#"{"gpus": [{"serial": "S", "xids": [], "ecc_uncorrected": 0,
@@ -389,7 +391,7 @@ fn every_query_error_path_is_never_healthy() {
             "{probe}"
         );
         let r = with("NOT_SUPPORTED");
-        let expect = if probe == "recovery_action" {
+        let expect = if probe == "recovery_action" || probe == "fabric" {
             Verdict::Healthy
         } else {
             Verdict::Unknown
@@ -536,14 +538,19 @@ fn fatal_xids_fail_and_non_critical_ones_are_listed() {
     let text = render_text(&r);
     let line = |i: usize| text.lines().nth(i).unwrap().to_string();
     assert!(
-        line(2).ends_with("recovery_action=ok non_critical_xids=145(NonFatal x2),13"),
+        line(2).ends_with(
+            "recovery_action=ok fabric=unsupported non_critical_xids=145(NonFatal x2),13"
+        ),
         "{text}"
     );
     assert!(
         line(5).ends_with("non_critical_xids=144(Non-fatal),150(Correctable),31"),
         "{text}"
     );
-    assert!(line(0).ends_with("recovery_action=ok"), "{text}");
+    assert!(
+        line(0).ends_with("recovery_action=ok fabric=unsupported"),
+        "{text}"
+    );
     assert!(line(4).contains("xid=ERROR(Xid 147 without"), "{text}");
     assert!(line(4).ends_with("non_critical_xids=147"), "{text}");
     let v = serde_json::to_value(&r).unwrap();
@@ -896,5 +903,88 @@ fn non_fatal_or_unknown_sxids_never_drain() {
     assert_eq!(
         check_node("n", &mut f, None).nvswitch,
         Check::Unsupported("kernel log unreadable (fixture)".into())
+    );
+}
+
+#[test]
+fn fabric_manager_down_fails_every_gpu_of_the_nvswitch_node() {
+    // Issue 53, item 9: NVML reads every GPU, every CUDA job fails (802):
+    // the GPUs' fabric registration never started.
+    let r = run("fabric-not-started.json");
+    for g in &r.gpus {
+        assert_eq!(g.verdict, Verdict::Failed, "gpu{}", g.index);
+        assert_eq!(
+            g.checks[6],
+            (
+                "fabric".into(),
+                Check::Failed("fabric not started (is nvidia-fabricmanager running?)".into())
+            )
+        );
+    }
+    let reason = drain_reason(&r).unwrap();
+    assert_eq!(
+        reason,
+        "allot: gpu0 fabric not started (is nvidia-fabricmanager running?) serial=1650000000200 (+1 more)"
+    );
+    assert_eq!(check_of_reason(&reason), "fabric");
+    assert!(render_text(&r).contains(
+        "recovery_action=ok fabric=FAILED(fabric not started (is nvidia-fabricmanager running?))\n"
+    ));
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["gpus"][1]["checks"][6][0], "fabric");
+    assert_eq!(v["gpus"][1]["checks"][6][1]["status"], "failed");
+}
+
+#[test]
+fn only_a_completed_fabric_registration_is_healthy() {
+    let case = |fabric: &str| {
+        let r = one_gpu(&format!(r#""fabric": {fabric}"#));
+        (r.verdict, drain_reason(&r))
+    };
+    assert_eq!(case(r#"{"state": "completed"}"#), (Verdict::Healthy, None));
+    assert_eq!(
+        case(r#"{"state": "completed", "status": "SUCCESS"}"#),
+        (Verdict::Healthy, None)
+    );
+    assert_eq!(
+        case(r#"{"state": "completed", "status": "NOT_READY"}"#),
+        (
+            Verdict::Failed,
+            Some("allot: gpu0 fabric registration failed (NVML_ERROR_NOT_READY) serial=S2".into())
+        )
+    );
+    assert_eq!(
+        case(r#"{"state": "in_progress"}"#),
+        (
+            Verdict::Failed,
+            Some("allot: gpu0 fabric registration in progress serial=S2".into())
+        )
+    );
+    // NVML's numbers: 1 not started, 3 completed.
+    assert_eq!(case(r#"{"state": 1}"#).0, Verdict::Failed);
+    assert_eq!(case(r#"{"state": 3}"#).0, Verdict::Healthy);
+    // On no NVSwitch fabric (a PCIe board, before Hopper): nothing lost.
+    assert_eq!(
+        case(r#"{"state": "not_supported"}"#),
+        (Verdict::Healthy, None)
+    );
+    assert_eq!(case(r#""unsupported""#), (Verdict::Healthy, None));
+    // A state this allot does not know, or the query failing: unknown.
+    assert_eq!(case(r#"{"state": 7}"#), (Verdict::Unknown, None));
+    assert_eq!(case(r#"{"error": "UNKNOWN"}"#), (Verdict::Unknown, None));
+    // A misspelled field would hide a state: refused, with what to write.
+    let field = |text: &str| FixtureSource::parse(text).unwrap_err();
+    let e = field(r#"{"gpus": [{"fabric": {"state": "completed", "satus": "SUCCESS"}}]}"#);
+    assert_eq!(e.field, "gpus[0].fabric.satus");
+    let e = field(r#"{"gpus": [{"fabric": {"state": "done"}}]}"#);
+    assert_eq!(e.field, "gpus[0].fabric");
+    assert!(
+        e.to_string()
+            .contains("not_supported, not_started, in_progress or completed"),
+        "{e}"
+    );
+    assert_eq!(
+        field(r#"{"gpus": [{"fabric": "completed"}]}"#).field,
+        "gpus[0].fabric"
     );
 }

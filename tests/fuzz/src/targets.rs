@@ -342,6 +342,13 @@ pub fn health_fixture(data: &[u8]) {
             "no GPU found of 8 expected"
         );
     }
+    // A GPU whose fabric registration is recorded not started or in
+    // progress (its NVSwitch fabric unusable) is failed.
+    for i in fabric_not_ready(&s) {
+        if let Some(g) = report.gpus.iter().find(|g| g.index == i) {
+            assert_eq!(g.verdict, Verdict::Failed, "gpu{i}'s fabric is not ready");
+        }
+    }
     let (log, sxids) = fixture_kernel_log(&s);
     if sxids
         .iter()
@@ -372,6 +379,40 @@ pub fn health_fixture(data: &[u8]) {
             );
         }
     }
+}
+
+/// The indexes of a fixture's GPUs whose `fabric` state is not started or
+/// in progress (by name or NVML's number), read by their probes (neither
+/// lost nor unreadable).
+fn fabric_not_ready(s: &str) -> Vec<u32> {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(s) else {
+        return Vec::new();
+    };
+    let Some(gpus) = v.get("gpus").and_then(|g| g.as_array()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (pos, g) in gpus.iter().enumerate() {
+        if g.get("lost").is_some() || g.get("unreadable").is_some() {
+            continue;
+        }
+        let state = g.get("fabric").and_then(|f| f.get("state"));
+        let not_ready = match state {
+            Some(serde_json::Value::String(s)) => s == "not_started" || s == "in_progress",
+            Some(n) => matches!(n.as_u64(), Some(1 | 2)),
+            None => false,
+        };
+        let index = g
+            .get("index")
+            .and_then(|i| i.as_u64())
+            .unwrap_or(pos as u64);
+        if not_ready {
+            if let Ok(i) = u32::try_from(index) {
+                out.push(i);
+            }
+        }
+    }
+    out
 }
 
 /// The Xids and SXids of a fixture's `kernel_log` lines (none without
