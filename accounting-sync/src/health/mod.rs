@@ -16,9 +16,9 @@
 //!   `NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`: `none` is ok, `gpu_reset` and
 //!   `drain_and_reset` are reset required, `node_reboot` and `drain_p2p`
 //!   fail), `fabric` (the GPU's registration with the NVLink fabric of an
-//!   NVSwitch node: anything but completed fails, [`fabric`]). Per node, `count`: fewer GPUs than Slurm's `Gres=gpu:N` fails;
-//!   `nvswitch`: an NVSwitch SXid of the kernel log that needs a reset
-//!   fails ([`sxid`]). GPU_IS_LOST from any query is a lost GPU; a GPU whose
+//!   NVSwitch node: anything but completed fails, [`fabric`]). Per node,
+//!   `count`: fewer GPUs than Slurm's `Gres=gpu:N` fails; `nvswitch`: an
+//!   NVSwitch SXid of the kernel log that needs a reset fails ([`sxid`]). GPU_IS_LOST from any query is a lost GPU; a GPU whose
 //!   handle cannot be read for another error still gets its Xids, by its
 //!   PCI address ([`unreadable`]).
 //! - A GPU is **failed** when any check failed; else **reset required**
@@ -191,9 +191,8 @@ pub struct GpuReport {
     /// `(name, result)` for each of [`GPU_CHECKS`], in that order.
     pub checks: Vec<(String, Check)>,
     /// Every distinct Xid read for this GPU (number, severity word, MIG
-    /// GPU instance),
-    /// in the order first seen: the critical ones (also in the `xid`
-    /// check's fault) and the others, listed, never failed.
+    /// GPU instance), in the order first seen: the critical ones (also in
+    /// the `xid` check's fault) and the others, listed, never failed.
     pub xids: Vec<XidSeen>,
     /// Worst of the checks.
     pub verdict: Verdict,
