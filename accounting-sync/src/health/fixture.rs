@@ -462,7 +462,7 @@ impl FixtureSource {
                 None => probe(
                     g.get("xids"),
                     &f("xids"),
-                    "a list of Xids such as [79] or [\"145, RLW_REMAP Fatal XC0 i0 Link 23\"] (a number, or the kernel line or its text after `NVRM: Xid (PCI:...): `)",
+                    "a list of Xids such as [79] or [\"145, RLW_REMAP Fatal XC0 i0 Link 23\"] (a number, or the kernel line or its text after `NVRM: Xid (PCI:...): `; an NVSwitch SXid line goes in the top-level kernel_log)",
                     |v| v.as_array()?.iter().map(fixture_xid).collect(),
                 )?,
             };

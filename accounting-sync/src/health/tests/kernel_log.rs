@@ -282,3 +282,17 @@ fn non_fatal_or_unknown_sxids_never_drain() {
         Check::Unsupported("kernel log unreadable (fixture)".into())
     );
 }
+
+#[test]
+fn an_sxid_line_among_a_gpus_xids_is_refused_with_where_it_goes() {
+    let e = FixtureSource::parse(
+        r#"{"gpus": [{"xids": ["nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 24007, Fatal, Link 12 sourcetrack timeout error (First)"]}]}"#,
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "gpus[0].xids");
+    assert!(
+        e.problem
+            .contains("an NVSwitch SXid line goes in the top-level kernel_log"),
+        "{e}"
+    );
+}
