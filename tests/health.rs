@@ -5,6 +5,12 @@
 //! the first soon after 5 s of running time and the second not before 40 s;
 //! the node ends DRAINED; `allot report --health` lists both requeues with
 //! their reasons and how long the node took to empty.
+//!
+//! And `allot health --drain` on each fault of issue 53 (a GPU NVML cannot
+//! open with Xid 79 at its PCI address, the fabric manager down, a fatal
+//! NVSwitch SXid, an uncontained ECC error on a MIG GPU instance): Slurm
+//! holds the reason allot wrote, word for word, and the ledger's health
+//! event names the check.
 
 use std::process::Child;
 use std::time::Duration;
@@ -171,5 +177,116 @@ fn draining_node_requeues_each_job_at_its_contract_end() {
         tb.node_state(&node),
         "drained",
         "resumed for the next tests"
+    );
+}
+
+/// Resumes the node whatever happens.
+struct Resume<'a>(&'a Testbed, &'a str);
+
+impl Drop for Resume<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run(
+            "scontrol",
+            &["update", &format!("nodename={}", self.1), "state=resume"],
+        );
+    }
+}
+
+#[test]
+fn allot_health_drains_on_each_fault_of_issue_53_with_its_reason() {
+    let _one = serial();
+    let tb = Testbed::from_env();
+    let node = tb.nodes()[0].clone();
+    let dir = tb.dir.join("health-issue-53");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ledger = allot_e2e::fresh_ledger(&dir, "health.sqlite");
+    drop(allot_ledger::Ledger::open(&ledger).unwrap());
+    let _resume = Resume(&tb, &node);
+    let fixtures = tb.root.join("accounting-sync/fixtures/health");
+    for (fixture, reason, check) in [
+        (
+            "unreadable-xid79.json",
+            "allot: gpu1 Xid 79 bus=00000000:3B:00.0",
+            "xid",
+        ),
+        (
+            "fabric-not-started.json",
+            "allot: gpu0 fabric not started (is nvidia-fabricmanager running?) serial=1650000000200 (+1 more)",
+            "fabric",
+        ),
+        (
+            "nvswitch-sxid.json",
+            "allot: nvswitch3 SXid 24007 Fatal",
+            "nvswitch",
+        ),
+        (
+            "mig-xid.json",
+            "allot: gpu0 Xid 95 (GPU-I:05) serial=1654100000100",
+            "xid",
+        ),
+    ] {
+        tb.cancel_all();
+        let _ = tb.run(
+            "scontrol",
+            &["update", &format!("nodename={node}"), "state=resume"],
+        );
+        let path = fixtures.join(fixture);
+        let out = std::process::Command::new(tb.allot_bin())
+            .args(["health", "--drain", "--json", "--node", &node, "--fixture"])
+            .arg(&path)
+            .arg("--ledger")
+            .arg(&ledger)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{fixture}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["verdict"], "failed", "{fixture}: {v}");
+        // (`drained*` while slurmctld waits for the resumed node's ping.)
+        assert_eq!(
+            tb.node_state(&node).trim_end_matches('*'),
+            "drained",
+            "{fixture}: an idle node drains at once"
+        );
+        let held = tb.ok("sinfo", &["-h", "-N", "-n", &node, "-o", "%E"]);
+        assert_eq!(held.lines().next().unwrap_or("").trim(), reason, "{fixture}");
+        assert_eq!(allot_sync::health::check_of_reason(reason), check);
+    }
+    // The ledger has the four events, each with the reason Slurm holds (the
+    // report's window ends at the current second, exclusive: wait for it).
+    let reasons = wait_until(Duration::from_secs(10), "four health events", || {
+        let report = tb.ok(
+            tb.allot_bin().to_str().unwrap(),
+            &[
+                "report",
+                "--health",
+                "--json",
+                "--ledger",
+                ledger.to_str().unwrap(),
+                "--config",
+                tb.allot_conf().to_str().unwrap(),
+            ],
+        );
+        let v: serde_json::Value = serde_json::from_str(&report).unwrap();
+        let reasons: Vec<String> = v["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["kind"] == "health")
+            .filter_map(|e| e["reason"].as_str().map(str::to_string))
+            .collect();
+        if reasons.len() == 4 {
+            Ok(reasons)
+        } else {
+            Err(report)
+        }
+    });
+    assert!(
+        reasons[2].starts_with("allot: nvswitch3 SXid 24007"),
+        "{reasons:?}"
     );
 }

@@ -4,23 +4,22 @@
 //! service) and writes the answer; the method and what it assumes are in
 //! `docs/forecast.md`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use allot_ledger::charge::Charging;
-use allot_ledger::sacct::{Attempt, Parser, RowOutcome};
+use allot_ledger::sacct::Attempt;
 use allot_sim::forecast::live::{
     forecast_live, JobNow, LiveError, LiveForecast, Present, PresentJob,
 };
 use allot_sim::forecast::ForecastOptions;
 use allot_sim::{ClusterSpec, SimSettings};
-use anyhow::Context;
 use fairshare::Config;
 
-use crate::explain::{when, LiveJob};
-use crate::health::node::gres_gpus;
-use crate::sidecar::slurm_output;
-use crate::sidecar::sync::{local_iso, sacct_attempts};
+use crate::slurm::sacct::attempts_since;
+use crate::slurm::sinfo::cluster_now;
+use crate::slurm::squeue::LiveJob;
+use crate::when::when;
 
 /// What a forecast reads besides slurmctld's jobs: sacct's attempts of
 /// the history and usage window and sinfo's nodes in service, as they
@@ -59,7 +58,7 @@ impl Inputs {
         Ok(Inputs {
             at: now,
             nodes_at: now,
-            history: Arc::new(sacct_since(since)?),
+            history: Arc::new(attempts_since(since)?),
             cluster,
             draining,
         })
@@ -136,7 +135,7 @@ pub fn times(f: &LiveForecast, now: i64) -> String {
 const MAX_TASKS: u64 = (1 << 20) - 1;
 
 /// The present: slurmctld's running and pending jobs (`jobs`, from
-/// [`crate::explain::squeue_now`]) and sacct's attempts (`history`) of the
+/// [`crate::slurm::squeue::jobs_now`]) and sacct's attempts (`history`) of the
 /// last `window` seconds before `now` (epoch s): the ended ones are the
 /// history run times and arrivals are drawn from, and their charges fill
 /// the usage window. Pending jobs that are held or wait for a dependency
@@ -227,92 +226,6 @@ pub fn present(
         });
     }
     out
-}
-
-/// sacct's attempts (every user's, allocations only) that ran within
-/// `[start, now]`, epoch seconds.
-///
-/// # Errors
-/// sacct missing or failing.
-pub fn sacct_since(start: i64) -> anyhow::Result<Vec<Attempt>> {
-    let out = sacct_attempts("sacct")
-        .arg("-S")
-        .arg(local_iso(start)?)
-        .args(["-E", "now"])
-        .output()
-        .context("cannot run sacct; is Slurm's sacct installed and on PATH?")?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "sacct failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    let parser = Parser::live(jiff::tz::TimeZone::system());
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| match parser.parse(l) {
-            Ok(RowOutcome::Attempt(a)) => Some(*a),
-            _ => None,
-        })
-        .collect())
-}
-
-/// The nodes in service and their GPUs, from `sinfo -N -h -o "%N|%G|%T"`
-/// output, and how many of them are draining: nodes down, drained, failed
-/// or in maintenance are out; the cluster is the nodes left, each with the
-/// most GPUs a node has. A draining node (`draining`: it still holds jobs)
-/// is in the cluster and counted: the forecast drains it from now on.
-///
-/// # Errors
-/// No node with GPUs in service.
-pub fn cluster_of(sinfo: &str) -> anyhow::Result<(ClusterSpec, u32)> {
-    let mut nodes: BTreeMap<&str, u32> = BTreeMap::new();
-    let mut draining: BTreeSet<&str> = BTreeSet::new();
-    for line in sinfo.lines() {
-        let mut f = line.split('|');
-        let (Some(name), Some(gres), Some(state)) = (f.next(), f.next(), f.next()) else {
-            continue;
-        };
-        let state = state.trim().to_ascii_lowercase();
-        let out = [
-            "down",
-            "drained",
-            "fail",
-            "maint",
-            "unknown",
-            "not_responding",
-        ]
-        .iter()
-        .any(|s| state.contains(s))
-            || state.ends_with('*');
-        let gpus = gres_gpus(gres).unwrap_or(0);
-        if !out && gpus > 0 {
-            // sinfo -N lists a node once per partition.
-            nodes.insert(name.trim(), gpus);
-            if state.contains("drain") {
-                draining.insert(name.trim());
-            }
-        }
-    }
-    let per = nodes.values().copied().max().unwrap_or(0);
-    if per == 0 {
-        anyhow::bail!("sinfo shows no node with GPUs in service");
-    }
-    Ok((
-        ClusterSpec {
-            nodes: nodes.len() as u32,
-            gpus_per_node: per,
-        },
-        draining.len() as u32,
-    ))
-}
-
-/// [`cluster_of`] on what sinfo says now.
-///
-/// # Errors
-/// sinfo missing or failing; no node with GPUs in service.
-pub fn cluster_now() -> anyhow::Result<(ClusterSpec, u32)> {
-    cluster_of(&slurm_output("sinfo", &["-N", "-h", "-o", "%N|%G|%T"])?)
 }
 
 /// "not within 14 days": a percentile at the horizon's end, where the
@@ -412,6 +325,7 @@ pub fn render(f: &LiveForecast, cluster: ClusterSpec, history_days: u64) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use allot_ledger::sacct::{Parser, RowOutcome};
 
     fn attempt(line: &str) -> Attempt {
         match Parser::live(jiff::tz::TimeZone::UTC).parse(line) {
@@ -570,17 +484,5 @@ mod tests {
             text.contains("3 jobs that ended") && text.contains("fewer than 8"),
             "{text}"
         );
-    }
-
-    #[test]
-    fn the_cluster_is_the_nodes_in_service() {
-        let sinfo = "gpu01|gpu:8|mixed\ngpu02|gpu:a100:8(S:0,1)|idle\ngpu03|gpu:8|drained\ngpu04|gpu:8|down*\ngpu05|gpu:8|draining\ncpu01|(null)|idle\n";
-        let (c, draining) = cluster_of(sinfo).unwrap();
-        assert_eq!((c.nodes, c.gpus_per_node, draining), (3, 8, 1));
-        // A node in two partitions is listed twice and counted once.
-        let (c, draining) = cluster_of("gpu05|gpu:8|draining\ngpu05|gpu:8|draining\n").unwrap();
-        assert_eq!((c.nodes, draining), (1, 1));
-        let e = cluster_of("gpu03|gpu:8|drained\n").unwrap_err().to_string();
-        assert!(e.contains("no node with GPUs in service"), "{e}");
     }
 }

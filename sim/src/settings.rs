@@ -90,6 +90,7 @@ use fairshare::config::{Config, ConfigError, ConfigErrors};
 mod choices;
 mod keys;
 pub mod preset;
+mod raw;
 mod rules;
 #[cfg(test)]
 mod tests;
@@ -501,7 +502,7 @@ fn parse(value: &toml::Value, config: &Config, errors: &mut Vec<ConfigError>) ->
             return SimSettings::default();
         }
     }
-    let raw: keys::RawSim = match value.try_into() {
+    let raw: raw::RawSim = match value.try_into() {
         Ok(r) => r,
         Err(e) => {
             // serde lists the fields it expects; the list below is the one

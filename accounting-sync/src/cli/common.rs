@@ -8,8 +8,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use allot_sim::SimSettings;
-use allot_sync::reports::budget;
-use anyhow::{bail, Context};
+use anyhow::Context;
 use fairshare::{Config, ConfigErrors, NodeId, Tree};
 
 /// Directory of slurm.conf when `$SLURM_CONF` is not set.
@@ -204,23 +203,17 @@ pub fn parse_when(s: &str) -> anyhow::Result<i64> {
         })
 }
 
+/// The cluster's GPUs: `flag` (`--capacity`), else `capacity_gpus` of
+/// allot.toml, else every node's GPUs as sinfo says.
+///
+/// # Errors
+/// Neither is set and sinfo cannot say.
 pub fn capacity(flag: Option<u64>, config: &Config) -> anyhow::Result<u64> {
     if let Some(c) = flag.or(config.capacity_gpus) {
         return Ok(c);
     }
-    let out = std::process::Command::new("sinfo")
-        .args(["-h", "-N", "-O", "NodeHost:100,Gres:300"])
-        .output()
-        .context("capacity unknown: set capacity_gpus in allot.toml or pass --capacity (sinfo could not run)")?;
-    if !out.status.success() {
-        bail!(
-            "capacity unknown: set capacity_gpus in allot.toml or pass --capacity (sinfo failed: {})",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(budget::gpus_from_sinfo(&String::from_utf8_lossy(
-        &out.stdout,
-    )))
+    allot_sync::slurm::sinfo::total_gpus()
+        .context("capacity unknown: set capacity_gpus in allot.toml or pass --capacity")
 }
 
 /// `60s`, `5m`, `2h`, `1d`, or a Slurm time (`1:00`, `0-1`), in seconds.

@@ -75,7 +75,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     };
     let t = now();
-    let jobs = explain::squeue_now()?;
+    let jobs = allot_sync::slurm::squeue::jobs_now()?;
     let engine = explain::engine_now(&config, &reader, t, Some(&jobs))?;
     let job = explain::resolve(&args.job, &jobs).map_err(anyhow::Error::msg)?;
     let mut out = explain::build(&config, &engine, &reader, job, jobs.get(&job).cloned(), t)?;

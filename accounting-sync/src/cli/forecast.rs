@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use allot_sim::forecast::ForecastOptions;
 use allot_sync::server::auth;
-use allot_sync::server::privacy::private_data_of;
-use allot_sync::server::site;
+use allot_sync::server::snapshot;
+use allot_sync::slurm::{scontrol, squeue};
 use allot_sync::{explain, forecast};
 
 use super::common::{load_all, now, ConfigArg, Loaded};
@@ -50,7 +50,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         )
     });
     refuse_partial_view()?;
-    let jobs = explain::squeue_now()?;
+    let jobs = squeue::jobs_now()?;
     verbose(|| format!("squeue --json: {} jobs", jobs.len()));
     let job = explain::resolve(&args.job, &jobs).map_err(anyhow::Error::msg)?;
     let opts = ForecastOptions {
@@ -90,21 +90,21 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 
 /// The forecast replays every job slurmctld has. Under `PrivateData=jobs`
 /// (squeue) or `usage` (sacct), a user who is not an admin
-/// ([`site::admins`]) sees only their own jobs, and a forecast from them
+/// ([`snapshot::admins`]) sees only their own jobs, and a forecast from them
 /// would start the job as if the cluster held nobody else's: refused,
 /// naming what sees every job.
 ///
 /// # Errors
 /// That case; scontrol or sacctmgr that cannot be run or fails.
 fn refuse_partial_view() -> anyhow::Result<()> {
-    let show = site::show_config()?;
-    let private = private_data_of(&show);
+    let show = scontrol::show_config()?;
+    let private = show.private_data();
     if !(private.jobs || private.usage) {
         return Ok(());
     }
     // SAFETY: getuid cannot fail.
     let me = auth::user_name(unsafe { libc::getuid() });
-    if site::admins(&show)?.contains(&me) {
+    if snapshot::admins(&show)?.contains(&me) {
         return Ok(());
     }
     anyhow::bail!(

@@ -1,5 +1,8 @@
-//! `allot sync`: sacct (or a saved dump) -> ledger. See `allot_sync::sidecar::sync`
-//! and docs/ledger.md.
+//! `allot sync`: its flags, checked before the ledger is opened, and what
+//! they ask for: a dump imported (`--from`), one live pass retried for a
+//! while, or the sidecar (`--follow`: [`allot_sync::sidecar::follow::Sidecar`],
+//! whose pass is stated there). See `allot_sync::sidecar::sync` and
+//! docs/ledger.md.
 
 use std::io::BufReader;
 use std::path::PathBuf;
@@ -8,18 +11,11 @@ use std::time::Duration;
 
 use allot_ledger::charge::Charging;
 use allot_ledger::Ledger;
-use allot_sync::sidecar::drain_pass::DrainWatcher;
-use std::sync::Arc;
-
-use allot_sync::server::http;
-use allot_sync::server::site::Site;
-use allot_sync::sidecar::metrics::{listen_addr, SidecarMetrics};
+use allot_sync::sidecar::follow::{Listener, Sidecar};
 use allot_sync::sidecar::sync::{self, ImportStats, SyncOptions};
 use anyhow::Context;
 
-use super::common::{
-    self, capacity, init_logging, now, parse_interval, parse_when, ConfigArg, LedgerArg,
-};
+use super::common::{self, init_logging, now, parse_interval, parse_when, ConfigArg, LedgerArg};
 
 /// Arguments of `allot sync`.
 #[derive(clap::Args, Debug)]
@@ -114,120 +110,6 @@ fn no_gpus_warning(s: &ImportStats) -> Option<String> {
     })
 }
 
-fn summary(s: &ImportStats) -> String {
-    let plural = |n: u64| if n == 1 { "" } else { "s" };
-    let mut line = format!(
-        "{} rows: {} new attempts, {} updated, {} unchanged, {} not jobs, ",
-        s.rows, s.written.inserted, s.written.updated, s.written.unchanged, s.skipped,
-    );
-    if s.steps > 0 {
-        line += &format!(
-            "{} job step{} (skipped: their jobs' rows are charged), ",
-            s.steps,
-            plural(s.steps)
-        );
-    }
-    line += &format!("{} unreadable (logged)", s.bad);
-    if s.written.superseded > 0 {
-        line += &format!(
-            "; {} row{} settled by another row of the same attempt (a later row, or one that ended it; conflicts logged)",
-            s.written.superseded,
-            plural(s.written.superseded)
-        );
-    }
-    if s.preemptions > 0 {
-        line += &format!("; {} preemptions recorded", s.preemptions);
-    }
-    line
-}
-
-/// `SlurmUser` of the running Slurm (`scontrol show config`: `SlurmUser =
-/// slurm(64030)`), as (uid, primary gid).
-fn slurm_user() -> Option<(u32, u32)> {
-    // coreutils' timeout: scontrol retries an unreachable slurmctld for
-    // a minute or more, and this only decides the ledger file's owner.
-    let out = std::process::Command::new("timeout")
-        .args(["10", "scontrol", "show", "config"])
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let value = allot_sync::sidecar::show_config_value(&text, "SlurmUser")?;
-    let uid: u32 = value
-        .split_once('(')?
-        .1
-        .trim_end_matches(')')
-        .parse()
-        .ok()?;
-    // SAFETY: getpwuid returns NULL or a pointer to a static passwd record,
-    // read at once on this thread.
-    let gid = unsafe {
-        let pw = libc::getpwuid(uid);
-        if pw.is_null() {
-            return None;
-        }
-        (*pw).pw_gid
-    };
-    Some((uid, gid))
-}
-
-/// Run as root, hand the ledger to SlurmUser (mode 0640): slurmctld's
-/// plugins read it, other users cannot (docs/ledger.md). A failure is
-/// logged, not fatal: the sync itself is unaffected.
-fn give_to_slurm_user(path: &std::path::Path) {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return;
-    }
-    match slurm_user() {
-        Some((uid, gid)) => {
-            if let Err(e) = allot_ledger::set_owner(path, uid, gid) {
-                tracing::warn!(ledger = %path.display(), "cannot give the ledger to SlurmUser (uid {uid}): {e}");
-            }
-        }
-        None => {
-            tracing::debug!("SlurmUser unknown (scontrol show config): ledger left owned by root")
-        }
-    }
-}
-
-/// After a pass: counts it and, when it succeeded, refreshes the ledger's
-/// metrics. A failure to read them is logged; the sidecar goes on.
-fn update_metrics(
-    m: &SidecarMetrics,
-    ledger: &Ledger,
-    config: &std::sync::Arc<fairshare::Config>,
-    ok: bool,
-    took: Duration,
-) {
-    let t = now();
-    m.record_pass(
-        ok,
-        took,
-        t,
-        if ok {
-            ledger.watermark().ok().flatten()
-        } else {
-            None
-        },
-    );
-    if !ok {
-        return;
-    }
-    let capacity = match capacity(None, config) {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!("metrics: {e:#}");
-            return;
-        }
-    };
-    let updated = ledger
-        .reader()
-        .and_then(|r| m.update_from_ledger(&r, config.clone(), capacity, t));
-    if let Err(e) = updated {
-        tracing::warn!("metrics: cannot read the ledger: {e}");
-    }
-}
-
 /// `--interval`, `--no-drain` and `--metrics-listen` act only with
 /// `--follow`, which `--from` excludes: clap's `requires = "follow"` is
 /// waived when `--from` is present (a conflicting argument), so it is
@@ -250,77 +132,6 @@ pub fn follow_only_with_from(args: &Args) -> Option<String> {
          allot sync --follow {flag}{}",
         if flag == "--no-drain" { "" } else { " ..." }
     ))
-}
-
-/// `--listen`: the metrics, the site and the server that answers for both.
-struct Listener {
-    metrics: Arc<SidecarMetrics>,
-    site: Arc<Site>,
-    _server: http::Server,
-}
-
-impl Listener {
-    /// Binds `addr` (a taken port is an error before anything else runs).
-    fn start(
-        addr: &str,
-        config: &fairshare::Config,
-        sim: &allot_sim::SimSettings,
-        ledger: &std::path::Path,
-    ) -> anyhow::Result<Listener> {
-        let metrics = Arc::new(SidecarMetrics::new());
-        let site = Site::new(
-            ledger.to_path_buf(),
-            config.munge_socket.clone(),
-            Some(metrics.clone()),
-            Some(sim.clone()),
-        );
-        let answer = site.clone();
-        let server = http::serve(
-            listen_addr(addr)?,
-            http::Limits::default(),
-            Arc::new(move |req: &http::Request| answer.answer(req)),
-            "allot-http",
-        )
-        .map_err(|e| {
-            anyhow::anyhow!(
-                "--listen {addr}: cannot listen: {e}; is another program on that port? \
-                 Pick another ADDR:PORT, e.g. 127.0.0.1:9817, or port 0 for a free one"
-            )
-        })?;
-        let bound = server.local_addr();
-        tracing::info!(
-            "serving http://{bound}/ (budget page, jobs, API) and http://{bound}/metrics"
-        );
-        Ok(Listener {
-            metrics,
-            site,
-            _server: server,
-        })
-    }
-
-    /// After a pass: the metrics, and on success a new snapshot for the
-    /// site, with slurmctld's `jobs` if the pass read them.
-    fn after_pass(
-        &self,
-        ledger: &Ledger,
-        path: &std::path::Path,
-        config: &Arc<fairshare::Config>,
-        ok: bool,
-        took: Duration,
-        jobs: Option<std::collections::BTreeMap<u64, allot_sync::explain::LiveJob>>,
-    ) {
-        update_metrics(&self.metrics, ledger, config, ok, took);
-        if !ok {
-            return;
-        }
-        let refreshed = capacity(None, config).and_then(|cap| {
-            let reader = allot_ledger::LedgerReader::open(path)?;
-            self.site.refresh(config, &reader, cap, now(), jobs)
-        });
-        if let Err(e) = refreshed {
-            tracing::warn!("site: the pages keep the last snapshot: {e:#}");
-        }
-    }
 }
 
 /// What a run does, every input checked before the ledger is opened.
@@ -464,13 +275,18 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let plan = plan(args, &config, &sim)?;
     let existed = path.exists();
     let mut ledger = Ledger::open(&path)?;
-    give_to_slurm_user(&path);
+    allot_sync::sidecar::sync::give_to_slurm_user(&path);
     let result = match plan {
-        Plan::Follow(opts, interval, listener) => {
-            return follow(
-                args, config, &path, ledger, &charging, opts, interval, listener,
-            )
-        }
+        Plan::Follow(opts, interval, listener) => Sidecar::new(
+            config,
+            &path,
+            ledger,
+            opts,
+            interval,
+            !args.no_drain,
+            listener,
+        )
+        .run(),
         Plan::Dump(input, name, tz) => {
             import(&mut ledger, &charging, input, name, tz, args).inspect(|s| {
                 // A dump is a moment: what ran then is charged up to now.
@@ -494,7 +310,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     drop(ledger);
     match result {
         Ok(stats) => {
-            println!("{}: {}", path.display(), summary(&stats));
+            println!("{}: {}", path.display(), stats.summary());
             if let Some(w) = no_gpus_warning(&stats) {
                 eprintln!("allot: warning: {w}");
             }
@@ -509,119 +325,17 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// When the next pass of `--follow` is due: on the clock, at the next whole
-/// multiple of `interval` seconds since the epoch (fairshare::timer: the
-/// plugins rebuild their engine half a second after it, from this pass).
-fn next_pass(interval: u64) -> std::time::Instant {
-    let now_ms = jiff::Timestamp::now().as_millisecond().max(0) as u64;
-    let at = fairshare::timer::next_tick_ms(now_ms, interval, fairshare::timer::SYNC_OFFSET_MS);
-    std::time::Instant::now() + Duration::from_millis(at - now_ms)
-}
-
-/// `--follow`: a pass every `interval` seconds, on the clock, and the drain
-/// watcher.
-#[allow(clippy::too_many_arguments)]
-fn follow(
-    args: &Args,
-    config: fairshare::Config,
-    path: &std::path::Path,
-    mut ledger: Ledger,
-    charging: &Charging,
-    opts: SyncOptions,
-    interval: u64,
-    listener: Option<Listener>,
-) -> anyhow::Result<ExitCode> {
-    tracing::info!(ledger = %path.display(), interval_s = interval, drain = !args.no_drain, "following sacct");
-    let config = std::sync::Arc::new(config);
-    let mut watcher = DrainWatcher::new(config.contract.clone());
-    let mut next_sync = std::time::Instant::now();
-    // A failed pass (slurmdbd down) is retried sooner than the interval:
-    // 1 s, 2 s, 4 s ... up to the interval; the watermark stays where it
-    // was, so the pass that succeeds catches up on everything.
-    let mut backoff = sync::Backoff::new(Duration::from_secs(interval));
-    loop {
-        if std::time::Instant::now() >= next_sync {
-            let started = std::time::Instant::now();
-            let mut live = sync::LiveContracts::from_squeue();
-            let result = sync::sync_once(&mut ledger, charging, &opts, now(), &mut live);
-            if let Some(l) = &listener {
-                let ok = result.is_ok();
-                l.after_pass(
-                    &ledger,
-                    path,
-                    &config,
-                    ok,
-                    started.elapsed(),
-                    live.into_jobs(),
-                );
-            }
-            match result {
-                Ok(stats) => {
-                    tracing::info!("{}", summary(&stats));
-                    backoff.reset();
-                    next_sync = next_pass(interval);
-                }
-                Err(e) => {
-                    let delay = backoff.next_delay();
-                    tracing::error!("sync pass failed, retrying in {} s: {e:#}", delay.as_secs());
-                    next_sync = std::time::Instant::now() + delay;
-                }
-            }
-        }
-        // Draining: every pass, and again as soon as a protected job's
-        // contract on a draining node ends (not up to an interval later).
-        let mut wake = next_sync;
-        if !args.no_drain {
-            match watcher.pass(&ledger, now()) {
-                Ok(r) => {
-                    if let Some(l) = &listener {
-                        l.metrics.record_drain_pass(&r);
-                    }
-                    if let Some(t) = r.next_look {
-                        let secs = (t - now()).max(0) as u64;
-                        wake = wake.min(std::time::Instant::now() + Duration::from_secs(secs));
-                    }
-                }
-                Err(e) => tracing::error!("draining pass failed, retrying in {interval} s: {e:#}"),
-            }
-        }
-        std::thread::sleep(
-            wake.saturating_duration_since(std::time::Instant::now())
-                .max(Duration::from_millis(200)),
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn summary_counts_steps_once() {
+    fn no_gpus_is_warned() {
+        // Attempts read, none with a GPU: the site's AccountingStorageTRES is named.
         let mut s = ImportStats {
-            rows: 8,
-            steps: 4,
-            bad: 1,
+            attempts: 3,
             ..Default::default()
         };
-        s.written.inserted = 3;
-        assert_eq!(
-            summary(&s),
-            "8 rows: 3 new attempts, 0 updated, 0 unchanged, 0 not jobs, 4 job steps (skipped: their jobs' rows are charged), 1 unreadable (logged)"
-        );
-        s.steps = 1;
-        assert!(summary(&s).contains(", 1 job step (skipped"));
-        s.steps = 0;
-        assert!(!summary(&s).contains("step"));
-        assert!(!summary(&s).contains("preemption"));
-        s.preemptions = 2;
-        assert!(summary(&s).ends_with("(logged); 2 preemptions recorded"));
-        s.written.superseded = 1;
-        assert!(summary(&s).contains(
-            "(logged); 1 row settled by another row of the same attempt (a later row, or one that ended it; conflicts logged); 2 preemptions recorded"
-        ));
-        // Attempts read, none with a GPU: the site's AccountingStorageTRES is named.
-        s.attempts = 3;
         assert!(no_gpus_warning(&s)
             .unwrap()
             .contains("none of the 3 attempts read holds a GPU"));

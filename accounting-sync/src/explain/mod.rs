@@ -8,175 +8,15 @@ use std::collections::BTreeMap;
 
 use allot_ledger::LedgerReader;
 use fairshare::duration::SlurmDuration;
-use fairshare::record::{recorded_min_runtime, recorded_sweep};
-use fairshare::{Config, Contract, ContractPolicy, Engine, Explanation, PendingJob, RunClock};
+use fairshare::record::recorded_sweep;
+use fairshare::{Config, Contract, Engine, Explanation, PendingJob, RunClock};
 use serde::Serialize;
 
 pub mod preempted;
 
+use crate::slurm::squeue::{array_has_task, LiveJob};
+use crate::when::when;
 use preempted::{requeues, Requeue};
-
-/// What slurmctld says of the job (from `squeue --json`).
-/// Times are seconds since the epoch, 0 when Slurm has none.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct LiveJob {
-    /// Its name (`-J`), as the user gave it.
-    pub name: String,
-    /// The job's state (`PENDING`, `RUNNING`, ...).
-    pub state: String,
-    /// Its account.
-    pub account: String,
-    /// Its user's name.
-    pub user: String,
-    /// Its partition (or partitions, comma-separated).
-    pub partition: String,
-    /// Its priority in slurmctld.
-    pub priority: u64,
-    /// Its nice value.
-    pub nice: i64,
-    /// Submit time.
-    pub submit: u64,
-    /// Eligible time.
-    pub eligible: u64,
-    /// Start time (expected start while pending).
-    pub start: u64,
-    /// Last suspend or resume time.
-    pub suspend_time: u64,
-    /// Seconds it ran before its last suspension.
-    pub pre_sus_time: u64,
-    /// Its AdminComment (where allot records the contract).
-    pub admin_comment: String,
-    /// How often Slurm requeued it (`restart_cnt`).
-    pub restarts: u64,
-    /// For a task of a job array: the array's job id and the task's index
-    /// (squeue shows it as `ARRAY_TASK`).
-    pub array: Option<(u64, u64)>,
-    /// GPUs requested (from `tres_req_str`).
-    pub gpus: u64,
-    /// Time limit, seconds (`None`: unlimited or not given).
-    pub time_limit: Option<u64>,
-    /// Why it waits, as squeue says (`Priority`, `Resources`,
-    /// `JobHeldUser`, `Dependency`, `BeginTime`, ...; `None` otherwise).
-    pub reason: String,
-    /// For the record of a job array's tasks that have not started yet
-    /// (squeue's `4242_[3-9]`), their ids as squeue prints them (`3-9`);
-    /// empty for any other job.
-    pub array_pending: String,
-}
-
-impl LiveJob {
-    /// Why a pending job waits for something other than GPUs and its
-    /// turn: held, or waiting for a dependency. slurmctld starts neither
-    /// when GPUs free up, so a forecast leaves them out; `None` for any
-    /// other job. (A job waiting for its begin time, squeue's `BeginTime`,
-    /// is not among them: slurmctld gives every requeued job a begin time
-    /// a few seconds ahead; its forecast starts no earlier than then,
-    /// [`LiveJob::begins`].)
-    pub fn waits_for_other_than_turn(&self) -> Option<&'static str> {
-        match self.reason.as_str() {
-            "JobHeldUser" | "JobHeldAdmin" => {
-                Some("it is held: it starts only once released (scontrol release)")
-            }
-            "Dependency" | "DependencyNeverSatisfied" => Some(
-                "it waits for a dependency (squeue -o %E): it starts only once that is satisfied",
-            ),
-            _ => None,
-        }
-    }
-
-    /// When a pending job waiting for its begin time (`--begin`, or the
-    /// delay slurmctld puts before a requeued job) may start, epoch
-    /// seconds: its eligible time, where that is after `now`.
-    pub fn begins(&self, now: i64) -> Option<i64> {
-        (self.state == "PENDING" && self.eligible as i64 > now).then_some(self.eligible as i64)
-    }
-
-    /// The tasks this record stands for: the count of ids in
-    /// `array_pending` (`0-5` is 6, `1,3,8-15:2` is 6; a `%N` throttle
-    /// is ignored), at least 1.
-    pub fn tasks(&self) -> u64 {
-        array_task_count(&self.array_pending).max(1)
-    }
-
-    /// Its minimum runtime, read as the plugins read it (at most its time
-    /// limit).
-    pub fn min_runtime(&self, policy: &ContractPolicy) -> u64 {
-        policy.job_min_runtime(
-            recorded_min_runtime(&self.admin_comment),
-            Some(&self.partition),
-            self.time_limit,
-        )
-    }
-}
-
-/// The fields of a job in `squeue --json` that allot reads; serde skips
-/// the others (dozens per job) without building them.
-#[derive(serde::Deserialize)]
-struct SqueueJob {
-    #[serde(default)]
-    job_id: serde_json::Value,
-    #[serde(default)]
-    name: serde_json::Value,
-    #[serde(default)]
-    job_state: serde_json::Value,
-    #[serde(default)]
-    account: serde_json::Value,
-    #[serde(default)]
-    user_name: serde_json::Value,
-    #[serde(default)]
-    partition: serde_json::Value,
-    #[serde(default)]
-    priority: serde_json::Value,
-    #[serde(default)]
-    nice: serde_json::Value,
-    #[serde(default)]
-    submit_time: serde_json::Value,
-    #[serde(default)]
-    eligible_time: serde_json::Value,
-    #[serde(default)]
-    start_time: serde_json::Value,
-    #[serde(default)]
-    suspend_time: serde_json::Value,
-    #[serde(default)]
-    pre_sus_time: serde_json::Value,
-    #[serde(default)]
-    admin_comment: serde_json::Value,
-    #[serde(default)]
-    restart_cnt: serde_json::Value,
-    #[serde(default)]
-    tres_req_str: serde_json::Value,
-    #[serde(default)]
-    time_limit: serde_json::Value,
-    #[serde(default)]
-    array_job_id: serde_json::Value,
-    #[serde(default)]
-    array_task_id: serde_json::Value,
-    #[serde(default)]
-    array_task_string: serde_json::Value,
-    #[serde(default)]
-    state_reason: serde_json::Value,
-}
-
-#[derive(serde::Deserialize)]
-struct SqueueOutput {
-    #[serde(default)]
-    jobs: Vec<SqueueJob>,
-}
-
-/// Every job in `squeue --json` output read from `r` as it streams (the
-/// text is never held whole: with 10,000 jobs it is tens of MB), by job
-/// id.
-///
-/// # Errors
-/// Not JSON, or `jobs` not a list of objects.
-pub fn read_squeue(r: impl std::io::Read) -> serde_json::Result<BTreeMap<u64, LiveJob>> {
-    let out: SqueueOutput = serde_json::from_reader(std::io::BufReader::new(r))?;
-    Ok(out
-        .jobs
-        .iter()
-        .filter_map(|j| Some((number(&j.job_id)?, live_of(j))))
-        .collect())
-}
 
 /// The job id that `job` names: a job id (`4242`), or a task of a job
 /// array as squeue shows it (`4242_7`), found among slurmctld's `jobs`.
@@ -246,134 +86,6 @@ pub fn resolve(job: &str, jobs: &BTreeMap<u64, LiveJob>) -> Result<u64, String> 
             "array task {array}_{task} is not in slurmctld now; give its job id instead (sacct -j {array}_{task} -X -n -o JobIDRaw)"
         )),
     }
-}
-
-/// Every job slurmctld has now (`squeue --json`, streamed through
-/// [`read_squeue`]), by job id.
-///
-/// # Errors
-/// squeue cannot run, fails, or prints something that is not JSON.
-pub fn squeue_now() -> anyhow::Result<BTreeMap<u64, LiveJob>> {
-    let mut child = std::process::Command::new("squeue")
-        .arg("--json")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| anyhow::anyhow!("cannot run squeue: {e}"))?;
-    let parsed = read_squeue(child.stdout.take().expect("piped"));
-    let out = child.wait_with_output()?;
-    if !out.status.success() {
-        anyhow::bail!(
-            "squeue --json failed: {} (is slurmctld up, and SLURM_CONF its slurm.conf? For the \
-             testbed: eval \"$(scripts/testbed env)\")",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    parsed.map_err(|e| anyhow::anyhow!("squeue --json printed invalid JSON: {e}"))
-}
-
-/// A number as 22.05 prints it (plain) or 24.11 does
-/// (`{"set", "infinite", "number"}`).
-fn number(v: &serde_json::Value) -> Option<u64> {
-    v.as_u64().or_else(|| v["number"].as_u64())
-}
-
-/// A string, or the first of a list (24.11's state: "RUNNING" first,
-/// then flags).
-fn text(v: &serde_json::Value) -> String {
-    match v {
-        serde_json::Value::Array(a) => a.first().and_then(|x| x.as_str()).unwrap_or(""),
-        v => v.as_str().unwrap_or(""),
-    }
-    .to_string()
-}
-
-/// One job of `squeue --json`. Slurm 22.05 (openapi/v0.0.38) prints
-/// plain values; 24.11 (data_parser/v0.0.42) prints the state as a list
-/// and numbers as {"set", "infinite", "number"}. Both are read.
-fn live_of(j: &SqueueJob) -> LiveJob {
-    let n = |v: &serde_json::Value| number(v).unwrap_or(0);
-    LiveJob {
-        name: text(&j.name),
-        state: text(&j.job_state),
-        account: text(&j.account),
-        user: text(&j.user_name),
-        partition: text(&j.partition),
-        priority: n(&j.priority),
-        nice: j
-            .nice
-            .as_i64()
-            .or_else(|| j.nice["number"].as_i64())
-            .unwrap_or(0),
-        submit: n(&j.submit_time),
-        eligible: n(&j.eligible_time),
-        start: n(&j.start_time),
-        suspend_time: n(&j.suspend_time),
-        pre_sus_time: n(&j.pre_sus_time),
-        admin_comment: text(&j.admin_comment),
-        restarts: n(&j.restart_cnt),
-        array: match (
-            number(&j.array_job_id),
-            j.array_task_id.as_u64().or_else(|| {
-                (j.array_task_id["set"] == true)
-                    .then(|| j.array_task_id["number"].as_u64())
-                    .flatten()
-            }),
-        ) {
-            (Some(a), Some(t)) if a > 0 => Some((a, t)),
-            _ => None,
-        },
-        gpus: fairshare::tres::gpu_count(&text(&j.tres_req_str)).unwrap_or(0),
-        reason: text(&j.state_reason),
-        array_pending: text(&j.array_task_string),
-        // Minutes; an infinite limit is none.
-        time_limit: (j.time_limit["infinite"] != true)
-            .then(|| number(&j.time_limit))
-            .flatten()
-            .filter(|&m| m > 0 && m < u64::from(u32::MAX))
-            .map(|m| m * 60),
-    }
-}
-
-/// How many task ids squeue's `array_task_string` names: comma-separated
-/// ids and ranges `a-b` or `a-b:step`, with an optional `%N` throttle at
-/// the end (ignored); 0 for an empty or unreadable string.
-pub fn array_task_count(s: &str) -> u64 {
-    array_ranges(s).map_or(0, |r| {
-        r.iter().map(|&(a, b, step)| (b - a) / step + 1).sum()
-    })
-}
-
-/// True when task `task` is among the tasks of `s` (as
-/// [`array_task_count`] reads it).
-pub fn array_has_task(s: &str, task: u64) -> bool {
-    array_ranges(s).is_some_and(|r| {
-        r.iter()
-            .any(|&(a, b, step)| (a..=b).contains(&task) && (task - a).is_multiple_of(step))
-    })
-}
-
-/// The ranges (first, last, step) of an array's task list (`0-5`,
-/// `1,3,8-15:2`, `[0-3]%2`); `None` where it is not one.
-fn array_ranges(s: &str) -> Option<Vec<(u64, u64, u64)>> {
-    let s = s.split('%').next().unwrap_or("").trim();
-    let s = s.trim_start_matches('[').trim_end_matches(']');
-    let mut out = Vec::new();
-    for part in s.split(',').filter(|p| !p.is_empty()) {
-        let (range, step) = match part.split_once(':') {
-            Some((r, st)) => (r, st.parse::<u64>().unwrap_or(1).max(1)),
-            None => (part, 1),
-        };
-        let (a, b) = match range.split_once('-') {
-            Some((a, b)) => (a.parse::<u64>(), b.parse::<u64>()),
-            None => (range.parse::<u64>(), range.parse::<u64>()),
-        };
-        match (a, b) {
-            (Ok(a), Ok(b)) if b >= a => out.push((a, b, step)),
-            _ => return None,
-        }
-    }
-    Some(out)
 }
 
 /// `allot explain JOB --json`, and the sidecar's `/api/v1/jobs/JOB`.
@@ -656,16 +368,6 @@ impl Output {
     }
 }
 
-/// `t` (epoch s) against `now`: "5:00 ago" or "in 5:00".
-pub fn when(t: i64, now: i64) -> String {
-    let d = now - t;
-    if d >= 0 {
-        format!("{} ago", SlurmDuration(d as u64))
-    } else {
-        format!("in {}", SlurmDuration((-d) as u64))
-    }
-}
-
 /// The text of `allot explain` for `o` at `now` (epoch s).
 pub fn render(o: &Output, now: i64) -> String {
     use std::fmt::Write as _;
@@ -794,22 +496,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn array_task_strings_count_their_tasks() {
-        for (s, n) in [
-            ("0-5", 6),
-            ("7", 1),
-            ("1,3,8-15:2", 6),
-            ("0-9%2", 10),
-            ("[0-3]", 4),
-            ("", 0),
-            ("5-2", 0),
-            ("x", 0),
-        ] {
-            assert_eq!(array_task_count(s), n, "{s:?}");
-        }
-    }
-
-    #[test]
     fn a_task_inside_the_pending_record_is_named() {
         let rec = LiveJob {
             state: "PENDING".into(),
@@ -838,67 +524,5 @@ mod tests {
         let e = resolve("4294967296", &jobs).unwrap_err();
         assert!(e.contains("up to 4294967295"), "{e}");
         assert!(array_has_task("1,3,8-15:2", 10) && !array_has_task("1,3,8-15:2", 9));
-    }
-
-    #[test]
-    fn squeue_is_read_in_both_releases_forms() {
-        // 22.05 (openapi/v0.0.38): plain values; 24.11 (v0.0.42): the
-        // state a list, numbers {set, infinite, number}.
-        let text = r#"{"meta": {"plugin": {"x": 1}}, "jobs": [
-            {"job_id": 7, "name": "a <b>", "job_state": "PENDING", "account": "a1", "user_name": "alice",
-             "partition": "gpu", "priority": 10, "nice": 0, "submit_time": 100, "eligible_time": 100,
-             "start_time": 0, "suspend_time": 0, "pre_sus_time": 0, "admin_comment": "allot:min_runtime=600",
-             "restart_cnt": 1, "tres_req_str": "cpu=1,gres/gpu=4", "time_limit": 60, "extra": [1, 2, {"deep": true}]},
-            {"job_id": 8, "job_state": ["RUNNING", "COMPLETING"], "account": "b1", "user_name": "bob",
-             "priority": {"set": true, "infinite": false, "number": 5}, "time_limit": {"set": true, "infinite": false, "number": 30},
-             "tres_req_str": "gres/gpu=2"}
-        ]}"#;
-        let streamed = read_squeue(text.as_bytes()).unwrap();
-        assert_eq!(streamed.keys().copied().collect::<Vec<_>>(), [7, 8]);
-        let (a, b) = (&streamed[&7], &streamed[&8]);
-        assert_eq!(
-            (a.name.as_str(), a.gpus, a.time_limit, a.restarts),
-            ("a <b>", 4, Some(3600), 1)
-        );
-        assert_eq!(
-            (b.state.as_str(), b.priority, b.gpus, b.time_limit),
-            ("RUNNING", 5, 2, Some(1800))
-        );
-        assert!(read_squeue("not json".as_bytes()).is_err());
-    }
-
-    #[test]
-    fn a_live_job_has_the_plugins_minimum_runtime() {
-        // explain read a record above today's cap as is (99 h) and did not
-        // read a hand-written Slurm time (the default instead): one resolver
-        // and one parser now.
-        let mut policy = ContractPolicy::default();
-        policy.partition_default.insert("debug".into(), 0);
-        let job = |admin_comment: &str, partition: &str| LiveJob {
-            admin_comment: admin_comment.into(),
-            partition: partition.into(),
-            ..LiveJob::default()
-        };
-        assert_eq!(
-            job("allot:min_runtime=356400", "gpu").min_runtime(&policy),
-            8 * 3600
-        );
-        assert_eq!(
-            job("allot:min_runtime=4:00:00", "gpu").min_runtime(&policy),
-            4 * 3600
-        );
-        assert_eq!(job("", "debug,gpu").min_runtime(&policy), 0);
-        assert_eq!(job("ticket-9", "gpu").min_runtime(&policy), 3600);
-        // At most its time limit (issue 39).
-        let limited = |admin_comment: &str, time_limit| LiveJob {
-            time_limit,
-            ..job(admin_comment, "gpu")
-        };
-        assert_eq!(limited("", Some(600)).min_runtime(&policy), 600);
-        assert_eq!(
-            limited("allot:min_runtime=14400", Some(1800)).min_runtime(&policy),
-            1800
-        );
-        assert_eq!(limited("", None).min_runtime(&policy), 3600);
     }
 }

@@ -19,14 +19,21 @@
 //! - `node` (optional): the Slurm node name; `expected_gpus` (optional):
 //!   what Slurm's `Gres=gpu:N` says; `nvml`: `"ok"` (default), `"absent"`
 //!   (no libnvidia-ml) or `"init_failed"`; `count` (optional): GPUs the
-//!   driver lists, default the highest listed index + 1, at most 1024.
+//!   driver lists, default the highest listed index + 1, at most 1024;
+//!   `kernel_log` (optional): the kernel log lines, read as the live check
+//!   reads `/dev/kmsg` (each GPU's Xids are its lines, by `pci_bus_id`), or
+//!   `"unsupported"`; `driver_gpus` (optional): the PCI addresses of
+//!   `/proc/driver/nvidia/gpus/`, from which an `unreadable` GPU's address
+//!   is found by elimination ([`super::unreadable`]).
 //! - Per GPU: `index` (default: its position), `serial`, `uuid`,
 //!   `pci_bus_id`; `lost: true` (fallen off the bus) or `unreadable:
-//!   "why"` instead of readings; the probes `xids` (list of Xid numbers),
+//!   "why"` instead of readings (an unreadable GPU keeps its `pci_bus_id`
+//!   and `xids`); the probes `xids` (list of Xid numbers or kernel lines),
 //!   `ecc_uncorrected` (count), `retired_pages_pending` (bool), `row_remap`
 //!   (`{pending, failure}`), `recovery_action` (`"none"`, `"gpu_reset"`,
 //!   `"node_reboot"`, `"drain_p2p"`, `"drain_and_reset"`, or NVML's
-//!   number). A probe that is absent or `"unsupported"` is unsupported; a
+//!   number), `fabric` (`{"state": "completed", "status": "SUCCESS"}`). A
+//!   probe that is absent or `"unsupported"` is unsupported; a
 //!   probe `{"error": "CODE"}` is the query failing with NVML_ERROR_CODE
 //!   (`NOT_SUPPORTED`: unsupported; `GPU_IS_LOST`: the GPU is lost; any
 //!   other, e.g. `UNKNOWN`: an error, never healthy). Unknown keys, duplicate indexes and an index at or above
@@ -36,11 +43,13 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::xid::{self, XidEvent};
+use super::fabric::{Fabric, FabricState};
+use super::xid::{self, PciKey, XidEvent};
 use super::{
     probe_from, GpuError, GpuReading, GpuSource, Probe, QueryError, RecoveryAction, RowRemap,
-    SourceError,
+    SourceError, Unreadable,
 };
+use super::{sxid, unreadable};
 
 /// What the fixture says about NVML itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +80,8 @@ pub struct FixtureSource {
     pub nvml: FixtureNvml,
     count: u32,
     slots: Vec<(u32, Slot)>,
+    /// `kernel_log` of the fixture: its text, or why it is unreadable.
+    kernel: Option<Result<String, String>>,
 }
 
 /// A fixture that does not follow the format: the field and what to write.
@@ -143,6 +154,24 @@ fn fixture_xid(v: &Value) -> Option<XidEvent> {
     }
 }
 
+/// A fixture's `fabric`: `{"state": "completed", "status": "SUCCESS"}`;
+/// the state by name or NVML's number, the status `SUCCESS` (the default)
+/// or the NVML error CODE the registration ended with.
+fn fixture_fabric(v: &Value) -> Option<Fabric> {
+    let o = v.as_object()?;
+    let state = match o.get("state")? {
+        Value::String(s) => FabricState::from_name(s)?,
+        v => FabricState::from_value(u8::try_from(v.as_u64()?).ok()?),
+    };
+    let error = match o.get("status") {
+        None => None,
+        Some(Value::String(s)) if s == "SUCCESS" => None,
+        Some(Value::String(s)) if !s.is_empty() => Some(format!("NVML_ERROR_{s}")),
+        Some(_) => return None,
+    };
+    Some(Fabric { state, error })
+}
+
 /// The NVML errors `nvmlInit` may answer, as a fixture's `"nvml":
 /// {"error": "CODE"}` names them (a misspelled code is refused: it would
 /// hide a mismatch as a passing "unknown").
@@ -181,7 +210,15 @@ fn opt_u32(v: Option<&Value>, field: &str) -> Result<Option<u32>, FixtureError> 
 }
 
 /// Keys a fixture may hold: top level, per GPU, and in `row_remap`.
-const TOP_KEYS: &[&str] = &["node", "expected_gpus", "nvml", "count", "gpus"];
+const TOP_KEYS: &[&str] = &[
+    "node",
+    "expected_gpus",
+    "nvml",
+    "count",
+    "gpus",
+    "kernel_log",
+    "driver_gpus",
+];
 const GPU_KEYS: &[&str] = &[
     "index",
     "serial",
@@ -194,8 +231,10 @@ const GPU_KEYS: &[&str] = &[
     "retired_pages_pending",
     "row_remap",
     "recovery_action",
+    "fabric",
 ];
 const ROW_REMAP_KEYS: &[&str] = &["pending", "failure"];
+const FABRIC_KEYS: &[&str] = &["state", "status"];
 
 /// A misspelled key (`"xid"` for `"xids"`) would silently turn a probe
 /// into "unsupported" and hide a fault: every key must be a known one.
@@ -211,6 +250,112 @@ fn known_keys(
             format!("unknown field; the fields here are {}", allowed.join(", ")),
         )),
     }
+}
+
+/// Every Xid of the fixture's `kernel_log`, or why the log is unreadable
+/// (`"unsupported"`); `None` without a `kernel_log`.
+type LogXids = Option<Result<Vec<(PciKey, XidEvent)>, String>>;
+
+/// The fixture's `kernel_log`: the kernel log lines as `/dev/kmsg` has them
+/// (read as the live check reads them), or `"unsupported"` (the log could
+/// not be read). `None` when absent.
+fn kernel_log(v: Option<&Value>) -> Result<Option<Result<String, String>>, FixtureError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s == "unsupported" => {
+            Ok(Some(Err("kernel log unreadable (fixture)".into())))
+        }
+        Some(Value::Array(lines)) => {
+            let mut text = String::new();
+            for (i, l) in lines.iter().enumerate() {
+                let Some(l) = l.as_str() else {
+                    return Err(bad(
+                        &format!("kernel_log[{i}]"),
+                        format!("expected a kernel log line as a string (found {l})"),
+                    ));
+                };
+                text.push_str(l);
+                text.push('\n');
+            }
+            Ok(Some(Ok(text)))
+        }
+        Some(v) => Err(bad(
+            "kernel_log",
+            format!("expected a list of kernel log lines, or \"unsupported\" (found {v})"),
+        )),
+    }
+}
+
+/// The fixture's `driver_gpus`: the PCI addresses of the kernel module's
+/// GPUs, as the directories of /proc/driver/nvidia/gpus/ name them.
+fn driver_gpus(v: Option<&Value>) -> Result<Option<Vec<PciKey>>, FixtureError> {
+    let list = match v {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(a)) => a,
+        Some(v) => {
+            return Err(bad(
+                "driver_gpus",
+                format!("expected a list of PCI addresses such as [\"0000:3b:00.0\"] (found {v})"),
+            ))
+        }
+    };
+    let mut out = Vec::with_capacity(list.len());
+    for (i, a) in list.iter().enumerate() {
+        match a.as_str().and_then(xid::pci_key) {
+            Some(k) => out.push(k),
+            None => {
+                return Err(bad(
+                    &format!("driver_gpus[{i}]"),
+                    format!("expected a PCI address such as \"0000:3b:00.0\" (found {a})"),
+                ))
+            }
+        }
+    }
+    Ok(Some(out))
+}
+
+/// A GPU's `pci_bus_id` as an address, for matching kernel log lines:
+/// required to parse when the fixture has a `kernel_log`.
+fn pci_of(
+    g: &serde_json::Map<String, Value>,
+    field: &str,
+    log: &LogXids,
+) -> Result<Option<PciKey>, FixtureError> {
+    let Some(id) = opt_str(g, "pci_bus_id", field)? else {
+        return Ok(None);
+    };
+    match (xid::pci_key(&id), log) {
+        (Some(k), _) => Ok(Some(k)),
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(bad(
+            field,
+            format!("expected a PCI bus id such as \"00000000:3B:00.0\" to match the kernel_log's lines (found {id:?})"),
+        )),
+    }
+}
+
+/// With a `kernel_log`, a GPU's Xids are its lines there, matched by PCI
+/// address as the live check matches them: its own `xids` is refused (two
+/// sources of one thing).
+fn xids_from_log(
+    g: &serde_json::Map<String, Value>,
+    field: &str,
+    key: Option<PciKey>,
+    log: &Result<Vec<(PciKey, XidEvent)>, String>,
+) -> Result<Probe<Vec<XidEvent>>, FixtureError> {
+    if g.contains_key("xids") {
+        return Err(bad(
+            field,
+            "this fixture has a kernel_log: a GPU's Xids are its lines there, matched by pci_bus_id as the live check matches them; leave xids out",
+        ));
+    }
+    Ok(match (log, key) {
+        (Err(why), _) => Probe::Unsupported(why.clone()),
+        (Ok(_), None) => {
+            Probe::Unsupported("PCI bus id unreadable: Xids cannot be matched to this GPU".into())
+        }
+        (Ok(all), Some(k)) => Probe::Value(xid::xids_at(all, k)),
+    })
 }
 
 impl FixtureSource {
@@ -262,6 +407,11 @@ impl FixtureSource {
                 ))
             }
         };
+        let kernel = kernel_log(o.get("kernel_log"))?;
+        let log: LogXids = kernel
+            .as_ref()
+            .map(|k| k.as_ref().map(|t| xid::xids_in(t)).map_err(Clone::clone));
+        let driver = driver_gpus(o.get("driver_gpus"))?;
         let gpus = match o.get("gpus") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(a)) => a.clone(),
@@ -274,9 +424,11 @@ impl FixtureSource {
                 return Err(bad(&format!("gpus[{pos}]"), "expected an object"));
             };
             known_keys(g, GPU_KEYS, &format!("gpus[{pos}]."))?;
-            if let Some(Value::Object(r)) = g.get("row_remap") {
-                if !r.contains_key("error") {
-                    known_keys(r, ROW_REMAP_KEYS, &f("row_remap."))?;
+            for (key, keys) in [("row_remap", ROW_REMAP_KEYS), ("fabric", FABRIC_KEYS)] {
+                if let Some(Value::Object(r)) = g.get(key) {
+                    if !r.contains_key("error") {
+                        known_keys(r, keys, &f(&format!("{key}.")))?;
+                    }
                 }
             }
             let index = opt_u32(g.get("index"), &f("index"))?.unwrap_or(pos as u32);
@@ -304,16 +456,36 @@ impl FixtureSource {
                 ));
                 continue;
             }
+            let pci = pci_of(g, &f("pci_bus_id"), &log)?;
+            let xids = match &log {
+                Some(log) => Ok(xids_from_log(g, &f("xids"), pci, log)?),
+                None => probe(
+                    g.get("xids"),
+                    &f("xids"),
+                    "a list of Xids such as [79] or [\"145, RLW_REMAP Fatal XC0 i0 Link 23\"] (a number, or the kernel line or its text after `NVRM: Xid (PCI:...): `; an NVSwitch SXid line goes in the top-level kernel_log)",
+                    |v| v.as_array()?.iter().map(fixture_xid).collect(),
+                )?,
+            };
             if let Some(why) = opt_str(g, "unreadable", &f("unreadable"))? {
-                slots.push((index, Slot::Err(GpuError::Unreadable(why))));
+                // The handle cannot be read, but its PCI address may be
+                // recorded (or found by elimination below), and its Xids
+                // are read at that address.
+                let recorded = opt_str(g, "pci_bus_id", &f("pci_bus_id"))?;
+                let slot = match (xids, &log) {
+                    (Err(lost), _) => lost,
+                    (Ok(_), Some(log)) => GpuError::Unreadable(unreadable::at(why, pci, log)),
+                    (Ok(xids), None) => {
+                        let mut u = Unreadable::new(why);
+                        u.pci_bus_id = recorded;
+                        if g.contains_key("xids") {
+                            u.xids = xids;
+                        }
+                        GpuError::Unreadable(u)
+                    }
+                };
+                slots.push((index, Slot::Err(slot)));
                 continue;
             }
-            let xids = probe(
-                g.get("xids"),
-                &f("xids"),
-                "a list of Xids such as [79] or [\"145, RLW_REMAP Fatal XC0 i0 Link 23\"] (a number, or the kernel line or its text after `NVRM: Xid (PCI:...): `)",
-                |v| v.as_array()?.iter().map(fixture_xid).collect(),
-            )?;
             let ecc = probe(
                 g.get("ecc_uncorrected"),
                 &f("ecc_uncorrected"),
@@ -347,6 +519,12 @@ impl FixtureSource {
                     v => v.as_u64().map(RecoveryAction::from_value),
                 },
             )?;
+            let fabric = probe(
+                g.get("fabric"),
+                &f("fabric"),
+                "{\"state\": \"completed\"} (state not_supported, not_started, in_progress or completed, or NVML's number 0-3; \"status\": \"SUCCESS\" or an NVML error CODE, for a completed state)",
+                fixture_fabric,
+            )?;
             // GPU_IS_LOST from any query: the GPU is lost, as NVML's source says.
             let reading = (|| {
                 Ok::<_, GpuError>(GpuReading {
@@ -359,6 +537,7 @@ impl FixtureSource {
                     retired_pages_pending: pages?,
                     row_remap: remap?,
                     recovery_action: recovery?,
+                    fabric: fabric?,
                 })
             })();
             let mut reading = match reading {
@@ -394,12 +573,16 @@ impl FixtureSource {
                 format!("at most {MAX_GPUS} GPUs per node (found {count})"),
             ));
         }
+        if let Some(driver) = &driver {
+            find_unreadable_addresses(&mut slots, count, driver, &log);
+        }
         Ok(FixtureSource {
             node: opt_str(o, "node", "node")?,
             expected_gpus: opt_u32(o.get("expected_gpus"), "expected_gpus")?,
             nvml,
             count,
             slots,
+            kernel,
         })
     }
 
@@ -429,18 +612,68 @@ impl FixtureSource {
     }
 }
 
+/// The PCI address of each unreadable GPU that records none, by
+/// elimination over the fixture's `driver_gpus` as the live source does
+/// ([`unreadable::by_elimination`]); with a `kernel_log`, its Xids at that
+/// address.
+fn find_unreadable_addresses(
+    slots: &mut [(u32, Slot)],
+    count: u32,
+    driver: &[PciKey],
+    log: &LogXids,
+) {
+    let address = |s: &Slot| match s {
+        Slot::Read(r) => r.pci_bus_id.as_deref().and_then(xid::pci_key),
+        Slot::Err(GpuError::Unreadable(u)) => u.pci_bus_id.as_deref().and_then(xid::pci_key),
+        Slot::Err(GpuError::Lost(_)) => None,
+    };
+    let known: Vec<Option<PciKey>> = (0..count)
+        .map(|i| {
+            slots
+                .iter()
+                .find(|(j, _)| *j == i)
+                .and_then(|(_, s)| address(s))
+        })
+        .collect();
+    let found = unreadable::by_elimination(&known, driver);
+    for (i, slot) in slots.iter_mut() {
+        let (Slot::Err(GpuError::Unreadable(u)), Some(Some(k))) = (slot, found.get(*i as usize))
+        else {
+            continue;
+        };
+        if u.pci_bus_id.is_some() {
+            continue;
+        }
+        if let Some(log) = log {
+            *u = unreadable::at(std::mem::take(&mut u.why), Some(*k), log);
+        } else {
+            u.pci_bus_id = Some(xid::pci_bus_id(*k));
+        }
+    }
+}
+
 impl GpuSource for FixtureSource {
     fn count(&mut self) -> Result<u32, String> {
         Ok(self.count)
+    }
+
+    fn sxids(&mut self) -> Probe<Vec<sxid::SxidEvent>> {
+        match &self.kernel {
+            None => Probe::Unsupported(
+                "no kernel_log in the fixture: NVSwitch SXids not recorded".into(),
+            ),
+            Some(Err(why)) => Probe::Unsupported(why.clone()),
+            Some(Ok(log)) => Probe::Value(sxid::sxids_in(log)),
+        }
     }
 
     fn read(&mut self, index: u32) -> Result<GpuReading, GpuError> {
         match self.slots.iter().find(|(i, _)| *i == index) {
             Some((_, Slot::Read(r))) => Ok((**r).clone()),
             Some((_, Slot::Err(e))) => Err(e.clone()),
-            None => Err(GpuError::Unreadable(format!(
+            None => Err(GpuError::Unreadable(Unreadable::new(format!(
                 "no GPU with index {index} in the fixture"
-            ))),
+            )))),
         }
     }
 }

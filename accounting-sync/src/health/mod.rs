@@ -5,7 +5,7 @@
 //! - A [`GpuSource`] reports each GPU: NVML ([`nvml::NvmlSource`]) on a GPU
 //!   node, a recorded JSON state ([`fixture::FixtureSource`]) for tests and
 //!   for replaying an incident.
-//! - Per GPU, six checks, each **ok**, **failed**, **reset required**,
+//! - Per GPU, seven checks, each **ok**, **failed**, **reset required**,
 //!   **unsupported** (NVML's NOT_SUPPORTED) or **error** (any other NVML
 //!   error, e.g. UNKNOWN: the query failed): `present` (not lost / fallen
 //!   off the bus), `xid` (a critical Xid, see [`xid::CRITICAL_XIDS`]), `ecc`
@@ -15,8 +15,12 @@
 //!   required), `recovery_action` (the driver's
 //!   `NVML_FI_DEV_GET_GPU_RECOVERY_ACTION`: `none` is ok, `gpu_reset` and
 //!   `drain_and_reset` are reset required, `node_reboot` and `drain_p2p`
-//!   fail). Per node, `count`: fewer GPUs than Slurm's `Gres=gpu:N` fails.
-//!   GPU_IS_LOST from any query is a lost GPU.
+//!   fail), `fabric` (the GPU's registration with the NVLink fabric of an
+//!   NVSwitch node: anything but completed fails, [`fabric`]). Per node,
+//!   `count`: fewer GPUs than Slurm's `Gres=gpu:N` fails; `nvswitch`: an
+//!   NVSwitch SXid of the kernel log that needs a reset fails ([`sxid`]). GPU_IS_LOST from any query is a lost GPU; a GPU whose
+//!   handle cannot be read for another error still gets its Xids, by its
+//!   PCI address ([`unreadable`]).
 //! - A GPU is **failed** when any check failed; else **reset required**
 //!   when any check says so (drained like a failure, so the GPU can be reset
 //!   once its jobs have left); else **unknown** when any check is
@@ -24,23 +28,33 @@
 //!   else **healthy**. One exception: a driver without the recovery-action
 //!   field (before R570) loses no check, since the driver derives the action
 //!   from the faults the other checks read, so `recovery_action`
-//!   *unsupported* does not make a GPU unknown (an *error* there does). The
-//!   node follows the same rule over its GPUs and its count check.
+//!   *unsupported* does not make a GPU unknown (an *error* there does);
+//!   nor does `fabric` *unsupported* (a GPU on no NVSwitch fabric). The
+//!   node follows the same rule over its GPUs, its count check and its
+//!   `nvswitch` check (whose *unsupported*, an unreadable kernel log, costs
+//!   nothing: the GPUs' `xid` checks say so already).
 //! - One GPU that cannot be read is reported as such; the others are still
 //!   read ([`check_node`] asks the source for each index separately).
 
 use serde::Serialize;
 
+pub mod fabric;
 pub mod fixture;
 pub mod node;
 pub mod nvml;
 mod reading;
+mod reason;
+pub mod sxid;
+mod text;
+pub mod unreadable;
 pub mod xid;
 
 pub use reading::{
     init_error_drains, probe_from, GpuError, GpuReading, Probe, QueryError, RecoveryAction,
-    RowRemap, SourceError,
+    RowRemap, SourceError, Unreadable,
 };
+pub use reason::{check_of_reason, drain_reason, first_failure};
+pub use text::render_text;
 
 /// Where GPU state comes from: NVML on a GPU node, or a fixture.
 pub trait GpuSource {
@@ -55,6 +69,9 @@ pub trait GpuSource {
     /// # Errors
     /// [`GpuError`] when the GPU cannot be read at all.
     fn read(&mut self, index: u32) -> Result<GpuReading, GpuError>;
+    /// The NVSwitch SXids of the kernel log since boot, or why they could
+    /// not be read (the log is unreadable, or a fixture records none).
+    fn sxids(&mut self) -> Probe<Vec<sxid::SxidEvent>>;
 }
 
 /// Result of one check.
@@ -78,7 +95,7 @@ pub enum Check {
 }
 
 impl Check {
-    fn word(&self) -> &'static str {
+    pub(crate) fn word(&self) -> &'static str {
         match self {
             Check::Ok => "ok",
             Check::Failed(_) => "FAILED",
@@ -136,14 +153,21 @@ impl Verdict {
 }
 
 /// The checks of one GPU, in output order.
-pub const GPU_CHECKS: [&str; 6] = [
+pub const GPU_CHECKS: [&str; 7] = [
     "present",
     "xid",
     "ecc",
     "retired_pages",
     "row_remap",
     "recovery_action",
+    "fabric",
 ];
+
+/// The checks whose *unsupported* costs a GPU nothing: the driver has no
+/// such value because the GPU has nothing to report there
+/// (`recovery_action` before R570: the other checks read the faults it
+/// derives from; `fabric` on a GPU on no NVSwitch fabric).
+const OPTIONAL_CHECKS: [&str; 2] = ["recovery_action", "fabric"];
 
 fn unread<T>(p: &Probe<T>) -> Option<Check> {
     match p {
@@ -166,9 +190,9 @@ pub struct GpuReport {
     pub pci_bus_id: Option<String>,
     /// `(name, result)` for each of [`GPU_CHECKS`], in that order.
     pub checks: Vec<(String, Check)>,
-    /// Every distinct Xid read for this GPU (number and severity word),
-    /// in the order first seen: the critical ones (also in the `xid`
-    /// check's fault) and the others, listed, never failed.
+    /// Every distinct Xid read for this GPU (number, severity word, MIG
+    /// GPU instance), in the order first seen: the critical ones (also in
+    /// the `xid` check's fault) and the others, listed, never failed.
     pub xids: Vec<XidSeen>,
     /// Worst of the checks.
     pub verdict: Verdict,
@@ -181,6 +205,10 @@ pub struct XidSeen {
     pub xid: u64,
     /// The line's severity word (`Fatal`, `NonFatal`, ...), when it had one.
     pub severity: Option<String>,
+    /// The MIG GPU instance of its line (`05` of `GPU-I:05`), when it had
+    /// one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_instance: Option<String>,
     /// True when it fails the `xid` check.
     pub critical: bool,
     /// How many times it was logged.
@@ -191,14 +219,14 @@ pub struct XidSeen {
 fn xids_seen(events: &[xid::XidEvent]) -> Vec<XidSeen> {
     let mut out: Vec<XidSeen> = Vec::new();
     for e in events {
-        match out
-            .iter_mut()
-            .find(|s| s.xid == e.xid && s.severity == e.severity)
-        {
+        match out.iter_mut().find(|s| {
+            s.xid == e.xid && s.severity == e.severity && s.gpu_instance == e.gpu_instance
+        }) {
             Some(s) => s.count += 1,
             None => out.push(XidSeen {
                 xid: e.xid,
                 severity: e.severity.clone(),
+                gpu_instance: e.gpu_instance.clone(),
                 critical: xid::classify(e) == xid::XidClass::Critical,
                 count: 1,
             }),
@@ -220,40 +248,52 @@ pub struct NodeReport {
     pub expected: Option<u32>,
     /// The count check: fewer than expected fails.
     pub count: Check,
-    /// Worst of every GPU and the count.
+    /// The NVSwitch check: a fatal SXid in the kernel log fails
+    /// ([`sxid`]); unsupported when the log could not be read, which costs
+    /// no check (the GPUs' `xid` checks, read from the same log, are then
+    /// unsupported too).
+    pub nvswitch: Check,
+    /// Every distinct SXid of the kernel log (the NVSwitches' errors).
+    pub sxids: Vec<sxid::SxidSeen>,
+    /// Worst of every GPU, the count and the NVSwitch check.
     pub verdict: Verdict,
     /// Why the node is unknown without any GPU (NVML failed to initialise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 
-fn judge(r: &GpuReading) -> Vec<(String, Check)> {
-    let xid = match &r.xids {
-        Probe::Value(events) => {
-            let of = |class: xid::XidClass| {
-                let mut seen: Vec<&xid::XidEvent> = events
-                    .iter()
-                    .filter(|e| xid::classify(e) == class)
-                    .collect();
-                seen.sort_by(|a, b| (a.xid, &a.severity).cmp(&(b.xid, &b.severity)));
-                seen.dedup();
-                seen.iter().map(|e| e.words()).collect::<Vec<String>>()
-            };
-            let critical = of(xid::XidClass::Critical);
-            let unknown = of(xid::XidClass::SeverityUnknown);
-            if !critical.is_empty() {
-                Check::Failed(format!("Xid {}", critical.join(",")))
-            } else if !unknown.is_empty() {
-                Check::Error(format!(
-                    "Xid {} without a severity word (Fatal or NonFatal): cannot tell whether it needs a reset",
-                    unknown.join(",")
-                ))
-            } else {
-                Check::Ok
-            }
-        }
-        p => unread(p).expect("not a value"),
+/// The `xid` check of a GPU's Xids: failed on a critical one, an error on
+/// one of [`xid::SEVERITY_XIDS`] without a severity word, else ok.
+fn xid_check(xids: &Probe<Vec<xid::XidEvent>>) -> Check {
+    let events = match xids {
+        Probe::Value(events) => events,
+        p => return unread(p).expect("not a value"),
     };
+    let of = |class: xid::XidClass| {
+        let mut seen: Vec<&xid::XidEvent> = events
+            .iter()
+            .filter(|e| xid::classify(e) == class)
+            .collect();
+        seen.sort();
+        seen.dedup();
+        seen.iter().map(|e| e.words()).collect::<Vec<String>>()
+    };
+    let critical = of(xid::XidClass::Critical);
+    let unknown = of(xid::XidClass::SeverityUnknown);
+    if !critical.is_empty() {
+        Check::Failed(format!("Xid {}", critical.join(",")))
+    } else if !unknown.is_empty() {
+        Check::Error(format!(
+            "Xid {} without a severity word (Fatal or NonFatal): cannot tell whether it needs a reset",
+            unknown.join(",")
+        ))
+    } else {
+        Check::Ok
+    }
+}
+
+fn judge(r: &GpuReading) -> Vec<(String, Check)> {
+    let xid = xid_check(&r.xids);
     let ecc = match &r.ecc_uncorrected {
         Probe::Value(0) => Check::Ok,
         Probe::Value(n) => Check::Failed(format!("uncorrectable ECC x{n}")),
@@ -280,6 +320,10 @@ fn judge(r: &GpuReading) -> Vec<(String, Check)> {
         Probe::Value(a) => Check::Failed(format!("recovery action: {}", a.words())),
         p => unread(p).expect("not a value"),
     };
+    let fabric = match &r.fabric {
+        Probe::Value(f) => fabric::check(f),
+        p => unread(p).expect("not a value"),
+    };
     vec![
         ("present".into(), Check::Ok),
         ("xid".into(), xid),
@@ -287,6 +331,7 @@ fn judge(r: &GpuReading) -> Vec<(String, Check)> {
         ("retired_pages".into(), pages),
         ("row_remap".into(), remap),
         ("recovery_action".into(), recovery),
+        ("fabric".into(), fabric),
     ]
 }
 
@@ -300,19 +345,31 @@ fn gpu_report(index: u32, read: Result<GpuReading, GpuError>) -> GpuReport {
             (judge(&r), r.serial, r.uuid, r.pci_bus_id, xids)
         }
         Err(e) => {
-            let present = match &e {
-                GpuError::Lost(_) => Check::Failed("lost".into()),
-                // The handle query failed (not NOT_SUPPORTED): an error, unknown.
-                GpuError::Unreadable(why) => Check::Error(why.clone()),
+            let (present, unreadable) = match &e {
+                GpuError::Lost(_) => (Check::Failed("lost".into()), None),
+                // The handle query failed (not NOT_SUPPORTED): an error,
+                // unknown; but the kernel log still reaches it by its PCI
+                // address when that is known (`unreadable`).
+                GpuError::Unreadable(u) => (Check::Error(u.why.clone()), Some(u)),
             };
             let mut checks = vec![("present".to_string(), present)];
             for name in &GPU_CHECKS[1..] {
-                checks.push((
-                    name.to_string(),
-                    Check::Unsupported(format!("not read: {e}")),
-                ));
+                let c = match unreadable {
+                    Some(u) if *name == "xid" => xid_check(&u.xids),
+                    _ => Check::Unsupported(format!("not read: {e}")),
+                };
+                checks.push((name.to_string(), c));
             }
-            (checks, None, None, None, Vec::new())
+            let (bus, xids) = match unreadable {
+                Some(Unreadable {
+                    pci_bus_id,
+                    xids: Probe::Value(events),
+                    ..
+                }) => (pci_bus_id.clone(), xids_seen(events)),
+                Some(u) => (u.pci_bus_id.clone(), Vec::new()),
+                None => (None, Vec::new()),
+            };
+            (checks, None, None, bus, xids)
         }
     };
     GpuReport {
@@ -326,13 +383,15 @@ fn gpu_report(index: u32, read: Result<GpuReading, GpuError>) -> GpuReport {
     }
 }
 
-/// A GPU's verdict: the worst check, except that `recovery_action`
-/// unsupported (a driver before the field existed) is no loss of a check.
+/// A GPU's verdict: the worst check, except that an unsupported one of
+/// [`OPTIONAL_CHECKS`] is no loss of a check.
 fn gpu_verdict(checks: &[(String, Check)]) -> Verdict {
     Verdict::of(
         checks
             .iter()
-            .filter(|(n, c)| !(n == "recovery_action" && matches!(c, Check::Unsupported(_))))
+            .filter(|(n, c)| {
+                !(OPTIONAL_CHECKS.contains(&n.as_str()) && matches!(c, Check::Unsupported(_)))
+            })
             .map(|(_, c)| c),
     )
 }
@@ -359,10 +418,12 @@ pub fn check_node(node: &str, source: &mut dyn GpuSource, expected: Option<u32>)
         }
         (Some(_), None) => Check::Ok,
     };
+    let (nvswitch, sxids) = sxid::check(&source.sxids());
     let verdict = gpus
         .iter()
         .map(|g| g.verdict)
         .chain(std::iter::once(Verdict::of([&count])))
+        .chain(std::iter::once(node_check_verdict(&nvswitch)))
         .max()
         .unwrap_or(Verdict::Healthy);
     NodeReport {
@@ -371,9 +432,27 @@ pub fn check_node(node: &str, source: &mut dyn GpuSource, expected: Option<u32>)
         found,
         expected,
         count,
+        nvswitch,
+        sxids,
         verdict,
         note: count_err,
     }
+}
+
+/// The verdict of the node's `nvswitch` check: unsupported costs no check
+/// (the kernel log could not be read, and the GPUs' `xid` checks say so
+/// already; or a fixture records no `kernel_log`).
+fn node_check_verdict(nvswitch: &Check) -> Verdict {
+    match nvswitch {
+        Check::Unsupported(_) => Verdict::Healthy,
+        c => Verdict::of([c]),
+    }
+}
+
+/// The `nvswitch` check of a node whose NVML did not start (no source was
+/// read).
+fn nvswitch_not_read() -> Check {
+    Check::Unsupported("not read: NVML did not initialise".into())
 }
 
 /// The report of a node whose NVML did not initialise (`e`, a
@@ -398,6 +477,8 @@ pub fn init_failed_node(node: &str, expected: Option<u32>, e: &SourceError) -> N
             count: Check::Failed(format!(
                 "NVML init failed: {cause} (0 of {want} GPUs usable)"
             )),
+            nvswitch: nvswitch_not_read(),
+            sxids: Vec::new(),
             verdict: Verdict::Failed,
             note: Some(why),
         },
@@ -414,205 +495,11 @@ pub fn unknown_node(node: &str, expected: Option<u32>, why: &str) -> NodeReport 
         found: 0,
         expected,
         count: Check::Unsupported(why.to_string()),
+        nvswitch: nvswitch_not_read(),
+        sxids: Vec::new(),
         verdict: Verdict::Unknown,
         note: Some(why.to_string()),
     }
-}
-
-/// The first failure, for the drain reason and the ledger event: `(GPU
-/// index, serial, fault)`; GPU `None` for the node's count check. A
-/// failure comes before a reset required.
-pub fn first_failure(r: &NodeReport) -> Option<(Option<u32>, Option<String>, String)> {
-    for g in &r.gpus {
-        for (_, c) in &g.checks {
-            if let Check::Failed(f) = c {
-                return Some((Some(g.index), g.serial.clone(), f.clone()));
-            }
-        }
-    }
-    if let Check::Failed(f) = &r.count {
-        return Some((None, None, f.clone()));
-    }
-    for g in &r.gpus {
-        for (_, c) in &g.checks {
-            if let Check::ResetRequired(f) = c {
-                return Some((Some(g.index), g.serial.clone(), f.clone()));
-            }
-        }
-    }
-    None
-}
-
-/// The drain reason: `allot: gpu3 Xid 79 serial=1652221028513`, with
-/// ` (+N more)` when other checks failed too; `allot: 7 of 8 GPUs visible`
-/// for the count. `None` when nothing failed.
-pub fn drain_reason(r: &NodeReport) -> Option<String> {
-    let (gpu, serial, fault) = first_failure(r)?;
-    let failures = r
-        .gpus
-        .iter()
-        .flat_map(|g| g.checks.iter())
-        .filter(|(_, c)| matches!(c, Check::Failed(_) | Check::ResetRequired(_)))
-        .count()
-        + usize::from(matches!(r.count, Check::Failed(_)));
-    let mut s = match gpu {
-        Some(i) => format!("allot: gpu{i} {fault}"),
-        None => format!("allot: {fault}"),
-    };
-    if let Some(serial) = serial {
-        s.push_str(&format!(" serial={serial}"));
-    }
-    if failures > 1 {
-        s.push_str(&format!(" (+{} more)", failures - 1));
-    }
-    Some(s)
-}
-
-/// The check named by a drain reason of [`drain_reason`] (the `reason` of
-/// a ledger `health` event): one of [`GPU_CHECKS`], `count` for the node's
-/// GPU count, `nvml` for NVML failing to initialise ([`init_failed_node`]), `other` for a text this allot does not write. Only the first
-/// failure is named in a reason; the `(+N more)` are not.
-pub fn check_of_reason(reason: &str) -> &'static str {
-    let r = reason.strip_prefix("allot: ").unwrap_or(reason);
-    let fault = match r.strip_prefix("gpu") {
-        Some(rest) if rest.starts_with(|c: char| c.is_ascii_digit()) => rest
-            .trim_start_matches(|c: char| c.is_ascii_digit())
-            .trim_start(),
-        _ if r.starts_with("NVML init failed") => return "nvml",
-        _ => {
-            // The count check: `7 of 8 GPUs visible`.
-            let mut w = r.split_whitespace();
-            return match (w.next(), w.next(), w.next(), w.next()) {
-                (Some(a), Some("of"), Some(b), Some("GPUs"))
-                    if a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok() =>
-                {
-                    "count"
-                }
-                _ => "other",
-            };
-        }
-    };
-    let starts = |p: &str| fault.starts_with(p);
-    if starts("Xid ") {
-        "xid"
-    } else if starts("uncorrectable ECC") {
-        "ecc"
-    } else if starts("retired pages") {
-        "retired_pages"
-    } else if starts("row remap") || starts("reset required (row remap") {
-        "row_remap"
-    } else if starts("recovery action") || starts("reset required (recovery action") {
-        "recovery_action"
-    } else if fault == "lost" || starts("lost ") {
-        "present"
-    } else {
-        "other"
-    }
-}
-
-/// Text output: one line per GPU, then the node summary.
-pub fn render_text(r: &NodeReport) -> String {
-    let mut out = String::new();
-    for g in &r.gpus {
-        out.push_str(&format!(
-            "gpu{:<3} {:<8} serial={} bus={}",
-            g.index,
-            g.verdict.as_str(),
-            g.serial.as_deref().unwrap_or("?"),
-            g.pci_bus_id.as_deref().unwrap_or("?")
-        ));
-        for (name, c) in &g.checks {
-            out.push_str(&format!(" {name}={}", c.word()));
-            if let Check::Failed(d) | Check::ResetRequired(d) | Check::Error(d) = c {
-                out.push_str(&format!("({d})"));
-            }
-        }
-        // The Xids that do not fail the check are listed, never hidden.
-        let others: Vec<String> = g
-            .xids
-            .iter()
-            .filter(|x| !x.critical)
-            .map(|x| {
-                let mut notes: Vec<String> = x.severity.iter().cloned().collect();
-                if x.count > 1 {
-                    notes.push(format!("x{}", x.count));
-                }
-                if notes.is_empty() {
-                    x.xid.to_string()
-                } else {
-                    format!("{}({})", x.xid, notes.join(" "))
-                }
-            })
-            .collect();
-        if !others.is_empty() {
-            out.push_str(&format!(" non_critical_xids={}", others.join(",")));
-        }
-        out.push('\n');
-    }
-    let failed = r
-        .gpus
-        .iter()
-        .filter(|g| g.verdict == Verdict::Failed)
-        .count();
-    let unknown = r
-        .gpus
-        .iter()
-        .filter(|g| g.verdict == Verdict::Unknown)
-        .count();
-    let reset = r
-        .gpus
-        .iter()
-        .filter(|g| g.verdict == Verdict::ResetRequired)
-        .count();
-    let expected = r
-        .expected
-        .map_or_else(|| "?".to_string(), |e| e.to_string());
-    out.push_str(&format!(
-        "node {}: {}: {} GPUs ({} expected), {} failed, {}{} unknown; count {}",
-        r.node,
-        r.verdict.as_str(),
-        r.found,
-        expected,
-        failed,
-        if reset > 0 {
-            format!("{reset} reset required, ")
-        } else {
-            String::new()
-        },
-        unknown,
-        r.count.word()
-    ));
-    if let Some(reason) = drain_reason(r) {
-        out.push_str(&format!("; {reason}"));
-    }
-    out.push('\n');
-    if let (Check::Failed(_), Some(note)) = (&r.count, &r.note) {
-        out.push_str(&format!("  error: {note}\n"));
-    }
-    // Why each unsupported check is unsupported, once per distinct reason.
-    let mut whys: Vec<String> = Vec::new();
-    let all = r
-        .gpus
-        .iter()
-        .flat_map(|g| g.checks.iter().map(|(_, c)| c))
-        .chain(std::iter::once(&r.count));
-    for c in all {
-        let line = match c {
-            Check::Unsupported(why) => format!("  unsupported: {why}"),
-            Check::Error(why) => format!("  error: {why}"),
-            _ => continue,
-        };
-        {
-            if !whys.contains(&line) {
-                whys.push(line);
-            }
-        }
-    }
-    for w in whys {
-        out.push_str(&w);
-        out.push('\n');
-    }
-    out
 }
 
 #[cfg(test)]

@@ -6,24 +6,36 @@ use std::time::Duration;
 
 use nvml_wrapper::enum_wrappers::device::{EccCounter, MemoryError};
 use nvml_wrapper::enums::device::SampleValue;
-use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::error::{nvml_try, NvmlError};
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::sys_exports::field_id::{
     NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, NVML_FI_DEV_REMAPPED_FAILURE, NVML_FI_DEV_REMAPPED_PENDING,
 };
 use nvml_wrapper::Nvml;
+use nvml_wrapper_sys::bindings::{
+    nvmlGpuFabricInfo_t, nvmlGpuFabricInfo_v2_t, nvmlGpuFabricInfo_v3_t,
+    nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH,
+};
 
-use super::xid;
+use super::fabric::{Fabric, FabricState};
+
 use super::{
     probe_from, GpuError, GpuReading, GpuSource, Probe, QueryError, RecoveryAction, RowRemap,
-    SourceError,
+    SourceError, Unreadable,
 };
+use super::{sxid, unreadable, xid};
 
 /// Reads GPUs through NVML.
 pub struct NvmlSource {
     nvml: Nvml,
     /// Xids of the kernel log since boot, or why it could not be read.
     xids: Result<Vec<(xid::PciKey, xid::XidEvent)>, String>,
+    /// SXids (the NVSwitches' errors) of the same log.
+    sxids: Result<Vec<sxid::SxidEvent>, String>,
+    /// Every GPU index's PCI address, those NVML cannot open found by
+    /// elimination ([`unreadable`]); read once, when a GPU first cannot
+    /// be opened.
+    addresses: Option<Vec<Option<xid::PciKey>>>,
 }
 
 impl std::fmt::Debug for NvmlSource {
@@ -59,10 +71,13 @@ impl NvmlSource {
         for attempt in 1..=attempts {
             match Nvml::init() {
                 Ok(nvml) => {
+                    let log = xid::read_kmsg();
                     return Ok(NvmlSource {
                         nvml,
-                        xids: xid::read_kmsg().map(|log| xid::xids_in(&log)),
-                    })
+                        xids: log.as_ref().map(|l| xid::xids_in(l)).map_err(Clone::clone),
+                        sxids: log.map(|l| sxid::sxids_in(&l)),
+                        addresses: None,
+                    });
                 }
                 Err(e) if is_absent(&e) => return Err(SourceError::Absent(e.to_string())),
                 Err(e) => {
@@ -94,6 +109,62 @@ fn init_code(e: &NvmlError) -> Option<&'static str> {
         NvmlError::GpuLost => "GPU_IS_LOST",
         NvmlError::Unknown => "UNKNOWN",
         _ => return None,
+    })
+}
+
+/// `NVML_STRUCT_VERSION(GpuFabricInfo, N)`: the version field of the
+/// struct `nvmlDeviceGetGpuFabricInfoV` fills (the size of version N of
+/// it, and N in the top byte).
+const FABRIC_INFO_V3: u32 = std::mem::size_of::<nvmlGpuFabricInfo_v3_t>() as u32 | (3 << 24);
+const FABRIC_INFO_V2: u32 = std::mem::size_of::<nvmlGpuFabricInfo_v2_t>() as u32 | (2 << 24);
+
+/// The GPU's registration with the NVLink fabric
+/// (`nvmlDeviceGetGpuFabricInfoV`, version 3 of its struct, else version 2
+/// for a driver that answers ARGUMENT_VERSION_MISMATCH; else the older
+/// `nvmlDeviceGetGpuFabricInfo`; [`super::fabric`]). nvml-wrapper has no
+/// safe method for it: the call is made through the library it loaded, on
+/// a struct of plain integers the driver fills. A driver without either
+/// call has no fabric to report: not supported.
+fn fabric(nvml: &Nvml, dev: &nvml_wrapper::Device<'_>) -> Result<Fabric, QueryError> {
+    let lib = nvml.lib();
+    // SAFETY: the handle of `dev`, which borrows `nvml`: valid while both live.
+    let handle = unsafe { dev.handle() };
+    let (rc, state, status) = if let Ok(call) = &lib.nvmlDeviceGetGpuFabricInfoV {
+        let mut last = (0, 0, 0);
+        for version in [FABRIC_INFO_V3, FABRIC_INFO_V2] {
+            // SAFETY: the struct (version 3, the largest the two versions
+            // name) is integers and arrays of integers, for which all zero
+            // bytes are a value; the driver writes within the size the
+            // version gives, which is no larger than the struct.
+            let mut info: nvmlGpuFabricInfo_v3_t = unsafe { std::mem::zeroed() };
+            info.version = version;
+            let rc = unsafe { call(handle, &mut info) };
+            last = (rc, info.state, info.status);
+            if rc != nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH {
+                break;
+            }
+        }
+        last
+    } else if let Ok(call) = &lib.nvmlDeviceGetGpuFabricInfo {
+        // SAFETY: as above, for the version 1 struct of this call.
+        let mut info: nvmlGpuFabricInfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe { call(handle, &mut info) };
+        (rc, info.state, info.status)
+    } else {
+        return Err(QueryError::NotSupported(
+            "NVML: no nvmlDeviceGetGpuFabricInfo in this driver (no NVLink fabric state)".into(),
+        ));
+    };
+    nvml_try(rc).map_err(|e| query_error(&e))?;
+    let state = FabricState::from_value(state);
+    if state == FabricState::NotSupported {
+        return Err(QueryError::NotSupported(
+            "NVML: no NVLink fabric on this GPU (fabric state not supported)".into(),
+        ));
+    }
+    Ok(Fabric {
+        state,
+        error: nvml_try(status).err().map(|e| format!("NVML: {e}")),
     })
 }
 
@@ -147,9 +218,43 @@ fn fields(
     Ok(out)
 }
 
+impl NvmlSource {
+    /// GPU `index`, whose handle NVML cannot open (`why`): its PCI address
+    /// by elimination over the driver's GPUs, and the kernel log's Xids
+    /// there.
+    fn unreadable(&mut self, index: u32, why: String) -> Unreadable {
+        if self.addresses.is_none() {
+            let count = self.nvml.device_count().unwrap_or(0);
+            let known: Vec<Option<xid::PciKey>> = (0..count)
+                .map(|i| {
+                    let dev = self.nvml.device_by_index(i).ok()?;
+                    xid::pci_key(&dev.pci_info().ok()?.bus_id)
+                })
+                .collect();
+            let driver = unreadable::driver_gpus().unwrap_or_else(|e| {
+                tracing::warn!("{e}: the PCI address of a GPU NVML cannot open stays unknown");
+                Vec::new()
+            });
+            self.addresses = Some(unreadable::by_elimination(&known, &driver));
+        }
+        let key = self
+            .addresses
+            .as_ref()
+            .and_then(|a| a.get(index as usize).copied().flatten());
+        unreadable::at(why, key, &self.xids)
+    }
+}
+
 impl GpuSource for NvmlSource {
     fn count(&mut self) -> Result<u32, String> {
         self.nvml.device_count().map_err(|e| format!("NVML: {e}"))
+    }
+
+    fn sxids(&mut self) -> Probe<Vec<sxid::SxidEvent>> {
+        match &self.sxids {
+            Ok(all) => Probe::Value(all.clone()),
+            Err(why) => Probe::Unsupported(why.clone()),
+        }
     }
 
     fn read(&mut self, index: u32) -> Result<GpuReading, GpuError> {
@@ -160,7 +265,11 @@ impl GpuSource for NvmlSource {
                     "NVML: GPU is lost (fallen off the bus)".into(),
                 ))
             }
-            Err(e) => return Err(GpuError::Unreadable(format!("NVML: {e}"))),
+            Err(e) => {
+                return Err(GpuError::Unreadable(
+                    self.unreadable(index, format!("NVML: {e}")),
+                ))
+            }
         };
         let mut r = GpuReading::unsupported(index, "not read");
         r.serial = dev.serial().ok();
@@ -188,17 +297,13 @@ impl GpuSource for NvmlSource {
             )
             .map(|v| RecoveryAction::from_value(v[0])),
         )?;
+        r.fabric = probe_from(fabric(&self.nvml, &dev))?;
         r.xids = match (&self.xids, r.pci_bus_id.as_deref().and_then(xid::pci_key)) {
             (Err(why), _) => Probe::Unsupported(why.clone()),
             (Ok(_), None) => Probe::Unsupported(
                 "PCI bus id unreadable: Xids cannot be matched to this GPU".into(),
             ),
-            (Ok(all), Some(key)) => Probe::Value(
-                all.iter()
-                    .filter(|(k, _)| *k == key)
-                    .map(|(_, x)| x.clone())
-                    .collect(),
-            ),
+            (Ok(all), Some(key)) => Probe::Value(xid::xids_at(all, key)),
         };
         Ok(r)
     }

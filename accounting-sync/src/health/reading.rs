@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::fabric::Fabric;
 use super::xid;
 
 /// One quantity read from a GPU, or why it could not be read.
@@ -134,6 +135,8 @@ pub struct GpuReading {
     pub row_remap: Probe<RowRemap>,
     /// The driver's recommended recovery action.
     pub recovery_action: Probe<RecoveryAction>,
+    /// The GPU's registration with the NVLink fabric (NVSwitch nodes).
+    pub fabric: Probe<Fabric>,
 }
 
 impl GpuReading {
@@ -150,6 +153,7 @@ impl GpuReading {
             retired_pages_pending: Probe::Unsupported(why.into()),
             row_remap: Probe::Unsupported(why.into()),
             recovery_action: Probe::Unsupported(why.into()),
+            fabric: Probe::Unsupported(why.into()),
         }
     }
 }
@@ -160,9 +164,35 @@ pub enum GpuError {
     /// The GPU is lost (NVML `GPU_IS_LOST`: fallen off the bus).
     #[error("lost: {0}")]
     Lost(String),
-    /// Another error reading the GPU's handle.
-    #[error("unreadable: {0}")]
-    Unreadable(String),
+    /// Another error reading the GPU's handle ("Unknown Error").
+    #[error("unreadable: {}", .0.why)]
+    Unreadable(Unreadable),
+}
+
+/// A GPU whose handle NVML cannot open, for an error other than
+/// GPU_IS_LOST: what is still known of it without the handle
+/// ([`super::unreadable`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable {
+    /// NVML's error on the handle, as written in the report.
+    pub why: String,
+    /// Its PCI bus id (`00000000:3B:00.0`), when known without the handle
+    /// (by elimination over the driver's GPUs, or recorded in a fixture).
+    pub pci_bus_id: Option<String>,
+    /// The kernel log's Xids at that PCI bus id; unsupported when the PCI
+    /// bus id or the log is unknown.
+    pub xids: Probe<Vec<xid::XidEvent>>,
+}
+
+impl Unreadable {
+    /// Nothing known but NVML's error (`why`).
+    pub fn new(why: impl Into<String>) -> Unreadable {
+        Unreadable {
+            why: why.into(),
+            pci_bus_id: None,
+            xids: Probe::Unsupported("not read: the GPU's handle cannot be read".into()),
+        }
+    }
 }
 
 /// Why no GPU could be read.

@@ -2,7 +2,12 @@
 //!
 //! An Xid is an error report the NVIDIA driver prints to the kernel log:
 //! `NVRM: Xid (PCI:0000:3b:00): 79, pid=1101234, name=nvc:[driver], GPU has
-//! fallen off the bus.` (older drivers omit `PCI:`). NVML's event API only
+//! fallen off the bus.` (older drivers omit `PCI:`). On a GPU in MIG mode
+//! the parenthesis also names the GPU instance the fault hit: `NVRM: Xid
+//! (PCI:0000:01:00 GPU-I:05): 95, ...`. The line is matched to its GPU by
+//! the PCI address alone, whatever else the parenthesis holds: an Xid is
+//! never dropped for a word allot does not know there (a dropped Xid 95
+//! reads healthy). NVML's event API only
 //! reports Xids that happen while a process is registered for them, so a
 //! periodic health check reads the kernel log (`/dev/kmsg`, records since
 //! boot) instead. An Xid stays there until reboot: after repairing a GPU
@@ -48,31 +53,44 @@ pub const CRITICAL_XIDS: &[u64] = &[
 /// neither: the check is in error (the GPU unknown, never healthy).
 pub const SEVERITY_XIDS: std::ops::RangeInclusive<u64> = 144..=150;
 
-/// One Xid of the kernel log: its number and the severity word of its line
-/// (`Fatal`, `NonFatal`, `Uncorrectable`, ..., as written), when it has one.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+/// One Xid of the kernel log: its number, the severity word of its line
+/// (`Fatal`, `NonFatal`, `Uncorrectable`, ..., as written) and the MIG GPU
+/// instance of its parenthesis (`GPU-I:05`), each when it has one.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct XidEvent {
     /// The Xid number.
     pub xid: u64,
     /// The line's severity word, as written.
     pub severity: Option<String>,
+    /// The GPU instance of a GPU in MIG mode (`05` of `GPU-I:05`), as
+    /// written. The Xid concerns the whole GPU all the same: its check is
+    /// judged by the number as on any GPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_instance: Option<String>,
 }
 
 impl XidEvent {
-    /// An Xid without a severity word.
+    /// An Xid without a severity word, on no GPU instance.
     pub fn code(xid: u64) -> XidEvent {
         XidEvent {
             xid,
             severity: None,
+            gpu_instance: None,
         }
     }
 
-    /// `145 Fatal`, or `79` without a severity word.
+    /// `145 Fatal`, `79` without a severity word, `95 (GPU-I:05)` on a MIG
+    /// GPU instance.
     pub fn words(&self) -> String {
-        match &self.severity {
-            Some(w) => format!("{} {w}", self.xid),
-            None => self.xid.to_string(),
+        let mut s = self.xid.to_string();
+        if let Some(w) = &self.severity {
+            s.push(' ');
+            s.push_str(w);
         }
+        if let Some(i) = &self.gpu_instance {
+            s.push_str(&format!(" (GPU-I:{i})"));
+        }
+        s
     }
 }
 
@@ -158,17 +176,47 @@ pub fn parse_xid_text(text: &str) -> Option<XidEvent> {
         .flat_map(|w| w.split([',', '(', ')', ':', ';', '.']))
         .find(|w| severity_is_fatal(w).is_some())
         .map(str::to_string);
-    Some(XidEvent { xid, severity })
+    Some(XidEvent {
+        xid,
+        severity,
+        gpu_instance: None,
+    })
 }
 
-/// An Xid line of the kernel log: `(PCI address key, Xid)`. `None` for
-/// any other line.
+/// A PCI address in NVML's form (`00000000:3B:00.0`, function 0), as
+/// `GpuReading::pci_bus_id` holds it.
+pub fn pci_bus_id(key: PciKey) -> String {
+    format!("{:08X}:{:02X}:{:02X}.0", key.0, key.1, key.2)
+}
+
+/// The Xids of `all` (every `(address, Xid)` of the kernel log) logged at
+/// `key`, in order.
+pub fn xids_at(all: &[(PciKey, XidEvent)], key: PciKey) -> Vec<XidEvent> {
+    all.iter()
+        .filter(|(k, _)| *k == key)
+        .map(|(_, x)| x.clone())
+        .collect()
+}
+
+/// An Xid line of the kernel log: `(PCI address key, Xid)`. The
+/// parenthesis holds the PCI address first (`PCI:0000:3b:00`, or
+/// `0000:3b:00` from older drivers), then, on a MIG GPU, `GPU-I:NN` (kept
+/// in [`XidEvent::gpu_instance`]); any other word after the address is
+/// skipped, never a reason to drop the Xid. `None` for any other line, or
+/// one whose parenthesis does not start with a PCI address.
 pub fn parse_xid_line(line: &str) -> Option<(PciKey, XidEvent)> {
     let rest = &line[line.find("NVRM: Xid (")? + "NVRM: Xid (".len()..];
     let close = rest.find(')')?;
-    let key = pci_key(&rest[..close])?;
+    let mut words = rest[..close].split_whitespace();
+    let key = pci_key(words.next()?)?;
+    let gpu_instance = words
+        .find_map(|w| w.strip_prefix("GPU-I:"))
+        .filter(|i| !i.is_empty())
+        .map(str::to_string);
     let after = rest[close + 1..].trim_start().strip_prefix(':')?;
-    Some((key, parse_xid_text(after)?))
+    let mut x = parse_xid_text(after)?;
+    x.gpu_instance = gpu_instance;
+    Some((key, x))
 }
 
 /// Every Xid in `log` (kernel log text, one record per line), in order.
@@ -245,6 +293,8 @@ mod tests {
         assert_eq!(pci_key("00000000:3B:00.0"), pci_key("PCI:0000:3b:00"));
         assert_eq!(pci_key("0001:86:1f.0"), Some((1, 0x86, 0x1f)));
         assert_eq!(pci_key("garbage"), None);
+        assert_eq!(pci_bus_id((0, 0x3b, 0)), "00000000:3B:00.0");
+        assert_eq!(pci_key(&pci_bus_id((1, 0x86, 0x1f))), Some((1, 0x86, 0x1f)));
     }
 
     fn line(text: &str) -> XidEvent {
@@ -291,6 +341,55 @@ mod tests {
             )),
             XidClass::NonCritical
         );
+    }
+
+    #[test]
+    fn mig_lines_keep_their_xid_and_gpu_instance() {
+        // Issue 53, item 11: the GPU instance in the parenthesis made the
+        // PCI address unreadable, and the line was dropped.
+        let line = "NVRM: Xid (PCI:0000:01:00 GPU-I:05): 95, pid=20931, name=python3, Uncontained: FBHUB. RST: Yes, D-RST: No";
+        let (key, x) = parse_xid_line(line).unwrap();
+        assert_eq!(key, (0, 1, 0));
+        assert_eq!(
+            x,
+            XidEvent {
+                xid: 95,
+                severity: None,
+                gpu_instance: Some("05".into())
+            }
+        );
+        assert_eq!(x.words(), "95 (GPU-I:05)");
+        assert_eq!(classify(&x), XidClass::Critical);
+        // Matched to the same GPU as a line without the instance.
+        assert_eq!(
+            xids_in(&format!(
+                "{line}\nNVRM: Xid (PCI:0000:01:00): 13, pid=1, name=a, x\n"
+            ))
+            .iter()
+            .map(|(k, x)| (*k, x.xid))
+            .collect::<Vec<_>>(),
+            vec![((0, 1, 0), 95), ((0, 1, 0), 13)]
+        );
+        // A word allot does not know after the address is skipped.
+        let (key, x) = parse_xid_line(
+            "NVRM: Xid (PCI:0000:01:00 GPU-I:02 GPU-CI:1): 94, pid=7, name=t, Contained: SM",
+        )
+        .unwrap();
+        assert_eq!(
+            (key, x.xid, x.gpu_instance.as_deref()),
+            ((0, 1, 0), 94, Some("02"))
+        );
+        let (_, x) = parse_xid_line("NVRM: Xid (0000:01:00 something): 48, DBE").unwrap();
+        assert_eq!((x.xid, x.gpu_instance), (48, None));
+        // A severity word and an instance.
+        let (_, x) = parse_xid_line(
+            "NVRM: Xid (PCI:0000:01:00 GPU-I:03): 145, pid='<unknown>', name=<unknown>, RLW_REMAP Fatal XC0 i0 Link 2",
+        )
+        .unwrap();
+        assert_eq!(x.words(), "145 Fatal (GPU-I:03)");
+        // Still no PCI address, still no Xid.
+        assert_eq!(parse_xid_line("NVRM: Xid (GPU-I:05): 95, x"), None);
+        assert_eq!(parse_xid_line("NVRM: Xid (): 95, x"), None);
     }
 
     #[test]

@@ -429,44 +429,10 @@ fn local(t: i64) -> String {
     })
 }
 
-/// Total GPUs in `sinfo -h -N -O NodeHost:100,Gres:300` output: each node
-/// counted once, `gpu:N`, `gpu:type:N` entries summed, `(S:0-1)` socket
-/// suffixes ignored.
-pub fn gpus_from_sinfo(text: &str) -> u64 {
-    let mut seen = std::collections::HashSet::new();
-    let mut total = 0;
-    for line in text.lines() {
-        let mut it = line.split_whitespace();
-        let (Some(host), gres) = (it.next(), it.next().unwrap_or("")) else {
-            continue;
-        };
-        if !seen.insert(host.to_string()) {
-            continue;
-        }
-        for g in gres.split(',') {
-            let g = g.split('(').next().unwrap_or("");
-            let parts: Vec<&str> = g.split(':').collect();
-            if parts.first() == Some(&"gpu") && parts.len() >= 2 {
-                total += parts
-                    .last()
-                    .and_then(|n| n.parse::<u64>().ok())
-                    .unwrap_or(0);
-            }
-        }
-    }
-    total
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use allot_ledger::{AttemptRecord, Ledger};
-
-    #[test]
-    fn sinfo_gres() {
-        let text = "vm  gpu:8(S:0)\nvm  gpu:8(S:0)\nn2  gpu:a100:4(S:0-1),gpu:v100:2\nn3  (null)\n";
-        assert_eq!(gpus_from_sinfo(text), 14);
-    }
 
     fn rec(
         job: u64,

@@ -13,9 +13,11 @@ use fairshare::preempt::{Grounds, Rule};
 use fairshare::Config;
 
 use super::privacy::{PrivateData, SlurmUsers};
-use super::site::{Site, Snapshot};
-use crate::explain::{self, LiveJob};
+use super::site::Site;
+use super::snapshot::Snapshot;
+use crate::explain;
 use crate::reports::{budget, budget_page};
+use crate::slurm::squeue::LiveJob;
 
 /// When the fixture's snapshot is taken (epoch s).
 pub const NOW: i64 = 10_000;
@@ -43,22 +45,32 @@ pub fn temp_ledger(name: &str) -> std::path::PathBuf {
     path
 }
 
-/// Writes the fixture's ledger at `path` (which must not exist).
+/// A ledger at `path` (which must not exist) holding the attempts of
+/// `dump` (a `sacct --parsable2` dump with its header, UTC times), charged
+/// with the default contract and weights.
 ///
 /// # Panics
 /// On any ledger error (a fixture).
-pub fn write_ledger(path: &Path) {
+pub fn ledger_of_dump(path: &Path, dump: &str) -> Ledger {
     let mut ledger = Ledger::open(path).expect("fixture ledger");
     let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
     crate::sidecar::sync::import_dump(
         &mut ledger,
         &charging,
-        DUMP.as_bytes(),
+        dump.as_bytes(),
         jiff::tz::TimeZone::UTC,
         100,
     )
     .expect("fixture dump");
     ledger
+}
+
+/// Writes the fixture's ledger at `path` (which must not exist).
+///
+/// # Panics
+/// On any ledger error (a fixture).
+pub fn write_ledger(path: &Path) {
+    ledger_of_dump(path, DUMP)
         .record_preemption(&Preemption::new(
             1000,
             (7, "a1"),

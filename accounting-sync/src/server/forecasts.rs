@@ -16,7 +16,7 @@ use allot_sim::forecast::ForecastOptions;
 use allot_sim::SimSettings;
 use fairshare::Config;
 
-use super::site::Snapshot;
+use super::snapshot::Snapshot;
 use crate::forecast::{self, Inputs};
 
 /// Seconds the inputs serve before a forecast takes them again: the history a
@@ -197,7 +197,7 @@ impl Forecasts {
         let taken = match fresh {
             Some(i) if at.saturating_sub(i.nodes_at) < NODES_TTL => return Ok(i.clone()),
             // The history serves on; the nodes are taken again.
-            Some(i) => forecast::cluster_now().map(|(cluster, draining)| Inputs {
+            Some(i) => crate::slurm::sinfo::cluster_now().map(|(cluster, draining)| Inputs {
                 nodes_at: at,
                 cluster,
                 draining,

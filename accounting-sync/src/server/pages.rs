@@ -11,8 +11,9 @@ use fairshare::duration::SlurmDuration;
 
 use super::privacy::Viewer;
 use crate::explain::preempted::{figures, rule_words};
-use crate::explain::{when, Output};
+use crate::explain::Output;
 use crate::reports::budget_page::esc;
+use crate::when::when;
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:980px;margin:2em auto;color:#222}\
 table{border-collapse:collapse;margin:1em 0}td,th{border-bottom:1px solid #ddd;padding:4px 10px;text-align:left}\

@@ -28,56 +28,7 @@ use fairshare::Tree;
 use super::auth::Identity;
 use crate::explain::Output;
 use crate::reports::budget::{self, subtree_accounts, Report};
-use crate::sidecar::show_config_value;
-
-/// Slurm's `PrivateData` flags that allot honours.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PrivateData {
-    /// `jobs`.
-    pub jobs: bool,
-    /// `usage`.
-    pub usage: bool,
-    /// `accounts`.
-    pub accounts: bool,
-    /// `users`.
-    pub users: bool,
-}
-
-impl PrivateData {
-    /// From the value of `PrivateData` in `scontrol show config`
-    /// (`jobs,usage`, `none`); flags allot does not use are ignored.
-    pub fn parse(value: &str) -> PrivateData {
-        let mut p = PrivateData::default();
-        for f in value.split(',').map(|f| f.trim().to_ascii_lowercase()) {
-            match f.as_str() {
-                "jobs" => p.jobs = true,
-                "usage" => p.usage = true,
-                "accounts" => p.accounts = true,
-                "users" => p.users = true,
-                _ => {}
-            }
-        }
-        p
-    }
-
-    /// The flags as Slurm writes them (`none` when none is set).
-    pub fn describe(&self) -> String {
-        let on: Vec<&str> = [
-            (self.accounts, "accounts"),
-            (self.jobs, "jobs"),
-            (self.usage, "usage"),
-            (self.users, "users"),
-        ]
-        .into_iter()
-        .filter_map(|(b, n)| b.then_some(n))
-        .collect();
-        if on.is_empty() {
-            "none".into()
-        } else {
-            on.join(",")
-        }
-    }
-}
+pub use crate::slurm::scontrol::PrivateData;
 
 /// What slurmctld and slurmdbd say about users, read once a pass.
 #[derive(Debug, Clone, Default)]
@@ -262,36 +213,5 @@ impl Viewer {
         }
         r.lines = keep;
         r
-    }
-}
-
-/// `PrivateData` in `scontrol show config` output.
-pub fn private_data_of(show_config: &str) -> PrivateData {
-    show_config_value(show_config, "PrivateData")
-        .map(PrivateData::parse)
-        .unwrap_or_default()
-}
-
-/// SlurmUser's name in `scontrol show config` output (`slurm(64030)`).
-pub fn slurm_user_of(show_config: &str) -> Option<String> {
-    show_config_value(show_config, "SlurmUser")
-        .map(|v| v.split('(').next().unwrap_or("").to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn private_data_is_read_from_show_config() {
-        let text = "PriorityType            = priority/allot\nPrivateData             = jobs,usage\nSlurmUser               = slurm(64030)\n";
-        let p = private_data_of(text);
-        assert!(p.jobs && p.usage && !p.accounts && !p.users);
-        assert_eq!(p.describe(), "jobs,usage");
-        assert_eq!(
-            private_data_of("PrivateData = none\n"),
-            PrivateData::default()
-        );
-        assert_eq!(slurm_user_of(text).as_deref(), Some("slurm"));
     }
 }

@@ -8,55 +8,35 @@
 //!   (`?format=text`: its text);
 //! - `GET /metrics`: Prometheus metrics.
 //!
-//! Each sync pass [`Site::refresh`]es one [`Snapshot`] (the report, the
-//! engine, `squeue`'s jobs, PrivateData and who is an admin), so a request
-//! never runs a Slurm command: it reads the snapshot and, for a job, its
-//! attempts and preemption records in the ledger (two indexed queries).
+//! Each sync pass [`Site::refresh`]es one [`Snapshot`] ([`super::snapshot`]:
+//! the report, the engine, `squeue`'s jobs, PrivateData and who is an
+//! admin), so a request never runs a Slurm command: it reads the snapshot
+//! and, for a job, its attempts and preemption records in the ledger (two
+//! indexed queries). Each route is one function of [`super::routes`];
+//! [`Site::answer`] finds the route, the snapshot and the viewer.
 //! A pending job's page (and `/api/v1/jobs/<id>?forecast=1`) adds its
 //! start forecast, made off the request path ([`super::forecasts`]).
 //! Every answer is for its viewer ([`super::privacy`]), attributed by
 //! munge ([`super::auth`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use allot_ledger::LedgerReader;
 use allot_sim::SimSettings;
-use fairshare::{Config, Engine};
+use fairshare::Config;
 
 use super::auth;
-use super::forecasts::{Answer, Forecasts};
+use super::forecasts::Forecasts;
 use super::http::{Request, Response};
-use super::pages;
-use super::privacy::{private_data_of, slurm_user_of, SlurmUsers, Viewer};
-use crate::explain::{self, ExplainError, LiveJob};
+use super::privacy::Viewer;
+use super::routes;
+use super::snapshot::Snapshot;
+use crate::explain::{self, ExplainError};
 use crate::forecast::Inputs;
-use crate::reports::budget::{self, Report};
-use crate::reports::budget_page::{self, Daily};
 use crate::sidecar::metrics::SidecarMetrics;
-use crate::sidecar::slurm_output;
-
-/// Days of daily use on the live budget page.
-const PAGE_DAYS: u32 = 14;
-
-/// What the sidecar knew at its last pass.
-pub struct Snapshot {
-    /// When it was taken (epoch s).
-    pub at: i64,
-    /// The configuration.
-    pub config: Arc<Config>,
-    /// The engine over the window's charged usage.
-    pub engine: Engine,
-    /// The budget report over the window, with user lines.
-    pub report: Report,
-    /// Daily use for the page.
-    pub daily: Daily,
-    /// Every job slurmctld has, by id.
-    pub jobs: BTreeMap<u64, LiveJob>,
-    /// PrivateData, admins, associations.
-    pub users: SlurmUsers,
-}
+use crate::slurm::squeue::LiveJob;
 
 /// The sidecar's site: the latest snapshot and how to answer.
 pub struct Site {
@@ -65,69 +45,6 @@ pub struct Site {
     munge_socket: Option<String>,
     metrics: Option<Arc<SidecarMetrics>>,
     forecasts: Option<Arc<Forecasts>>,
-}
-
-/// Who is who, from Slurm: `scontrol show config` (PrivateData,
-/// SlurmUser) and slurmdbd (admin levels, associations).
-///
-/// # Errors
-/// A Slurm command that fails.
-pub fn slurm_users() -> anyhow::Result<SlurmUsers> {
-    let show = show_config()?;
-    let admins = admins(&show)?;
-    let mut accounts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for l in slurm_output(
-        "sacctmgr",
-        &["-n", "-P", "show", "assoc", "format=user,account"],
-    )?
-    .lines()
-    {
-        if let Some((u, a)) = l.split_once('|') {
-            if !u.is_empty() {
-                accounts
-                    .entry(u.to_string())
-                    .or_default()
-                    .insert(a.to_string());
-            }
-        }
-    }
-    Ok(SlurmUsers {
-        private: private_data_of(&show),
-        admins,
-        accounts,
-    })
-}
-
-/// `scontrol show config`'s output.
-///
-/// # Errors
-/// scontrol cannot run or fails.
-pub fn show_config() -> anyhow::Result<String> {
-    slurm_output("scontrol", &["show", "config"])
-}
-
-/// Who sees everything whatever `PrivateData` says: root, SlurmUser (from
-/// `show`, `scontrol show config`'s output) and slurmdbd's users of
-/// AdminLevel Operator or Administrator.
-///
-/// # Errors
-/// sacctmgr cannot run or fails.
-pub fn admins(show: &str) -> anyhow::Result<BTreeSet<String>> {
-    let mut admins: BTreeSet<String> = ["root".to_string()].into();
-    admins.extend(slurm_user_of(show));
-    for l in slurm_output(
-        "sacctmgr",
-        &["-n", "-P", "show", "user", "format=user,adminlevel"],
-    )?
-    .lines()
-    {
-        if let Some((u, level)) = l.split_once('|') {
-            if matches!(level.trim(), "Administrator" | "Operator") {
-                admins.insert(u.to_string());
-            }
-        }
-    }
-    Ok(admins)
 }
 
 impl Site {
@@ -168,10 +85,7 @@ impl Site {
         }
     }
 
-    /// Takes a new snapshot at `now` (epoch s) for `capacity` GPUs: the
-    /// report and engine from `reader`, the users from Slurm, and
-    /// slurmctld's `jobs` (as the sync pass read them; `None`: squeue is
-    /// asked here).
+    /// Takes a new snapshot ([`Snapshot::take`]) and installs it.
     ///
     /// # Errors
     /// Ledger errors, or a Slurm command that fails (the old snapshot
@@ -184,29 +98,7 @@ impl Site {
         now: i64,
         jobs: Option<BTreeMap<u64, LiveJob>>,
     ) -> anyhow::Result<()> {
-        let jobs = match jobs {
-            Some(jobs) => jobs,
-            None => explain::squeue_now()?,
-        };
-        let mut report = budget::build(
-            reader,
-            config.clone(),
-            capacity,
-            now - config.window as i64,
-            now,
-            true,
-        )?;
-        live_counts(&mut report, &config.tree, &jobs);
-        let snap = Snapshot {
-            at: now,
-            config: config.clone(),
-            engine: explain::engine_now(config, reader, now, Some(&jobs))?,
-            report,
-            daily: budget_page::daily(reader, config, now, PAGE_DAYS)?,
-            jobs,
-            users: slurm_users()?,
-        };
-        self.install(snap);
+        self.install(Snapshot::take(config, reader, capacity, now, jobs)?);
         Ok(())
     }
 
@@ -228,51 +120,15 @@ impl Site {
     }
 
     /// The answer to `req` for `who`, or (`None`) for the viewer its
-    /// credential names.
+    /// credential names: the route, then the snapshot (503 before the
+    /// first), the viewer (401 for a bad credential) and the API's
+    /// parameters (400 for one it does not take).
     pub(crate) fn answer_as(&self, req: &Request, who: Option<auth::Identity>) -> Response {
         let path = req.path.as_str();
-        let api = path.starts_with("/api/");
-        let fail = |status: u16, msg: &str| {
-            if api {
-                Response::json(
-                    status,
-                    serde_json::json!({ "error": msg, "status": status }).to_string(),
-                )
-            } else {
-                Response::html(status, pages::error_page(status, msg))
-            }
-        };
-        if path == "/metrics" {
-            return match &self.metrics {
-                Some(m) => {
-                    let (body, kind) = m.exposition(req.header("accept"));
-                    Response {
-                        content_type: kind.to_string(),
-                        ..Response::text(200, body)
-                    }
-                }
-                None => fail(404, "no metrics here"),
-            };
-        }
-        if path == "/jobs" {
-            let id = req.query_param("id").unwrap_or_default();
-            let id = id.trim();
-            let plain = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-            return match id.split_once('_') {
-                None if plain(id) => Response::redirect(&format!("/jobs/{id}")),
-                Some((a, t)) if plain(a) && plain(t) => Response::redirect(&format!("/jobs/{id}")),
-                _ => fail(
-                    400,
-                    "give a job id as squeue prints it: a number (4242) or an array task (4242_7)",
-                ),
-            };
-        }
-        enum Route {
-            Index,
-            Report,
-            Job { id: String, page: bool },
-        }
+        let fail = |status: u16, msg: &str| routes::fail(path, status, msg);
         let route = match path {
+            "/metrics" => return routes::metrics(self.metrics.as_deref(), req),
+            "/jobs" => return routes::lookup(req),
             "/" => Route::Index,
             "/api/v1/report" => Route::Report,
             _ => {
@@ -286,10 +142,7 @@ impl Site {
                         &format!("nothing at {path}; see / for the budget page"),
                     );
                 };
-                Route::Job {
-                    id: id.to_string(),
-                    page,
-                }
+                Route::Job { id, page }
             }
         };
         let Some(snap) = self.current() else {
@@ -326,100 +179,22 @@ impl Site {
         if let Some(why) = takes.and_then(|t| req.query_misfit(t)) {
             return fail(400, &why);
         }
-        let format = req.query_param("format");
         match route {
-            Route::Index => {
-                let r = viewer.redact_report(&snap.config.tree, without_users(&snap.report));
-                Response::html(
-                    200,
-                    budget_page::render_page(
-                        &r,
-                        &snap.config,
-                        &snap.daily,
-                        snap.at,
-                        Some(&pages::lookup_box(&viewer)),
-                    ),
-                )
-            }
-            Route::Report => {
-                let full = match req.query_param("users").as_deref() {
-                    Some("1" | "true" | "yes") => snap.report.clone(),
-                    None | Some("0" | "false" | "no") => without_users(&snap.report),
-                    Some(v) => return fail(400, &format!("users={v}: write users=1 or users=0")),
-                };
-                let r = viewer.redact_report(&snap.config.tree, full);
-                match format.as_deref() {
-                    None | Some("json") => Response::json(200, pretty(&r)),
-                    Some("text") => Response::text(200, budget::render_text(&r)),
-                    Some("parsable2") => Response::text(200, budget::render_parsable(&r)),
-                    Some(f) => fail(400, &format!("format={f}: write json, text or parsable2")),
-                }
-            }
-            Route::Job { id, page } => {
-                let id = match explain::resolve(&id, &snap.jobs) {
-                    Ok(id) => id,
-                    Err(e) if e.contains("not in slurmctld") => return fail(404, &e),
-                    Err(e) => return fail(400, &e),
-                };
-                let now = jiff::Timestamp::now().as_second();
-                let o = match self.explain(&snap, id, now) {
-                    Ok(o) => o,
-                    Err(ExplainError::Unknown(_)) => {
-                        // The snapshot's jobs are slurmctld's as of its last
-                        // pass: a job submitted since is not among them yet.
-                        return fail(
-                            404,
-                            &format!(
-                                "job {id} is neither in slurmctld as of the sidecar's last look \
-                                 ({} s ago) nor in the ledger; a job submitted since then shows \
-                                 at its next look: ask again in a few seconds",
-                                (now - snap.at).max(0)
-                            ),
-                        );
-                    }
-                    Err(e) => return fail(503, &format!("cannot read the ledger: {e}")),
-                };
-                if let Err(why) = viewer.may_see_job(&o) {
-                    return fail(403, &why);
-                }
-                let mut o = viewer.redact_job(o);
-                let asked = match req.query_param("forecast").as_deref() {
-                    None => page,
-                    Some("1" | "true" | "yes") => true,
-                    Some("0" | "false" | "no") => false,
-                    Some(v) => {
-                        return fail(
-                            400,
-                            &format!("forecast={v}: write forecast=1 or forecast=0"),
-                        )
-                    }
-                };
-                match &self.forecasts {
-                    Some(f) if asked && o.is_pending() => {
-                        match f.ask(id, o.live.as_ref().map_or(0, |l| l.restarts), snap.at) {
-                            Answer::Made(f) => o.forecast = Some(viewer.redact_forecast(f)),
-                            Answer::Failed(e) => o.forecast_error = Some(e),
-                            Answer::Pending(e) => {
-                                o.forecast_error = Some(e);
-                                o.forecast_pending = true;
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-                if page {
-                    Response::html(200, pages::job_page(&o, now, &viewer))
-                } else {
-                    match format.as_deref() {
-                        None | Some("json") => Response::json(200, pretty(&o)),
-                        Some("text") => Response::text(200, explain::render(&o, now)),
-                        Some(f) => fail(400, &format!("format={f}: write json or text")),
-                    }
-                }
-            }
+            Route::Index => routes::index(&snap, &viewer),
+            Route::Report => routes::report(&snap, &viewer, req),
+            Route::Job { id, page } => routes::job(
+                |id, now| self.explain(&snap, id, now),
+                self.forecasts.as_deref(),
+                &snap,
+                &viewer,
+                req,
+                id,
+                page,
+            ),
         }
     }
 
+    /// Job `id` explained at `now` from `snap` and the ledger.
     fn explain(&self, snap: &Snapshot, id: u64, now: i64) -> Result<explain::Output, ExplainError> {
         let reader = LedgerReader::open(&self.ledger)?;
         explain::build(
@@ -433,66 +208,9 @@ impl Site {
     }
 }
 
-/// The report's running and pending jobs as slurmctld has them now
-/// (squeue), rather than as the last sync saw them in sacct: each node
-/// line counts its subtree's accounts, each user line its user's jobs in
-/// its leaf, each line of an account outside the tree that account's.
-pub fn live_counts(r: &mut Report, tree: &fairshare::Tree, jobs: &BTreeMap<u64, LiveJob>) {
-    let mut by: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
-    for j in jobs.values() {
-        let c = by.entry((j.account.as_str(), j.user.as_str())).or_default();
-        match j.state.as_str() {
-            "RUNNING" | "COMPLETING" | "SUSPENDED" => c.0 += 1,
-            "PENDING" | "REQUEUED" => c.1 += 1,
-            _ => {}
-        }
-    }
-    let count = |accounts: &[String], user: Option<&str>| {
-        by.iter()
-            .filter(|((a, u), _)| accounts.iter().any(|x| x == a) && user.is_none_or(|w| w == *u))
-            .fold((0, 0), |s, (_, c)| (s.0 + c.0, s.1 + c.1))
-    };
-    let order = budget::node_order(tree);
-    let outside: Vec<String> = by
-        .keys()
-        .map(|(a, _)| a.to_string())
-        .filter(|a| tree.leaf_of_account(a).is_none())
-        .collect();
-    let mut nodes = order.iter();
-    let mut leaf_accounts: Vec<String> = Vec::new();
-    for l in &mut r.lines {
-        let (running, pending) = match l.user.as_deref() {
-            None => match nodes.next() {
-                Some(id) => {
-                    leaf_accounts = budget::subtree_accounts(tree, *id);
-                    count(&leaf_accounts, None)
-                }
-                None => count(&outside, None),
-            },
-            Some("") => count(std::slice::from_ref(&l.account), None),
-            Some(u) => count(&leaf_accounts, Some(u)),
-        };
-        l.running = running;
-        l.pending = pending;
-    }
-}
-
-fn without_users(r: &Report) -> Report {
-    Report {
-        // Accounts outside the tree keep their lines (an empty user).
-        lines: r
-            .lines
-            .iter()
-            .filter(|l| l.user.as_deref().is_none_or(str::is_empty))
-            .cloned()
-            .collect(),
-        totals: r.totals.clone(),
-    }
-}
-
-fn pretty(v: &impl serde::Serialize) -> String {
-    let mut s =
-        serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-    s.push('\n');
-    s
+/// The routes that need the snapshot.
+enum Route<'a> {
+    Index,
+    Report,
+    Job { id: &'a str, page: bool },
 }

@@ -1,21 +1,20 @@
 //! The draining pass of `allot sync --follow`: finds draining nodes with
 //! sinfo, reads their jobs with squeue, requeues each job whose contract is
-//! served ([`fairshare::drain::plan`]) with `scontrol requeue`, and records the
-//! drain, each requeue and the moment the node is empty in the ledger.
+//! served ([`fairshare::drain::plan`]) with `scontrol requeue` (the three
+//! through [`crate::slurm`]), and records the drain, each requeue and the
+//! moment the node is empty in the ledger.
 //!
 //! Cost: one `sinfo` per pass when no node drains (two slurmctld RPCs:
 //! node and partition info); one `squeue -w NODE` more per draining node.
 
 use std::collections::HashSet;
-use std::process::Command;
 
-use anyhow::{bail, Context};
-use fairshare::drain;
+use fairshare::drain::{self, Plan};
 use fairshare::ContractPolicy;
 
-use super::sinfo_squeue::{
-    self, parse_sinfo, parse_squeue, DrainingNode, SINFO_FORMAT, SQUEUE_FORMAT,
-};
+use crate::slurm::scontrol;
+use crate::slurm::sinfo::{draining_nodes, DrainingNode};
+use crate::slurm::squeue::jobs_on;
 use allot_ledger::events::{Event, EventKind};
 use allot_ledger::Ledger;
 
@@ -39,7 +38,7 @@ pub struct DrainingStatus {
     pub node: String,
     /// Jobs running or suspended on it (the ones requeued now included).
     pub jobs: u64,
-    /// When it will be empty (epoch s; [`sinfo_squeue::empty_by`]), `None` when
+    /// When it will be empty (epoch s; [`empty_by`]), `None` when
     /// unknown (a `--no-requeue` job, a suspended protected job, a requeue
     /// that failed).
     pub empty_by: Option<i64>,
@@ -52,21 +51,18 @@ pub struct DrainWatcher {
     warned: HashSet<u64>,
 }
 
-fn run(program: &str, args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new(program)
-        .args(args)
-        .env("SLURM_TIME_FORMAT", "%s")
-        .output()
-        .with_context(|| format!("cannot run {program}"))?;
-    if !out.status.success() {
-        bail!(
-            "{program} {} failed ({}): {}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+/// When a draining node will be empty, from its [`Plan`] at `now` (epoch
+/// s): the instant its last protected job's minimum runtime ends (`now`
+/// when no job is protected: every job is being requeued). `None` when that
+/// is unknown: a `--no-requeue` job left to finish (it runs until it ends),
+/// or a protected job suspended (its clock is stopped).
+pub fn empty_by(plan: &Plan, now: u64) -> Option<u64> {
+    if !plan.keep.is_empty() {
+        return None;
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    plan.wait
+        .iter()
+        .try_fold(now, |latest, (_, until)| until.map(|t| latest.max(t)))
 }
 
 impl DrainWatcher {
@@ -85,7 +81,7 @@ impl DrainWatcher {
     /// # Errors
     /// sinfo failing; a node whose squeue fails is logged and skipped.
     pub fn pass(&mut self, ledger: &Ledger, now: i64) -> anyhow::Result<PassReport> {
-        let nodes = parse_sinfo(&run("sinfo", &["-h", "-N", "-o", SINFO_FORMAT])?);
+        let nodes = draining_nodes()?;
         let mut report = PassReport::default();
         for n in &nodes {
             let since = n.since.unwrap_or(now);
@@ -136,12 +132,8 @@ impl DrainWatcher {
         now: i64,
         report: &mut PassReport,
     ) -> anyhow::Result<()> {
-        let text = run(
-            "squeue",
-            &["-h", "-w", &n.node, "-t", "R,S", "-O", SQUEUE_FORMAT],
-        )?;
         let mut jobs = Vec::new();
-        for row in parse_squeue(&text) {
+        for row in jobs_on(&n.node)? {
             match row {
                 Ok(j) => jobs.push(j),
                 Err(e) => tracing::warn!(node = %n.node, "skipping a job: {e}"),
@@ -153,7 +145,7 @@ impl DrainWatcher {
             .map(|j| j.node_job(&self.policy, now_u))
             .collect();
         let plan = drain::plan(&node_jobs, now_u);
-        let mut empty_by = sinfo_squeue::empty_by(&plan, now_u).map(|t| t as i64);
+        let mut empty_by = empty_by(&plan, now_u).map(|t| t as i64);
         let describe = |id: u64| {
             let j = node_jobs
                 .iter()
@@ -174,7 +166,7 @@ impl DrainWatcher {
         };
         for &id in &plan.requeue {
             let why = describe(id);
-            match run("scontrol", &["requeue", &id.to_string()]) {
+            match scontrol::requeue(id) {
                 Ok(_) => {
                     tracing::info!(job = id, node = %n.node, "requeued: {why}");
                     report.requeued.push(id);
@@ -242,5 +234,38 @@ fn record(ledger: &Ledger, e: Event) -> bool {
             tracing::error!(node = %e.node, kind = e.kind.as_str(), "cannot record the event: {err}");
             false
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_by_is_the_last_contract_end() {
+        let now = 1000;
+        let p = Plan {
+            requeue: vec![1],
+            wait: vec![(2, Some(1500)), (3, Some(4000))],
+            next_look: Some(1500),
+            ..Default::default()
+        };
+        assert_eq!(empty_by(&p, now), Some(4000));
+        let p = Plan {
+            requeue: vec![1],
+            ..Default::default()
+        };
+        assert_eq!(empty_by(&p, now), Some(now), "requeued now");
+        let p = Plan {
+            wait: vec![(2, Some(1500)), (3, None)],
+            ..Default::default()
+        };
+        assert_eq!(empty_by(&p, now), None, "suspended: clock stopped");
+        let p = Plan {
+            keep: vec![4],
+            wait: vec![(2, Some(1500))],
+            ..Default::default()
+        };
+        assert_eq!(empty_by(&p, now), None, "--no-requeue: runs to its end");
     }
 }

@@ -226,7 +226,7 @@ impl SidecarMetrics {
         r.register(
             "allot_health_drains",
             "Nodes drained by `allot health --drain` (ledger health events) per Slurm node and failed check \
-             (the first failure of the drain reason: present, xid, ecc, retired_pages, row_remap, recovery_action, count, other)",
+             (the first failure of the drain reason: present, xid, ecc, retired_pages, row_remap, recovery_action, fabric, count, nvswitch, nvml, other)",
             m.health_drains.clone(),
         );
         r.register(

@@ -15,9 +15,8 @@
 //! - A row that cannot be parsed is logged with its JobID and skipped. Job
 //!   steps (a dump without `-X`) are counted, not logged.
 
-use std::collections::HashSet;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::collections::{BTreeMap, HashSet};
+use std::io::BufRead;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -25,6 +24,9 @@ use anyhow::{bail, Context};
 use allot_ledger::charge::Charging;
 use allot_ledger::sacct::{Parser, RowOutcome, LIVE_FIELDS};
 use allot_ledger::{AttemptRecord, BatchStats, Ledger};
+
+use crate::slurm::sacct::{Attempts, Which};
+use crate::slurm::squeue::{jobs_now, LiveJob};
 
 /// Counts of one import.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -184,6 +186,36 @@ pub fn import_dump<R: BufRead>(
 }
 
 impl ImportStats {
+    /// The pass's one-line summary (logged by the sidecar, printed by
+    /// `allot sync`).
+    pub fn summary(&self) -> String {
+        let s = self;
+        let plural = |n: u64| if n == 1 { "" } else { "s" };
+        let mut line = format!(
+            "{} rows: {} new attempts, {} updated, {} unchanged, {} not jobs, ",
+            s.rows, s.written.inserted, s.written.updated, s.written.unchanged, s.skipped,
+        );
+        if s.steps > 0 {
+            line += &format!(
+                "{} job step{} (skipped: their jobs' rows are charged), ",
+                s.steps,
+                plural(s.steps)
+            );
+        }
+        line += &format!("{} unreadable (logged)", s.bad);
+        if s.written.superseded > 0 {
+            line += &format!(
+                "; {} row{} settled by another row of the same attempt (a later row, or one that ended it; conflicts logged)",
+                s.written.superseded,
+                plural(s.written.superseded)
+            );
+        }
+        if s.preemptions > 0 {
+            line += &format!("; {} preemptions recorded", s.preemptions);
+        }
+        line
+    }
+
     /// Job attempts read (written, updated or already stored).
     pub fn attempts(&self) -> u64 {
         self.written.inserted + self.written.updated + self.written.unchanged
@@ -264,110 +296,20 @@ pub struct SyncOptions {
     pub batch: usize,
 }
 
-/// `t` (epoch s) as a local date-time, as sacct's `-S` and `-E` read it.
-pub(crate) fn local_iso(t: i64) -> anyhow::Result<String> {
-    let ts = jiff::Timestamp::from_second(t).context("time out of range")?;
-    Ok(jiff::tz::TimeZone::system()
-        .to_datetime(ts)
-        .strftime("%Y-%m-%dT%H:%M:%S")
-        .to_string())
-}
-
-/// `program` (sacct) listing every user's allocations, each attempt (`-D`),
-/// with the fields the ledger's parser reads ([`LIVE_FIELDS`]), times as
-/// epoch seconds, no header; the caller adds `-S`/`-E` or `-j`.
-pub(crate) fn sacct_attempts(program: impl AsRef<std::ffi::OsStr>) -> Command {
-    let mut c = Command::new(program);
-    c.env("SLURM_TIME_FORMAT", "%s")
-        .args(["-a", "-X", "-D", "--parsable2", "--noheader", "-o"])
-        .arg(LIVE_FIELDS.join(","))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // Its own process group, so the timeout kills a wrapper script's
-    // children too (they would hold the output pipe open).
-    std::os::unix::process::CommandExt::process_group(&mut c, 0);
-    c
-}
-
+/// Streams the attempts `which` of `program` (sacct) into the ledger as
+/// they come; the caller moves the watermark once the whole pass
+/// succeeded.
 fn run_sacct(
     ledger: &mut Ledger,
     charging: &Charging,
-    mut cmd: Command,
+    program: &str,
+    which: Which<'_>,
     batch: usize,
     live: &mut LiveContracts,
 ) -> anyhow::Result<(ImportStats, HashSet<u64>)> {
     let parser = Parser::live(jiff::tz::TimeZone::system());
-    tracing::debug!(?cmd, "running sacct");
-    let mut child = cmd.spawn().with_context(|| {
-        format!(
-            "cannot run {:?}; is Slurm's sacct installed and on PATH?",
-            cmd.get_program()
-        )
-    })?;
-    let stdout = child.stdout.take().expect("piped");
-    let stderr = child.stderr.take().expect("piped");
-    // A sacct that never answers (slurmdbd wedged) must not stall the
-    // sidecar and its drain requeues: a watchdog kills it after the
-    // timeout, which ends its output; the pass then fails and is retried.
-    let timeout = sacct_timeout();
-    let group = child.id() as libc::pid_t;
-    let (done, finished) = std::sync::mpsc::channel::<()>();
-    let watchdog = std::thread::spawn(move || {
-        let fired = finished.recv_timeout(timeout).is_err();
-        if fired {
-            // SAFETY: kill(2) with a negative pid signals that process
-            // group; `group` is our unreaped child's (its pid stays
-            // reserved until the wait below), so no other group is hit.
-            unsafe {
-                libc::kill(-group, libc::SIGKILL);
-            }
-        }
-        fired
-    });
-    let err_thread = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut s);
-        s
-    });
-    // Rows are written as they come; the caller moves the watermark once
-    // the whole pass succeeded.
-    let result = import_lines(
-        ledger,
-        charging,
-        &parser,
-        BufReader::new(stdout).lines(),
-        batch,
-        None,
-        live,
-    );
-    let _ = done.send(());
-    let timed_out = watchdog.join().unwrap_or(false);
-    let status = child.wait().context("waiting for sacct")?;
-    let stderr = err_thread.join().unwrap_or_default();
-    if timed_out {
-        bail!(
-            "sacct did not finish within {} s and was killed (is slurmdbd answering? \
-             ALLOT_SACCT_TIMEOUT sets the limit)",
-            timeout.as_secs()
-        );
-    }
-    let (stats, seen) = result?;
-    if !status.success() {
-        bail!("sacct failed ({status}): {}", stderr.trim());
-    }
-    Ok((stats, seen))
-}
-
-/// How long one sacct run may take: `ALLOT_SACCT_TIMEOUT` seconds, default
-/// 1800 (a first import of a year of history takes minutes).
-pub fn sacct_timeout() -> Duration {
-    let secs = std::env::var("ALLOT_SACCT_TIMEOUT")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|s| *s > 0)
-        .unwrap_or(1800);
-    Duration::from_secs(secs)
+    Attempts::new(program, which)?
+        .stream(|out| import_lines(ledger, charging, &parser, out.lines(), batch, None, live))?
 }
 
 /// One live pass at `now` (seconds since the epoch): reads sacct from the
@@ -389,9 +331,14 @@ pub fn sync_once(
     let from = ledger
         .watermark()?
         .map_or(opts.first_start, |w| w - opts.overlap);
-    let mut cmd = sacct_attempts(&opts.sacct);
-    cmd.arg("-S").arg(local_iso(from)?).arg("-E").arg("now");
-    let (mut stats, seen) = run_sacct(ledger, charging, cmd, opts.batch, live)?;
+    let (mut stats, seen) = run_sacct(
+        ledger,
+        charging,
+        &opts.sacct,
+        Which::Since(from),
+        opts.batch,
+        live,
+    )?;
     let stale: Vec<String> = ledger
         .open_job_ids()?
         .into_iter()
@@ -403,9 +350,14 @@ pub fn sync_once(
             jobs = ids.len(),
             "re-reading attempts still open in the ledger"
         );
-        let mut cmd = sacct_attempts(&opts.sacct);
-        cmd.arg("-j").arg(ids.join(","));
-        let (s, _) = run_sacct(ledger, charging, cmd, opts.batch, live)?;
+        let (s, _) = run_sacct(
+            ledger,
+            charging,
+            &opts.sacct,
+            Which::Jobs(ids),
+            opts.batch,
+            live,
+        )?;
         stats.rows += s.rows;
         stats.skipped += s.skipped;
         stats.bad += s.bad;
@@ -437,7 +389,7 @@ pub struct LiveContracts {
     /// True until squeue has been asked (never for [`LiveContracts::off`]).
     ask: bool,
     /// slurmctld's jobs, once read.
-    jobs: Option<std::collections::BTreeMap<u64, crate::explain::LiveJob>>,
+    jobs: Option<BTreeMap<u64, LiveJob>>,
 }
 
 impl LiveContracts {
@@ -460,7 +412,7 @@ impl LiveContracts {
     /// The contract slurmctld holds for `job`, if it has one.
     fn of(&mut self, job: u64) -> Option<u64> {
         if std::mem::take(&mut self.ask) {
-            match crate::explain::squeue_now() {
+            match jobs_now() {
                 Ok(jobs) => self.jobs = Some(jobs),
                 Err(e) => tracing::warn!(
                     "cannot read running jobs' contracts from squeue; they keep the default until the next pass: {e:#}"
@@ -472,7 +424,7 @@ impl LiveContracts {
 
     /// slurmctld's jobs if this pass read them (the sidecar's site takes
     /// them rather than asking squeue a second time).
-    pub fn into_jobs(self) -> Option<std::collections::BTreeMap<u64, crate::explain::LiveJob>> {
+    pub fn into_jobs(self) -> Option<BTreeMap<u64, LiveJob>> {
         self.jobs
     }
 }
@@ -558,240 +510,46 @@ pub fn sync_with_retry(
     }
 }
 
-#[cfg(test)]
-mod backoff_tests {
-    use super::*;
+/// `SlurmUser` of the running Slurm (`scontrol show config`: `SlurmUser =
+/// slurm(64030)`), as (uid, primary gid).
+fn slurm_user() -> Option<(u32, u32)> {
+    // Ten seconds: scontrol retries an unreachable slurmctld for a minute
+    // or more, and this only decides the ledger file's owner.
+    let (_, uid) = crate::slurm::scontrol::show_config_within(Duration::from_secs(10))
+        .ok()?
+        .slurm_user()?;
+    let uid = uid?;
+    // SAFETY: getpwuid returns NULL or a pointer to a static passwd record,
+    // read at once on this thread.
+    let gid = unsafe {
+        let pw = libc::getpwuid(uid);
+        if pw.is_null() {
+            return None;
+        }
+        (*pw).pw_gid
+    };
+    Some((uid, gid))
+}
 
-    #[test]
-    fn doubles_up_to_the_cap_and_resets() {
-        let mut b = Backoff::new(Duration::from_secs(10));
-        let got: Vec<u64> = (0..6).map(|_| b.next_delay().as_secs()).collect();
-        assert_eq!(got, [1, 2, 4, 8, 10, 10]);
-        b.reset();
-        assert_eq!(b.next_delay().as_secs(), 1);
-        let mut tiny = Backoff::new(Duration::from_millis(300));
-        assert_eq!(tiny.next_delay(), Duration::from_millis(300));
+/// Run as root, hand the ledger to SlurmUser (mode 0640): slurmctld's
+/// plugins read it, other users cannot (docs/ledger.md). A failure is
+/// logged, not fatal: the sync itself is unaffected.
+pub fn give_to_slurm_user(path: &std::path::Path) {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
     }
-
-    /// Options running `body` as sacct (a shell script written at `path`).
-    fn fake_sacct(path: &std::path::Path, body: &str) -> SyncOptions {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        SyncOptions {
-            sacct: path.display().to_string(),
-            overlap: 3600,
-            first_start: 0,
-            batch: 100,
+    match slurm_user() {
+        Some((uid, gid)) => {
+            if let Err(e) = allot_ledger::set_owner(path, uid, gid) {
+                tracing::warn!(ledger = %path.display(), "cannot give the ledger to SlurmUser (uid {uid}): {e}");
+            }
+        }
+        None => {
+            tracing::debug!("SlurmUser unknown (scontrol show config): ledger left owned by root")
         }
     }
-
-    #[test]
-    fn retries_a_failing_sacct_until_it_works() {
-        let dir = std::env::temp_dir().join(format!("allot-retry-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        // A sacct that fails twice (slurmdbd down), then lists one job.
-        let counter = dir.join("calls");
-        let sacct = dir.join("sacct");
-        let opts = fake_sacct(
-            &sacct,
-            &format!(
-                "n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}\n\
-                 if [ $n -lt 2 ]; then echo 'sacct: error: Problem talking to the database: Connection refused' >&2; exit 1; fi\n\
-                 echo '7|7|a1|alice|gpu|gres/gpu=1|100|110|200|00:01:30|COMPLETED||'\n",
-                c = counter.display()
-            ),
-        );
-        let mut ledger = Ledger::open(&dir.join("ledger.sqlite")).unwrap();
-        let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
-        let t0 = std::time::Instant::now();
-        let stats = sync_with_retry(
-            &mut ledger,
-            &charging,
-            &opts,
-            || 1000,
-            Duration::from_secs(30),
-            Duration::from_secs(1),
-        )
-        .unwrap();
-        assert_eq!(stats.written.inserted, 1);
-        assert_eq!(std::fs::read_to_string(&counter).unwrap().trim(), "3");
-        assert!(
-            t0.elapsed() >= Duration::from_secs(2),
-            "waited 1 s + 1 s between tries"
-        );
-        assert_eq!(ledger.watermark().unwrap(), Some(1000));
-        // Down for longer than retry_for: the error, and the watermark stays.
-        std::fs::write(&counter, "-100").unwrap();
-        let e = sync_with_retry(
-            &mut ledger,
-            &charging,
-            &opts,
-            || 2000,
-            Duration::from_millis(1500),
-            Duration::from_secs(1),
-        )
-        .unwrap_err();
-        assert!(format!("{e:#}").contains("Connection refused"), "{e:#}");
-        assert_eq!(ledger.watermark().unwrap(), Some(1000));
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn a_pass_stores_the_plugins_preemption_records_once() {
-        let dir = std::env::temp_dir().join(format!("allot-precords-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let opts = fake_sacct(&dir.join("sacct"), "exit 0");
-        let path = dir.join("ledger.sqlite");
-        let mut ledger = Ledger::open(&path).unwrap();
-        let record = allot_ledger::preemptions::Preemption {
-            time: 900,
-            victim: 7,
-            victim_account: "a1".into(),
-            preemptor: 8,
-            preemptor_account: "b1".into(),
-            rule: "net_gain".into(),
-            grounds: serde_json::json!({"gain": 4.0}),
-        };
-        let log = allot_ledger::preemptions::log_path(&path);
-        allot_ledger::preemptions::append_to_log(&log, std::slice::from_ref(&record)).unwrap();
-        let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
-        let stats = sync_once(
-            &mut ledger,
-            &charging,
-            &opts,
-            1000,
-            &mut LiveContracts::from_squeue(),
-        )
-        .unwrap();
-        assert_eq!(stats.preemptions, 1);
-        assert_eq!(
-            sync_once(
-                &mut ledger,
-                &charging,
-                &opts,
-                1010,
-                &mut LiveContracts::from_squeue()
-            )
-            .unwrap()
-            .preemptions,
-            0
-        );
-        let got = ledger.reader().unwrap().preemptions_of(7).unwrap();
-        assert_eq!(got.len(), 1);
-        assert_eq!(got[0].preemption, record);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
 }
 
 #[cfg(test)]
-mod dump_tests {
-    use super::*;
-
-    /// A fresh ledger in a directory of its own (removed by the caller).
-    fn temp_ledger(prefix: &str) -> (std::path::PathBuf, Ledger) {
-        let dir = std::env::temp_dir().join(format!("{prefix}{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let ledger = Ledger::open(&dir.join("ledger.sqlite")).unwrap();
-        (dir, ledger)
-    }
-
-    /// `import_dump` of `dump` (UTC times, batches of 100) with the default
-    /// contract policy.
-    fn dump_into(ledger: &mut Ledger, dump: &[u8]) -> anyhow::Result<ImportStats> {
-        let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
-        import_dump(ledger, &charging, dump, jiff::tz::TimeZone::UTC, 100)
-    }
-
-    #[test]
-    fn steps_in_a_dump_without_x_are_counted_not_unreadable() {
-        let (dir, mut ledger) = temp_ledger("allot-steps-");
-        let dump = "JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
-            5101|5101|a1|alice|gpu|gres/gpu=1|100|110|3710|01:00:00|COMPLETED|\n\
-            5101.batch|5101.batch|a1|alice||cpu=1,gres/gpu=1|110|110|3710|01:00:00|COMPLETED|\n\
-            5104|5104|a1|alice|gpu|gres/gpu=2|100|110|3710|01:00:00|COMPLETED|\n\
-            5104.extern|5104.extern|a1|alice||gres/gpu=2|110|110|3710|01:00:00|COMPLETED|\n\
-            5104.0|5104.0|a1|alice||gres/gpu=2|110|110|3710|01:00:00|COMPLETED|\n\
-            7100_3|7104|a1|alice|gpu|gres/gpu=1|100|110|3710|01:00:00|COMPLETED|\n\
-            7100_3.batch|7104.batch|a1|alice||gres/gpu=1|110|110|3710|01:00:00|COMPLETED|\n\
-            x9|x9|a1|alice|gpu|gres/gpu=1|100|110|3710|01:00:00|COMPLETED|\n";
-        let stats = dump_into(&mut ledger, dump.as_bytes()).unwrap();
-        assert_eq!(
-            (stats.rows, stats.written.inserted, stats.steps, stats.bad),
-            (8, 3, 4, 1)
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn monitoring_dumps_import_keyed_by_start() {
-        let (dir, mut ledger) = temp_ledger("allot-nosubmit-");
-        // Two attempts of job 5200 (requeued), told apart by their Start.
-        let dump = "JobIDRaw|Start|End|Cluster|AllocTRES|AdminComment|User|Account|State|NNodes|NCPUS|ReqMem|QOS|Partition|TimelimitRaw|JobName\n\
-            5200|1700000100|1700003700|c|cpu=4,gres/gpu=2|allot:min_runtime=600|alice|a1|REQUEUED|1|4|16G|normal|gpu|60|train\n\
-            5200|1700003760|1700007360|c|cpu=4,gres/gpu=2|allot:min_runtime=600|alice|a1|COMPLETED|1|4|16G|normal|gpu|60|train\n\
-            5201|Unknown|Unknown|c|||bob|a1|PENDING|1|4|16G|normal|gpu|60|x\n";
-        let stats = dump_into(&mut ledger, dump.as_bytes()).unwrap();
-        assert_eq!(
-            (stats.rows, stats.written.inserted, stats.skipped, stats.bad),
-            (3, 2, 1, 0)
-        );
-        // Re-importing is a no-op: the key (job, Start) is stable.
-        let again = dump_into(&mut ledger, dump.as_bytes()).unwrap();
-        assert_eq!((again.written.inserted, again.written.unchanged), (0, 2));
-        // A dump without what charging needs is refused, naming it.
-        let e = dump_into(
-            &mut ledger,
-            "JobName|User|Account|Start\nx|alice|a1|100\n".as_bytes(),
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("lacks the field(s) JobIDRaw (or JobID), AllocTRES, End"),
-            "{e}"
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn a_dump_of_several_clusters_writes_nothing() {
-        let (dir, mut ledger) = temp_ledger("allot-clusters-");
-        let one = "Cluster|JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
-            alpha|700|700|a1|alice|gpu|gres/gpu=2|1700000000|1700000000|1700003600|01:00:00|COMPLETED|\n\
-            alpha|701|701|a1|alice|gpu|gres/gpu=4|1700000000|1700000000|1700003600|01:00:00|COMPLETED|\n";
-        // One cluster with the column: imported as before.
-        let stats = dump_into(&mut ledger, one.as_bytes()).unwrap();
-        assert_eq!(stats.written.inserted, 2);
-        let before = ledger.reader().unwrap().dump().unwrap();
-        // Another cluster's 700 and 701 (other submit times, so not
-        // "unchanged"): today they would become a second attempt of 700
-        // and replace 701. In batches of one, the first row would be
-        // written before the second cluster is seen.
-        let two = format!(
-            "{one}beta|700|700|b1|bob|gpu|gres/gpu=1|1700000500|1700000500|1700004100|01:00:00|COMPLETED|\n\
-             beta|701|701|b1|bob|gpu|gres/gpu=4|1700000000|1700000000|1700003600|01:00:00|COMPLETED|\n"
-        );
-        let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
-        let e = import_dump(
-            &mut ledger,
-            &charging,
-            two.as_bytes(),
-            jiff::tz::TimeZone::UTC,
-            1,
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("2 clusters: alpha (2 rows), beta (2 rows)")
-                && e.contains("sacct -M <cluster>"),
-            "{e}"
-        );
-        assert_eq!(
-            ledger.reader().unwrap().dump().unwrap(),
-            before,
-            "ledger untouched"
-        );
-        assert_eq!(ledger.reader().unwrap().attempt_count().unwrap(), 2);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
+mod tests;

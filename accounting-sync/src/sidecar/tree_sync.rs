@@ -24,24 +24,13 @@ use std::fmt::Write as _;
 
 use fairshare::tree::{NodeId, Tree};
 
+pub use crate::slurm::sacctmgr::SlurmAccount;
+
 /// Description prefix of an account that belongs to a multi-account leaf.
 pub const LEAF_MEMBER: &str = "allot: account of leaf";
 /// Description prefix of the account created for a leaf none of whose
 /// accounts has its name: it holds the leaf's Fairshare, jobs use its members.
 pub const LEAF_HOLDER: &str = "allot: budget of leaf";
-
-/// One Slurm account as slurmdbd holds it for a cluster.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SlurmAccount {
-    /// Account name.
-    pub name: String,
-    /// Parent account (`None` for `root`).
-    pub parent: Option<String>,
-    /// `Fairshare` of the account's association; `None` for `parent`.
-    pub fairshare: Option<u32>,
-    /// Description.
-    pub description: String,
-}
 
 /// One change `apply` makes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -339,51 +328,6 @@ pub fn import(existing: &[SlurmAccount], cluster: &str) -> (String, Vec<String>)
     (out, warnings)
 }
 
-/// Parses `sacctmgr -n -P show assoc format=account,parentname,user,fairshare`
-/// (account rows only: the user column empty) joined with descriptions
-/// from `sacctmgr -n -P show account format=account,description`.
-///
-/// # Errors
-/// A row with the wrong number of fields (the line is named).
-pub fn parse_sacctmgr(assocs: &str, descriptions: &str) -> Result<Vec<SlurmAccount>, String> {
-    let mut desc = BTreeMap::new();
-    for (i, l) in descriptions
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let (a, d) = l.split_once('|').ok_or_else(|| {
-            format!(
-                "sacctmgr show account, line {}: expected account|description, got {l:?}",
-                i + 1
-            )
-        })?;
-        desc.insert(a.to_string(), d.to_string());
-    }
-    let mut out = Vec::new();
-    let mut seen = BTreeSet::new();
-    for (i, l) in assocs
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let f: Vec<&str> = l.split('|').collect();
-        if f.len() < 4 {
-            return Err(format!("sacctmgr show assoc, line {}: expected account|parentname|user|fairshare, got {l:?}", i + 1));
-        }
-        if !f[2].is_empty() || !seen.insert(f[0].to_string()) {
-            continue;
-        }
-        out.push(SlurmAccount {
-            name: f[0].to_string(),
-            parent: (!f[1].is_empty()).then(|| f[1].to_string()),
-            fairshare: f[3].parse().ok(),
-            description: desc.get(f[0]).cloned().unwrap_or_default(),
-        });
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -519,16 +463,5 @@ mod tests {
             warnings,
             ["account hep: Fairshare is parent; imported as share = 1"]
         );
-    }
-
-    #[test]
-    fn sacctmgr_rows() {
-        let assocs = "root|||\nroot||root|1\nnlp|root||60\na1|nlp||35\na1||alice|1\n";
-        let descs = "root|default root account\nnlp|allot: tree.nlp\na1|allot: tree.nlp.a1\n";
-        let accts = parse_sacctmgr(assocs, descs).unwrap();
-        assert_eq!(accts.len(), 3);
-        assert_eq!(accts[1], acct("nlp", "root", Some(60), "allot: tree.nlp"));
-        assert_eq!(accts[0].fairshare, None);
-        assert!(parse_sacctmgr("x|y\n", "").unwrap_err().contains("line 1"));
     }
 }

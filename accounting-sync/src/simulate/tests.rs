@@ -3,6 +3,12 @@
 use super::input::sacct_trace;
 use super::*;
 
+/// Why `sweep_variants` refuses `specs` over config `c` and cluster `cl`.
+fn sweep_err(c: &toml::Table, cl: ClusterSpec, specs: &[&str]) -> String {
+    let specs: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+    sweep_variants(c, cl, &specs).err().unwrap().to_string()
+}
+
 #[test]
 fn sweep_grid_and_errors() {
     let c: toml::Table = toml::from_str("[tree.a]\nshare = 1\n").unwrap();
@@ -23,40 +29,22 @@ fn sweep_grid_and_errors() {
     );
     assert_eq!(v[2].config.window, 3 * 86_400);
     assert_eq!(v[3].cluster.nodes, 4);
-    let e = sweep_variants(&c, cl, &["windw=1-0".into()])
-        .err()
-        .unwrap()
-        .to_string();
+    let e = sweep_err(&c, cl, &["windw=1-0"]);
     assert!(e.contains("unknown key"), "{e}");
-    let e = sweep_variants(&c, cl, &["window=0".into()])
-        .err()
-        .unwrap()
-        .to_string();
+    let e = sweep_err(&c, cl, &["window=0"]);
     assert!(e.contains("longer than 0"), "{e}");
-    let e = sweep_variants(&c, cl, &["window=1-0".into(), "window=2-0".into()])
-        .err()
-        .unwrap()
-        .to_string();
+    let e = sweep_err(&c, cl, &["window=1-0", "window=2-0"]);
     assert!(e.contains("--sweep window is given twice"), "{e}");
-    let e = sweep_variants(&c, cl, &["seed=1,1".into()])
-        .err()
-        .unwrap()
-        .to_string();
+    let e = sweep_err(&c, cl, &["seed=1,1"]);
     assert!(e.contains("1 is given twice; list each value once"), "{e}");
-    let e = sweep_variants(&c, cl, &["window=1-0,,2-0".into()])
-        .err()
-        .unwrap()
-        .to_string();
+    let e = sweep_err(&c, cl, &["window=1-0,,2-0"]);
     assert!(e.contains("value 2 is empty"), "{e}");
     // A swept value is checked as the config checks it: sync_interval
     // against [sim] sync_offset too.
     let with_offset: toml::Table =
         toml::from_str("[sim]\nsync_offset = 30\n[tree.a]\nshare = 1\n").unwrap();
     assert!(sweep_variants(&with_offset, cl, &["sync_interval=1:00".into()]).is_ok());
-    let e = sweep_variants(&with_offset, cl, &["sync_interval=0:30".into()])
-        .err()
-        .unwrap()
-        .to_string();
+    let e = sweep_err(&with_offset, cl, &["sync_interval=0:30"]);
     assert!(e.contains("sim.sync_offset"), "{e}");
     assert!(
         parse_policies(&["allot,fifo".into(), "fifo".into()]).unwrap()
@@ -282,6 +270,18 @@ fn sacct_dumps_with_utc_offsets_replay_their_instants() {
     assert_eq!((t.jobs.len(), t.jobs[0].duration), (1, 3600));
 }
 
+/// The workload `args`' trace and config give on one node of 8 GPUs.
+fn prepared(args: &Args) -> Workload {
+    let (trace, _) = load_trace(&args.trace, None).unwrap();
+    let cfg = config_path::load_all(&args.config.path()).unwrap();
+    Workload::prepare(
+        &trace,
+        &cfg.config,
+        &cfg.sim,
+        ClusterSpec::parse("1x8").unwrap(),
+    )
+}
+
 fn sim_args(dir: &Path, config: &str, trace: &str) -> Args {
     std::fs::create_dir_all(dir).unwrap();
     std::fs::write(dir.join("allot.toml"), config).unwrap();
@@ -368,14 +368,7 @@ fn mixed_case_trace_accounts_match_and_unmatched_traces_fail() {
         helios,
     );
     assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
-    let (trace, _) = load_trace(&args.trace, None).unwrap();
-    let cfg = config_path::load_all(&args.config.path()).unwrap();
-    let w = Workload::prepare(
-        &trace,
-        &cfg.config,
-        &cfg.sim,
-        ClusterSpec::parse("1x8").unwrap(),
-    );
+    let w = prepared(&args);
     assert_eq!(w.jobs.len(), 2);
     assert_eq!(w.accounts, ["vcab", "vccd"]);
     assert_eq!(
@@ -416,14 +409,7 @@ fn alibaba_pods_map_onto_one_team_or_by_class() {
     // A one-team tree: every pod is that team's.
     let args = sim_args(&dir, "capacity_gpus = 8\n[tree.team]\nshare = 1\n", pods);
     assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
-    let cfg = config_path::load_all(&args.config.path()).unwrap();
-    let (trace, _) = load_trace(&args.trace, None).unwrap();
-    let w = Workload::prepare(
-        &trace,
-        &cfg.config,
-        &cfg.sim,
-        ClusterSpec::parse("1x8").unwrap(),
-    );
+    let w = prepared(&args);
     assert_eq!(w.jobs.len(), 3);
     assert_eq!(w.accounts, ["team"]);
     let mapped: Vec<(&str, &str, u64, &str)> = w
@@ -455,13 +441,7 @@ fn alibaba_pods_map_onto_one_team_or_by_class() {
         pods,
     );
     assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
-    let cfg = config_path::load_all(&args.config.path()).unwrap();
-    let w = Workload::prepare(
-        &trace,
-        &cfg.config,
-        &cfg.sim,
-        ClusterSpec::parse("1x8").unwrap(),
-    );
+    let w = prepared(&args);
     let per_account: Vec<(u64, u32)> = w.jobs.iter().map(|j| (j.id, j.account)).collect();
     assert_eq!(w.accounts, ["prod", "research"]);
     assert!(w.mapped.iter().all(|m| m.by == "[sim.accounts]"));
@@ -636,14 +616,7 @@ fn a_replay_that_leaves_most_of_the_work_out_fails() {
     let half = "submit,duration,gpus,team\n0,3600,16,a\n60,7200,4,b\n120,28800,1,a\n";
     let args = sim_args(&dir, tree, half);
     assert_eq!(run(&args).unwrap(), ExitCode::SUCCESS);
-    let (t, _) = load_trace(&args.trace, None).unwrap();
-    let cfg = config_path::load_all(&args.config.path()).unwrap();
-    let w = Workload::prepare(
-        &t,
-        &cfg.config,
-        &cfg.sim,
-        ClusterSpec::parse("1x8").unwrap(),
-    );
+    let w = prepared(&args);
     assert_eq!(w.oversized(), None);
     assert_eq!(
         w.left_out

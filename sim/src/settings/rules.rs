@@ -5,7 +5,7 @@
 use fairshare::config::{Config, ConfigError};
 use fairshare::duration::format_slurm_duration;
 
-use super::keys::{duration, RawSim};
+use super::raw::{duration, RawSim};
 use super::*;
 
 /// `[sim.accounts]`: trace names (lower-cased) to Slurm accounts.

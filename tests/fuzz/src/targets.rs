@@ -14,6 +14,7 @@ use allot_ledger::charge::Charging;
 use allot_ledger::sacct::{self, Parser, RowOutcome};
 use allot_sync::health::fixture::FixtureSource;
 use allot_sync::health::{check_node, Verdict};
+use allot_sync::health::{sxid, xid};
 use allot_sync::server::http::{parse_head, parse_head_len, Limits};
 use fairshare::duration::{format_slurm_duration, parse_slurm_duration};
 use fairshare::record::{
@@ -38,6 +39,7 @@ pub const TARGETS: &[Target] = &[
     ("tres", tres),
     ("sacct", sacct_rows),
     ("health_fixture", health_fixture),
+    ("kernel_log", kernel_log),
     ("trace", trace),
     ("http_request", http_request),
     ("site", site),
@@ -321,7 +323,10 @@ fn paris() -> jiff::tz::TimeZone {
 }
 
 /// `allot health --fixture` JSON: parsed and judged; a fixture whose NVML
-/// failed to initialise is never judged failed (never drains).
+/// failed to initialise is never judged failed (never drains). The kernel
+/// log reaches every GPU whose PCI address is known, one whose handle NVML
+/// cannot open too (issue 53): a critical Xid logged at a GPU's address
+/// fails that GPU.
 pub fn health_fixture(data: &[u8]) {
     let s = text(data);
     let Ok(mut fx) = FixtureSource::parse(&s) else {
@@ -338,6 +343,179 @@ pub fn health_fixture(data: &[u8]) {
             "no GPU found of 8 expected"
         );
     }
+    // A GPU whose fabric registration is recorded not started or in
+    // progress (its NVSwitch fabric unusable) is failed.
+    for i in fabric_not_ready(&s) {
+        if let Some(g) = report.gpus.iter().find(|g| g.index == i) {
+            assert_eq!(g.verdict, Verdict::Failed, "gpu{i}'s fabric is not ready");
+        }
+    }
+    let (log, sxids) = fixture_kernel_log(&s);
+    if sxids
+        .iter()
+        .any(|e| sxid::classify(e) == sxid::SxidClass::Reset)
+    {
+        assert!(
+            matches!(report.nvswitch, allot_sync::health::Check::Failed(_))
+                && report.verdict == Verdict::Failed,
+            "a fatal SXid in {sxids:?}, but nvswitch {:?}, node {:?}",
+            report.nvswitch,
+            report.verdict
+        );
+    }
+    for g in &report.gpus {
+        let Some(key) = g.pci_bus_id.as_deref().and_then(xid::pci_key) else {
+            continue;
+        };
+        let at = xid::xids_at(&log, key);
+        if at
+            .iter()
+            .any(|x| xid::classify(x) == xid::XidClass::Critical)
+        {
+            assert_eq!(
+                g.verdict,
+                Verdict::Failed,
+                "gpu{} at {key:?} has {at:?} in the kernel log",
+                g.index
+            );
+        }
+    }
+}
+
+/// The indexes of a fixture's GPUs whose `fabric` state is not started or
+/// in progress (by name or NVML's number), read by their probes (neither
+/// lost nor unreadable).
+fn fabric_not_ready(s: &str) -> Vec<u32> {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(s) else {
+        return Vec::new();
+    };
+    let Some(gpus) = v.get("gpus").and_then(|g| g.as_array()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (pos, g) in gpus.iter().enumerate() {
+        if g.get("lost").is_some() || g.get("unreadable").is_some() {
+            continue;
+        }
+        let state = g.get("fabric").and_then(|f| f.get("state"));
+        let not_ready = match state {
+            Some(serde_json::Value::String(s)) => s == "not_started" || s == "in_progress",
+            Some(n) => matches!(n.as_u64(), Some(1 | 2)),
+            None => false,
+        };
+        let index = g
+            .get("index")
+            .and_then(|i| i.as_u64())
+            .unwrap_or(pos as u64);
+        if not_ready {
+            if let Ok(i) = u32::try_from(index) {
+                out.push(i);
+            }
+        }
+    }
+    out
+}
+
+/// The Xids and SXids of a fixture's `kernel_log` lines (none without
+/// one).
+fn fixture_kernel_log(s: &str) -> (Vec<(xid::PciKey, xid::XidEvent)>, Vec<sxid::SxidEvent>) {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(s) else {
+        return (Vec::new(), Vec::new());
+    };
+    let Some(lines) = v.get("kernel_log").and_then(|l| l.as_array()) else {
+        return (Vec::new(), Vec::new());
+    };
+    let text: String = lines
+        .iter()
+        .filter_map(|l| l.as_str())
+        .map(|l| format!("{l}\n"))
+        .collect();
+    (xid::xids_in(&text), sxid::sxids_in(&text))
+}
+
+/// The kernel log `allot health` reads from /dev/kmsg
+/// (`allot_sync::health::xid`, `::sxid`): at most one Xid and one SXid per
+/// line; an Xid read from a line reads back the same (GPU address, number,
+/// severity word, MIG instance) from the line allot would write for it,
+/// and an SXid the same (switch, address, number, severity word); a MIG
+/// GPU instance (`GPU-I:07`) added after an Xid line's PCI address changes
+/// nothing but the instance (issue 53: such lines were dropped, and the
+/// Xid read healthy); an SXid the catalogue resolves with a reset needs
+/// one whatever its line says.
+pub fn kernel_log(data: &[u8]) {
+    let s = text(data);
+    assert!(xid::xids_in(&s).len() <= s.lines().count());
+    assert!(sxid::sxids_in(&s).len() <= s.lines().count());
+    for line in s.lines().take(256) {
+        let Some(e) = sxid::parse_sxid_line(line) else {
+            continue;
+        };
+        let canon = sxid_line(&e);
+        assert_eq!(
+            sxid::parse_sxid_line(&canon).as_ref(),
+            Some(&e),
+            "{line:?} rewritten as {canon:?}"
+        );
+        if sxid::RESET_SXIDS.contains(&e.sxid) {
+            assert_eq!(sxid::classify(&e), sxid::SxidClass::Reset, "{line:?}");
+        }
+    }
+    for line in s.lines().take(256) {
+        let Some((key, x)) = xid::parse_xid_line(line) else {
+            continue;
+        };
+        let canon = xid_line(key, &x);
+        assert_eq!(
+            xid::parse_xid_line(&canon),
+            Some((key, x.clone())),
+            "{line:?} rewritten as {canon:?}"
+        );
+        let mig = with_gpu_instance(line, "07");
+        let (k2, x2) = xid::parse_xid_line(&mig)
+            .unwrap_or_else(|| panic!("{line:?} with a GPU instance ({mig:?}) was dropped"));
+        assert_eq!(
+            (k2, x2.xid, &x2.severity, x2.gpu_instance.as_deref()),
+            (key, x.xid, &x.severity, Some("07")),
+            "{mig:?}"
+        );
+    }
+}
+
+/// The kernel line of an Xid, as the driver writes it.
+fn xid_line(key: xid::PciKey, x: &xid::XidEvent) -> String {
+    let mut s = format!("NVRM: Xid (PCI:{:04x}:{:02x}:{:02x}", key.0, key.1, key.2);
+    if let Some(i) = &x.gpu_instance {
+        s.push_str(&format!(" GPU-I:{i}"));
+    }
+    s.push_str(&format!("): {}, pid=1, name=fuzz", x.xid));
+    if let Some(w) = &x.severity {
+        s.push_str(&format!(", UNIT {w} XC0"));
+    }
+    s
+}
+
+/// The kernel line of an SXid, as the NVSwitch driver writes it.
+fn sxid_line(e: &sxid::SxidEvent) -> String {
+    let mut s = format!("nvidia-{}: SXid (PCI:{}): {}", e.switch, e.pci, e.sxid);
+    if let Some(w) = &e.severity {
+        s.push_str(&format!(", {w}"));
+    }
+    s.push_str(", Link 1 fuzz (First)");
+    s
+}
+
+/// `line` with ` GPU-I:INST` right after the PCI address of its first
+/// `NVRM: Xid (` parenthesis (a line that has one).
+fn with_gpu_instance(line: &str, inst: &str) -> String {
+    let start = line.find("NVRM: Xid (").expect("an Xid line") + "NVRM: Xid (".len();
+    let inner = &line[start..];
+    let lead = inner.len() - inner.trim_start().len();
+    let end = start
+        + lead
+        + inner[lead..]
+            .find(|c: char| c.is_whitespace() || c == ')')
+            .unwrap_or(inner.len() - lead);
+    format!("{} GPU-I:{inst}{}", &line[..end], &line[end..])
 }
 
 /// `allot sim` traces (allot CSV, Philly, Helios, Alibaba; the header

@@ -1,15 +1,13 @@
-use allot_ledger::charge::Charging;
 use allot_ledger::preemptions::Preemption;
-use allot_ledger::Ledger;
 
 use super::*;
+use crate::server::fixture::ledger_of_dump;
 
 #[test]
 fn a_recorded_attempt_names_its_preemptor_and_rule_and_only_others_are_guessed() {
     let dir = std::env::temp_dir().join(format!("allot-preempted-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut ledger = Ledger::open(&dir.join("ledger.sqlite")).unwrap();
     // Job 7 of a1 preempted twice; b1's job 8 started after the first
     // (the record), b2's job 9 after the second (no record: the guess).
     let dump = "JobID|JobIDRaw|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
@@ -18,15 +16,7 @@ fn a_recorded_attempt_names_its_preemptor_and_rule_and_only_others_are_guessed()
         7|7|a1|alice|gpu|gres/gpu=4|3001|Unknown|Unknown|00:00:00|PENDING|\n\
         8|8|b1|bob|gpu|gres/gpu=4|900|1010|5000|01:06:30|COMPLETED|\n\
         9|9|b2|carol|gpu|gres/gpu=4|2900|3010|5000|00:33:10|COMPLETED|\n";
-    let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
-    crate::sidecar::sync::import_dump(
-        &mut ledger,
-        &charging,
-        dump.as_bytes(),
-        jiff::tz::TimeZone::UTC,
-        100,
-    )
-    .unwrap();
+    let ledger = ledger_of_dump(&dir.join("ledger.sqlite"), dump);
     ledger
         .record_preemption(&Preemption::new(
             1000,

@@ -1,14 +1,19 @@
+//! The checks of `allot health` on fixtures: each rule with its own small
+//! input. The kernel log's shapes (MIG Xid lines, a GPU NVML cannot open,
+//! NVSwitch SXids) are in `kernel_log.rs`, the fabric state in
+//! `fabric.rs` (issue 53).
+
 use super::fixture::FixtureSource;
 use super::*;
 
-fn fixture(name: &str) -> FixtureSource {
+pub(super) fn fixture(name: &str) -> FixtureSource {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/health")
         .join(name);
     FixtureSource::load(&path).unwrap()
 }
 
-fn run(name: &str) -> NodeReport {
+pub(super) fn run(name: &str) -> NodeReport {
     let mut f = fixture(name);
     f.nvml_status().unwrap();
     let expected = f.expected_gpus;
@@ -21,26 +26,27 @@ fn healthy_node_of_8() {
     assert_eq!(r.found, 8);
     assert_eq!(r.gpus.len(), 8);
     assert!(r.gpus.iter().all(|g| g.verdict == Verdict::Healthy));
-    // A driver without the recovery-action field (this fixture has none)
-    // loses no check: the GPUs stay healthy.
-    assert!(r.gpus.iter().all(|g| g
-        .checks
+    // A driver without the recovery-action field, GPUs on no NVSwitch
+    // fabric (this fixture records neither) lose no check: the GPUs stay
+    // healthy.
+    assert!(r
+        .gpus
         .iter()
-        .all(|(n, c)| *c == Check::Ok
-            || (n == "recovery_action" && matches!(c, Check::Unsupported(_))))));
+        .all(|g| g.checks.iter().all(|(n, c)| *c == Check::Ok
+            || ((n == "recovery_action" || n == "fabric") && matches!(c, Check::Unsupported(_))))));
     assert_eq!(r.count, Check::Ok);
     assert_eq!(r.verdict, Verdict::Healthy);
     assert_eq!(drain_reason(&r), None);
     let text = render_text(&r);
     assert_eq!(
         text.lines().count(),
-        10,
-        "8 GPU lines + summary + why unsupported:\n{text}"
+        11,
+        "8 GPU lines + summary + why unsupported (recovery action, SXids):\n{text}"
     );
-    assert!(text.starts_with("gpu0   healthy  serial=1652221028510 bus=00000000:18:00.0 present=ok xid=ok ecc=ok retired_pages=ok row_remap=ok recovery_action=unsupported\n"), "{text}");
+    assert!(text.starts_with("gpu0   healthy  serial=1652221028510 bus=00000000:18:00.0 present=ok xid=ok ecc=ok retired_pages=ok row_remap=ok recovery_action=unsupported fabric=unsupported\n"), "{text}");
     assert!(
         text.ends_with(
-            "node gpu-a01: healthy: 8 GPUs (8 expected), 0 failed, 0 unknown; count ok\n  unsupported: unsupported (fixture)\n"
+            "node gpu-a01: healthy: 8 GPUs (8 expected), 0 failed, 0 unknown; count ok; nvswitch unsupported\n  unsupported: unsupported (fixture)\n  unsupported: no kernel_log in the fixture: NVSwitch SXids not recorded\n"
         ),
         "{text}"
     );
@@ -231,7 +237,7 @@ fn fixtures_that_could_hide_a_fault_are_refused() {
     assert!(e.to_string().contains("lists index 1"), "{e}");
 }
 
-fn one_gpu(probes: &str) -> NodeReport {
+pub(super) fn one_gpu(probes: &str) -> NodeReport {
     let text = format!(
         r#"{{"gpus": [{{"serial": "S2", "xids": [], "ecc_uncorrected": 0,
             "retired_pages_pending": false, "row_remap": {{"pending": false, "failure": false}},
@@ -356,6 +362,7 @@ fn every_query_error_path_is_never_healthy() {
         "retired_pages_pending",
         "row_remap",
         "recovery_action",
+        "fabric",
     ] {
         let with = |code: &str| {
             let text = r#"{"gpus": [{"serial": "S", "xids": [], "ecc_uncorrected": 0,
@@ -389,7 +396,7 @@ fn every_query_error_path_is_never_healthy() {
             "{probe}"
         );
         let r = with("NOT_SUPPORTED");
-        let expect = if probe == "recovery_action" {
+        let expect = if probe == "recovery_action" || probe == "fabric" {
             Verdict::Healthy
         } else {
             Verdict::Unknown
@@ -536,14 +543,19 @@ fn fatal_xids_fail_and_non_critical_ones_are_listed() {
     let text = render_text(&r);
     let line = |i: usize| text.lines().nth(i).unwrap().to_string();
     assert!(
-        line(2).ends_with("recovery_action=ok non_critical_xids=145(NonFatal x2),13"),
+        line(2).ends_with(
+            "recovery_action=ok fabric=unsupported non_critical_xids=145(NonFatal x2),13"
+        ),
         "{text}"
     );
     assert!(
         line(5).ends_with("non_critical_xids=144(Non-fatal),150(Correctable),31"),
         "{text}"
     );
-    assert!(line(0).ends_with("recovery_action=ok"), "{text}");
+    assert!(
+        line(0).ends_with("recovery_action=ok fabric=unsupported"),
+        "{text}"
+    );
     assert!(line(4).contains("xid=ERROR(Xid 147 without"), "{text}");
     assert!(line(4).ends_with("non_critical_xids=147"), "{text}");
     let v = serde_json::to_value(&r).unwrap();
@@ -600,7 +612,7 @@ fn driver_library_mismatch_on_a_gpu_node_fails_with_the_cause() {
     assert_eq!(check_of_reason(&reason), "nvml");
     let text = render_text(&r);
     assert!(
-        text.contains("node gpu-a01: FAILED: 0 GPUs (8 expected), 0 failed, 0 unknown; count FAILED; allot: NVML init failed: driver/library version mismatch (0 of 8 GPUs usable)\n  error: NVML failed to initialise after 1 attempts: RM detects a driver/library version mismatch (fixture)\n"),
+        text.contains("node gpu-a01: FAILED: 0 GPUs (8 expected), 0 failed, 0 unknown; count FAILED; nvswitch unsupported; allot: NVML init failed: driver/library version mismatch (0 of 8 GPUs usable)\n  error: NVML failed to initialise after 1 attempts: RM detects a driver/library version mismatch (fixture)\n"),
         "{text}"
     );
     // A node Slurm gives no GPUs (or does not say): unknown, never drained.
@@ -621,3 +633,6 @@ fn driver_library_mismatch_on_a_gpu_node_fails_with_the_cause() {
     assert_eq!(e.field, "nvml");
     assert!(e.to_string().contains("LIB_RM_VERSION_MISMATCH"), "{e}");
 }
+
+mod fabric;
+mod kernel_log;
