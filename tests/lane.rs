@@ -99,7 +99,10 @@ fn a_stream_of_short_jobs_holds_a_whole_cluster_job_back_at_most_short_max_time(
             let mine: u64 = tb.squeue(big, "%Q").parse().unwrap_or(0);
             if mine >> 30 >= 2 && !theirs.is_empty() {
                 let top = theirs.iter().max().copied().unwrap_or(0);
-                assert!(mine > top, "a2's job {mine} sorts below b1's debug work {top}");
+                assert!(
+                    mine > top,
+                    "a2's job {mine} sorts below b1's debug work {top}"
+                );
                 compared = true;
             }
             let missing = 8usize.saturating_sub(pending_of(&tb, "b1"));

@@ -139,6 +139,23 @@ impl Engine {
         self
     }
 
+    /// The owed band of every pending allocated job on `load`
+    /// ([`crate::owed::owed_bands`] with this snapshot's Fair Tree).
+    pub fn owed_bands(
+        &self,
+        load: &Entitlements,
+        queued: &mut [Queued],
+        tradeable: &crate::owed::Tradeable,
+    ) -> OwedBands {
+        crate::owed::owed_bands(self.tree(), &self.fair, load, queued, tradeable)
+    }
+
+    /// True if the leaf and each group above it use at most their share of
+    /// the window ([`crate::owed::below_window_share`]).
+    pub fn below_window_share(&self, leaf: LeafId) -> bool {
+        crate::owed::below_window_share(self.tree(), &self.fair, leaf)
+    }
+
     /// The owed bands given to [`Engine::with_owed`], if any.
     pub fn owed(&self) -> Option<&OwedBands> {
         self.owed.as_deref()

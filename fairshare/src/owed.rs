@@ -55,10 +55,10 @@
 //! ([`crate::preempt::verdict`] keeps its own argument: what strictly
 //! increases with each preemption).
 
-use crate::engine::Engine;
 use crate::entitlement::Entitlements;
+use crate::fair_tree::FairTree;
 use crate::priority::Band;
-use crate::tree::LeafId;
+use crate::tree::{LeafId, Tree};
 
 /// GPUs compared with a room: tolerance of the real-valued entitlement.
 const EPS: f64 = 1e-9;
@@ -122,92 +122,88 @@ impl OwedBands {
     }
 }
 
-impl Engine {
-    /// True if the leaf and each group above it use at most their share of
-    /// the window: Level FS at least 1 at every level ([`crate::fair_tree`]).
-    pub fn below_window_share(&self, leaf: LeafId) -> bool {
-        let tree = self.tree();
-        let mut n = tree.leaves().get(leaf.0 as usize).copied();
-        while let Some(id) = n {
-            let node = tree.node(id);
-            if node.parent.is_none() {
-                return true;
-            }
-            if self.fair_tree().level_fs(id).0 < 1.0 {
-                return false;
-            }
-            n = node.parent;
+/// True if the leaf and each group above it use at most their share of
+/// the window: Level FS at least 1 at every level of `fair`, the Fair Tree
+/// of `tree` ([`crate::fair_tree`]).
+pub fn below_window_share(tree: &Tree, fair: &FairTree, leaf: LeafId) -> bool {
+    let mut n = tree.leaves().get(leaf.0 as usize).copied();
+    while let Some(id) = n {
+        let node = tree.node(id);
+        if node.parent.is_none() {
+            return true;
         }
-        false
+        if fair.level_fs(id).0 < 1.0 {
+            return false;
+        }
+        n = node.parent;
     }
+    false
+}
 
-    /// The owed band of every pending allocated job (module doc) on `load`.
-    /// `queued` is sorted in place (by leaf, then [`Queued::key`]);
-    /// `tradeable` as [`Tradeable`].
-    pub fn owed_bands(
-        &self,
-        load: &Entitlements,
-        queued: &mut [Queued],
-        tradeable: &Tradeable,
-    ) -> OwedBands {
-        let tree = self.tree();
-        let leaves = tree.leaves().len();
-        let mut out = OwedBands {
-            last: vec![None; leaves],
-            crossing: vec![None; leaves],
-            claim: vec![None; leaves],
-        };
-        queued.sort_unstable_by_key(|q| (q.leaf, q.key()));
-        let mut room: Vec<f64> = (0..tree.nodes().len())
-            .map(|n| load.node_room(n))
-            .collect();
-        let cap = load.capacity() as f64;
-        // Each leaf's jobs: a range of `queued`.
-        let mut ranges: Vec<(LeafId, usize, usize)> = Vec::new();
-        let mut i = 0;
-        while i < queued.len() {
-            let leaf = queued[i].leaf;
-            let j = i + queued[i..].iter().take_while(|q| q.leaf == leaf).count();
-            if (leaf.0 as usize) < leaves {
-                ranges.push((leaf, i, j));
-            }
-            i = j;
+/// The owed band of every pending allocated job (module doc) on `load`,
+/// with the window's ranks and Level FS of `fair` (the Fair Tree of
+/// `tree`). `queued` is sorted in place (by leaf, then [`Queued::key`]);
+/// `tradeable` as [`Tradeable`]. Called through
+/// [`crate::Engine::owed_bands`].
+pub fn owed_bands(
+    tree: &Tree,
+    fair: &FairTree,
+    load: &Entitlements,
+    queued: &mut [Queued],
+    tradeable: &Tradeable,
+) -> OwedBands {
+    let leaves = tree.leaves().len();
+    let mut out = OwedBands {
+        last: vec![None; leaves],
+        crossing: vec![None; leaves],
+        claim: vec![None; leaves],
+    };
+    queued.sort_unstable_by_key(|q| (q.leaf, q.key()));
+    let mut room: Vec<f64> = (0..tree.nodes().len()).map(|n| load.node_room(n)).collect();
+    let cap = load.capacity() as f64;
+    // Each leaf's jobs: a range of `queued`.
+    let mut ranges: Vec<(LeafId, usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < queued.len() {
+        let leaf = queued[i].leaf;
+        let j = i + queued[i..].iter().take_while(|q| q.leaf == leaf).count();
+        if (leaf.0 as usize) < leaves {
+            ranges.push((leaf, i, j));
         }
-        ranges.sort_by_key(|&(leaf, i, _)| {
-            (std::cmp::Reverse(self.fair_tree().rank(leaf)), leaf, i)
-        });
-        for (leaf, i, j) in ranges {
-            let l = leaf.0 as usize;
-            let head = &queued[i];
-            let share = tree.node(tree.leaf_node(leaf)).allocation * cap;
-            if head.gpus as f64 > share + EPS && self.below_window_share(leaf) {
-                out.claim[l] = Some(head.id);
-            }
-            let path = load.path(leaf);
-            let mut trade = tradeable.get(l).copied().unwrap_or(0) as f64;
-            for q in &queued[i..j] {
-                let g = q.gpus as f64;
-                let fits = path.iter().all(|&n| room[n] + EPS >= g);
-                if q.debug && !fits && trade + EPS >= g {
-                    trade -= g;
-                    out.last[l] = Some(q.key());
-                    continue;
-                }
-                if path.iter().any(|&n| room[n] <= EPS) {
-                    break;
-                }
-                for &n in &path {
-                    room[n] -= g;
-                }
-                out.last[l] = Some(q.key());
-                if !fits {
-                    out.crossing[l] = Some(q.id);
-                    break;
-                }
-            }
-        }
-        out
+        i = j;
     }
+    ranges.sort_by_key(|&(leaf, i, _)| (std::cmp::Reverse(fair.rank(leaf)), leaf, i));
+    for (leaf, i, j) in ranges {
+        let l = leaf.0 as usize;
+        let head = &queued[i];
+        let share = tree.node(tree.leaf_node(leaf)).allocation * cap;
+        if head.gpus as f64 > share + EPS && below_window_share(tree, fair, leaf) {
+            out.claim[l] = Some(head.id);
+        }
+        let path = load.path(leaf);
+        let mut trade = tradeable.get(l).copied().unwrap_or(0) as f64;
+        for q in &queued[i..j] {
+            let g = q.gpus as f64;
+            let fits = path.iter().all(|&n| room[n] + EPS >= g);
+            if q.debug && !fits && trade + EPS >= g {
+                trade -= g;
+                out.last[l] = Some(q.key());
+                continue;
+            }
+            if path.iter().any(|&n| room[n] <= EPS) {
+                break;
+            }
+            for &n in &path {
+                room[n] -= g;
+            }
+            out.last[l] = Some(q.key());
+            if !fits {
+                out.crossing[l] = Some(q.id);
+                break;
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -56,7 +56,13 @@ pub fn is_debug(engine: &Engine, job: &JobRecord<'_>) -> bool {
 
 /// [`is_debug`] for a caller that has read the job's [`min_runtime`],
 /// [`gpus_in_tres_req`] and sweep mark already.
-fn debug_work(engine: &Engine, job: &JobRecord<'_>, min_runtime: u64, gpus: u64, sweep: bool) -> bool {
+fn debug_work(
+    engine: &Engine,
+    job: &JobRecord<'_>,
+    min_runtime: u64,
+    gpus: u64,
+    sweep: bool,
+) -> bool {
     engine
         .config()
         .priority
@@ -377,7 +383,10 @@ mod tests {
             ("a1", 1800, 4050, 1, 2),
             "2 GPUs x 2 + 1 core x 0.05, in milli-units per second"
         );
-        assert!(!p.short, "2 GPUs for 30 min, marked a sweep: not debug work");
+        assert!(
+            !p.short,
+            "2 GPUs for 30 min, marked a sweep: not debug work"
+        );
         assert_eq!(facts.gpus(), 2);
     }
 }

@@ -246,7 +246,7 @@ mod tests {
                     [contract.partition.debug]\ndefault_min_runtime = \"0\"\n\
                     [contract.partition.long]\ndefault_min_runtime = \"90\"\n\
                     [priority]\nshort_max_gpus = 2\nshort_max_time = \"30:00\"\nsweep_jobs = 16\n\
-                    [preempt]\nshort_wait = \"2:00\"\n[tree.a]\nshare = 1\n";
+                    [tree.a]\nshare = 1\n";
         let c = Config::from_toml_str(text).unwrap();
         let raw: toml::Value = toml::from_str(text).unwrap();
         let s = render_contract(&c, Some(&raw));
@@ -264,15 +264,11 @@ mod tests {
                 "  max_requeues 3 (default) = an allocated job requeued 3 time(s) is not preempted again until it ends",
                 "  partition debug: default_min_runtime 0 = 0 (free tier)",
                 "  partition long: default_min_runtime 90 = 1 h 30 min",
-                "priority short band:",
-                "  short_max_gpus 2 = jobs of at most 2 GPUs and a time limit within short_max_time sort first",
+                "debug work (it goes first inside its own team only):",
+                "  short_max_gpus 2 = jobs of at most 2 GPUs and a time limit within short_max_time are debug work",
                 "  short_max_time 30:00 = 30 min",
-                "  short_allowance 2 (default) = debug work keeps that place while its team (and each group above it) holds less than its entitlement plus 2 GPUs",
-                "  short_yield 00:03:00 (default) = 3 min",
-                "  = other teams' debug work yields to a job owed GPUs that it holds back, after short_yield",
-                "  sweep_jobs 16 = an account's short jobs beyond 16 within sweep_window are a sweep: batch work that never preempts",
+                "  sweep_jobs 16 = an account's short jobs beyond 16 within sweep_window are a sweep: batch work",
                 "  sweep_window 00:15:00 (default) = 15 min",
-                "  preempt short_wait 2:00 = 2 min",
                 "",
             ]
         );
@@ -287,6 +283,6 @@ mod tests {
             s.contains("  max_min_runtime 08:00:00 (default) = 8 h\n"),
             "{s}"
         );
-        assert!(!s.contains("priority"), "{s}");
+        assert!(!s.contains("debug work"), "{s}");
     }
 }

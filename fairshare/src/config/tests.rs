@@ -275,9 +275,7 @@ fn the_lane_is_gone_and_the_requeue_bound() {
         ("priority", "short_yield = \"4:00\""),
         ("preempt", "short_wait = \"3:00\""),
     ] {
-        let m = message(&format!(
-            "[{section}]\n{key}\n[tree.x]\nshare = 1"
-        ));
+        let m = message(&format!("[{section}]\n{key}\n[tree.x]\nshare = 1"));
         let name = key.split(' ').next().unwrap();
         assert!(
             m.contains(&format!("{section}.{name}: is gone")) && m.contains("delete the line"),

@@ -233,7 +233,10 @@ fn debug_work_trades_its_own_leafs_batch_work_and_nothing_else() {
     assert_eq!(e.preempt_verdict(&sp, &last, &l, NOW), Verdict::SameAccount);
     let mut own_debug = running(1, "a", H, 2 * H, ONE);
     own_debug.short = true;
-    assert_eq!(e.preempt_verdict(&sp, &own_debug, &l, NOW), Verdict::SameAccount);
+    assert_eq!(
+        e.preempt_verdict(&sp, &own_debug, &l, NOW),
+        Verdict::SameAccount
+    );
     // ...and between teams it is any other job: a holds its entitlement,
     // so it takes nothing of b (the debug lane is gone).
     assert!(matches!(
@@ -501,10 +504,7 @@ fn replay(s: &State) -> Result<Vec<(usize, usize, bool, bool)>, TestCaseError> {
         // allocated job uses one of its requeues; here a victim restarts
         // inside its contract, so the allocated jobs no contract protects
         // count what is left.
-        let exposed = run
-            .iter()
-            .filter(|j| !j.6 && j.4 >= j.3)
-            .count() as i64;
+        let exposed = run.iter().filter(|j| !j.6 && j.4 >= j.3).count() as i64;
         let allocated: u64 = r_run.iter().sum();
         let now_potential = (-exposed, allocated);
         if let Some(before) = potential {

@@ -373,4 +373,3 @@ pub(super) fn within_allowance(lost: f64, allowance: f64) -> bool {
 
 #[cfg(test)]
 mod tests;
-

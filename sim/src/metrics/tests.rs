@@ -102,7 +102,6 @@ fn two_equal_teams_converge_to_half_within_a_window() {
     assert_eq!(shares[23].1, vec![1.0, 0.0]);
     let w = Workload::prepare(&trace::from_jobs(jobs, vec![]), &c, &sim_of(&c), cluster);
     check_invariants(&r, &w);
-    assert!(r.preemptions > 0);
 }
 
 /// The report's team called `name`.

@@ -25,11 +25,7 @@ impl Sim<'_> {
                     j.attempt,
                     self.config.contract.max_requeues,
                 );
-                if j.state == State::Running
-                    && j.attempt == b
-                    && !j.unprotected
-                    && !used
-                {
+                if j.state == State::Running && j.attempt == b && !j.unprotected && !used {
                     let team = self.w.jobs[a as usize].team as usize;
                     let (start, held) = (j.start, Holding::of(&j.alloc));
                     let key = (fewest(j.attempt), start, a);
