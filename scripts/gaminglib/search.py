@@ -22,6 +22,9 @@ TWO = "[tree.honest]\nshare = 50\n\n[tree.gamer]\nshare = 50\n"
 GPU_CHOICES = [1, 1, 2, 2, 3, 4, 6, 8, 12, 16]
 PATTERNS = ["steady", "burst", "chains", "flood", "contract"]
 MAX_LOAD = 2.5
+# Candidates evaluated between two choices of parents: fixed, so that a seed gives the same
+# candidates whatever the number of processes.
+BATCH = 8
 
 
 # ------------------------------------------------------------------ honest workloads
@@ -225,12 +228,12 @@ def search(ctx, n, seed, procs=2, out=sys.stderr, progress=True, initial=None):
     t0 = time.time()
     with ProcessPoolExecutor(max_workers=procs) as pool:
         while len(recs) < n:
-            batch = [c for c in todo if c not in seen][: max(1, min(n - len(recs), procs * 4))]
+            batch = [c for c in todo if c not in seen][: max(1, min(n - len(recs), BATCH))]
             todo = todo[len(batch):]
             if not batch:
                 top = sorted(recs, key=lambda x: -x["badness"])[:10]
                 batch = []
-                while len(batch) < min(n - len(recs), procs * 4):
+                while len(batch) < min(n - len(recs), BATCH):
                     parent = max(r.sample(top, min(3, len(top))), key=lambda x: x["badness"])
                     child = f"{parent['id']}/{r.randrange(1, 10**6)}"
                     if child.count("/") > 12:
