@@ -86,7 +86,7 @@ const DRAIN_REQUEUE: u8 = 3;
 const NODE_END: u8 = 4;
 const TICK: u8 = 5;
 const BACKFILL: u8 = 6;
-/// A short job's `[preempt] short_wait` ends: look at the queue again.
+/// A time a waiting job asked to be looked at again (a repreempt delay ends): look at the queue again.
 const WAKE: u8 = 7;
 /// A requeued job's `[sim] requeue_delay` ends: it joins its queue.
 const ELIGIBLE: u8 = 8;

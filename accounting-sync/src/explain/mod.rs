@@ -288,9 +288,7 @@ pub fn build(
                 sweep: recorded_sweep(&l.admin_comment),
             });
             if recorded_sweep(&l.admin_comment) {
-                e.summary.push_str(
-                    "; part of a sweep (allot:sweep): ordered as batch work inside its team, after its debug work",
-                );
+                e.summary.push_str(SWEEP_NOTE);
             }
             let max = config.contract.max_requeues;
             let restarts = u32::try_from(l.restarts).unwrap_or(u32::MAX);
@@ -311,12 +309,16 @@ pub fn build(
                     running_since,
                 },
             };
-            engine.explain_running(
+            let mut e = engine.explain_running(
                 &account,
                 &contract,
                 u32::try_from(l.restarts).unwrap_or(u32::MAX),
                 t as u64,
-            )
+            );
+            if recorded_sweep(&l.admin_comment) {
+                e.summary.push_str(SWEEP_NOTE);
+            }
+            e
         }
         // Finished (or in another state): only its account's standing now.
         _ => {
@@ -419,8 +421,15 @@ pub fn render(o: &Output, now: i64) -> String {
         });
         let _ = writeln!(
             s,
-            "  Priority {}{live} = tier {:?} | rank {} | score {} (age {} s -> {} points, nice {})",
-            p.priority, p.tier, p.rank, p.score, p.age, p.age_points, p.nice
+            "  Priority {}{live} = tier {:?}, band {} | rank {} | score {} (age {} s -> {} points, nice {})",
+            p.priority,
+            p.tier,
+            band_words(p.band),
+            p.rank,
+            p.score,
+            p.age,
+            p.age_points,
+            p.nice
         );
     }
     if o.is_pending() {
@@ -524,5 +533,21 @@ mod tests {
         let e = resolve("4294967296", &jobs).unwrap_err();
         assert!(e.contains("up to 4294967295"), "{e}");
         assert!(array_has_task("1,3,8-15:2", 10) && !array_has_task("1,3,8-15:2", 9));
+    }
+}
+
+/// What `allot explain` adds for a job job_submit marked part of a sweep
+/// ([`fairshare::sweep`]).
+const SWEEP_NOTE: &str =
+    "; part of a sweep (allot:sweep): ordered as batch work inside its team, after its debug work";
+
+/// The owed band ([`fairshare::owed`]) in words, for `allot explain`.
+fn band_words(b: fairshare::priority::Band) -> &'static str {
+    use fairshare::priority::Band;
+    match b {
+        Band::Owed => "owed (its team is owed these GPUs now)",
+        Band::Crossing => "crossing (it takes the rest of what its team is owed)",
+        Band::Allocated => "allocated (beyond what its team is owed now)",
+        Band::Free => "free tier",
     }
 }

@@ -49,7 +49,10 @@ fn a_sweep_and_debug_work_take_what_their_team_is_owed() {
     assert_eq!(sweeps, [10, 11], "the third and fourth short job of t1");
     let r = run(&c, jobs(), ONE_NODE, Policy::Allot);
     assert_eq!(r.preemptions, 4, "{:#?}", r.preemption_log);
-    assert!(r.preemption_log.iter().all(|p| p.time == 7200 && p.victim_team == 1));
+    assert!(r
+        .preemption_log
+        .iter()
+        .all(|p| p.time == 7200 && p.victim_team == 1));
     let (debug, sweep) = (
         &r.waits[JobClass::Debug as usize],
         &r.waits[JobClass::Sweep as usize],
