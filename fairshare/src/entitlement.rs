@@ -244,14 +244,29 @@ impl Entitlements {
         out
     }
 
-    /// GPUs tree node `n` (an index into [`Tree::nodes`]) may still start
-    /// within its entitlement: entitled - running, negative above it; 0 for
-    /// an index out of range.
-    pub fn node_room(&self, n: usize) -> f64 {
-        match (self.node_entitled.get(n), self.node_running.get(n)) {
-            (Some(&e), Some(&r)) => e - r as f64,
-            _ => 0.0,
+    /// Per tree node (indexed as [`Tree::nodes`]), the entitlement its
+    /// subtree has not covered: `entitled(n) - cov(n)`, with `cov(leaf) =
+    /// min(running, entitled)` and `cov(group) = min(sum of its children's
+    /// cov, entitled)`. GPUs a leaf holds above its own entitlement cover
+    /// nothing of its group's: they are its siblings' (or cousins') to take
+    /// back, so they do not shut the room of a sibling below its own
+    /// ([`crate::owed`]). Never negative.
+    pub fn node_rooms(&self) -> Vec<f64> {
+        let n = self.node_entitled.len();
+        let mut cov = vec![0.0f64; n];
+        for (l, &node) in self.leaf_node.iter().enumerate() {
+            cov[node as usize] = self.running[l] as f64;
         }
+        for i in (0..n).rev() {
+            cov[i] = cov[i].min(self.node_entitled[i]);
+            let p = self.parent[i];
+            if p != u32::MAX {
+                cov[p as usize] += cov[i];
+            }
+        }
+        (0..n)
+            .map(|i| (self.node_entitled[i] - cov[i]).max(0.0))
+            .collect()
     }
 
     /// GPUs usable now.

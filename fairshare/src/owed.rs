@@ -8,8 +8,9 @@
 //!    order ([`Queued::key`]: its debug work first, then by eligible time).
 //!    Leaves are taken in Fair Tree rank order over the window, most
 //!    under-served first. Each job of a leaf joins the leaf's *owed prefix*
-//!    while the leaf and every group above it still have room: `room(n) =
-//!    entitled(n) - running(n)` GPUs ([`crate::entitlement`]: capacity
+//!    while the leaf and every group above it still have room: the node's
+//!    entitlement not yet covered by what its leaves hold within their own
+//!    ([`Entitlements::node_rooms`]; entitlement: [`crate::entitlement`], capacity
 //!    water-filled down the tree against demand), less the GPUs of the jobs
 //!    already in a prefix below `n`. A job that fits every room is band 3
 //!    (*owed*); the first job that does not fit one of them, while every
@@ -159,7 +160,7 @@ pub fn owed_bands(
         claim: vec![None; leaves],
     };
     queued.sort_unstable_by_key(|q| (q.leaf, q.key()));
-    let mut room: Vec<f64> = (0..tree.nodes().len()).map(|n| load.node_room(n)).collect();
+    let mut room = load.node_rooms();
     let cap = load.capacity() as f64;
     // Each leaf's jobs: a range of `queued`.
     let mut ranges: Vec<(LeafId, usize, usize)> = Vec::new();

@@ -91,7 +91,7 @@ fn a_group_bounds_its_leaves_together() {
         .filter(|j| band(&o, j) != Band::Allocated)
         .map(|j| j.gpus)
         .sum();
-    assert!(owed as f64 <= load.node_room(load.path(LeafId(2))[1]) + 1.0);
+    assert!(owed as f64 <= load.node_rooms()[load.path(LeafId(2))[1]] + 1.0);
 }
 
 #[test]
@@ -163,7 +163,7 @@ proptest! {
                     .collect();
                 let owed: u64 = below.iter().map(|&m| per_leaf_owed[m as usize]).sum();
                 let slack: u64 = below.iter().map(|&m| largest[m as usize]).sum();
-                let room = load.node_room(n).max(0.0);
+                let room = load.node_rooms()[n];
                 prop_assert!(
                     owed as f64 <= room + slack as f64 + 1e-6,
                     "node {n}: owed {owed} room {room} slack {slack}"
