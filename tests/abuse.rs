@@ -165,10 +165,10 @@ fn user_lowered_priority_is_not_frozen() {
         "-A a2 --gres=gpu:2 --min-runtime=1:00 --wrap true",
     );
     // At submit the snapshot predates the job; the next refresh counts it
-    // waiting below a2's entitlement: band 2 (fairshare::priority).
+    // waiting inside what a2 is owed: band 3, owed (fairshare::owed).
     let computed = wait_until(Duration::from_secs(20), "a priority", || {
         let p = tb.priority(mine);
-        if p >> 30 == 2 {
+        if p >> 30 == 3 {
             Ok(p)
         } else {
             Err(p.to_string())
