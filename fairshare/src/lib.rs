@@ -11,7 +11,8 @@
 //! - [`usage`]: sliding-window occupancy, exact and incremental;
 //! - [`fair_tree`]: Level FS, ranks and fair-share factors;
 //! - [`priority`]: the `u32` priority layout; [`contract`]: minimum runtime,
-//!   protection, charging; [`owed`]: the one ordering rule between teams;
+//!   protection, charging; [`owed`]: the one ordering rule between teams,
+//!   [`live_load`]: a live job list counted for it;
 //!   [`attempts`]: which intervals a job's attempts
 //!   are charged (who ended each, resized runs, no overlap); [`preempt`]: who may preempt whom, victims;
 //! - [`engine`]: the immutable snapshot the plugins hold; [`timer`]: when
@@ -52,6 +53,7 @@ pub mod error;
 pub mod explain;
 pub mod fair_tree;
 mod hash;
+pub mod live_load;
 pub mod owed;
 pub mod preempt;
 pub mod priority;

@@ -2,7 +2,8 @@
 //! preempt plugins).
 
 use allot_ffi::job::{JobRecord, JobState};
-use fairshare::owed::{OwedBands, Queued};
+use fairshare::live_load::{LoadCounter, LoadJob, LoadState};
+use fairshare::owed::OwedBands;
 use fairshare::record::{recorded_min_runtime, recorded_sweep};
 use fairshare::{
     Contract, Engine, Entitlements, PendingJob, Preemptor, RunClock, RunningJob, Tier,
@@ -111,81 +112,33 @@ pub fn waits_for_share(engine: &Engine, job: &PendingJob<'_>, requeues: u32) -> 
         })
 }
 
-/// Counts the leaves' allocated GPUs running and pending, job by job, for
-/// their entitlements ([`fairshare::entitlement`]), and what the owed band
-/// reads ([`fairshare::owed`]): the pending allocated jobs (those that used
-/// their requeues wait for their team's share apart) and the GPUs of
-/// running jobs past their contract, room for each leaf's own debug work
-/// ([`fairshare::owed::Tradeable`]).
-#[derive(Debug, Clone, Default)]
-pub struct LoadCounter {
-    running: Vec<u64>,
-    pending: Vec<u64>,
-    queued: Vec<Queued>,
-    /// Per leaf: GPUs of its running allocated jobs past their contract
-    /// with requeues left.
-    tradeable: Vec<u64>,
-    held: u64,
-}
-
-impl LoadCounter {
-    /// Adds one job (any state; finished ones count nothing) at `now`
-    /// (epoch seconds).
-    pub fn add(&mut self, engine: &Engine, job: &JobRecord<'_>, now: u64) {
-        let leaves = engine.tree().leaves().len();
-        if self.running.len() != leaves {
-            self.running.resize(leaves, 0);
-            self.pending.resize(leaves, 0);
-            self.tradeable.resize(leaves, 0);
-        }
-        let state = job.state();
-        let is_running = matches!(state, JobState::Running | JobState::Suspended);
-        if is_running {
-            self.held += allocated_gpus(job);
-        }
-        let Some(leaf) = job.account().and_then(|a| engine.leaf_of(a)) else {
-            return;
-        };
-        let (min_runtime, sweep) = recorded(engine, job);
-        if min_runtime == 0 {
-            return;
-        }
-        let l = leaf.0 as usize;
-        let requested = gpus_in_tres_req(job);
-        let debug = debug_work(engine, job, min_runtime, requested, sweep);
-        let id = u64::from(job.job_id());
-        let max = engine.config().contract.max_requeues;
-        if is_running {
-            let gpus = allocated_gpus(job);
-            self.running[l] += gpus;
-            let past = run_clock(job).run_time(now) >= min_runtime;
-            if past && !fairshare::contract::requeues_used(min_runtime, job.restarts(), max) {
-                self.tradeable[l] += gpus;
-            }
-        } else if state == JobState::Pending {
-            self.pending[l] += requested;
-            let used = fairshare::contract::requeues_used(min_runtime, job.restarts(), max);
-            if job.priority() != 0 && !used {
-                self.queued.push(Queued {
-                    id,
-                    leaf,
-                    gpus: requested,
-                    debug,
-                    eligible: eligible_time(job),
-                });
-            }
-        }
-    }
-
-    /// The entitlements to `capacity_gpus` of the config, or to every GPU
-    /// running jobs hold when it is not set (the cluster is full whenever
-    /// a preemption is asked for), and the owed band of the pending jobs on
-    /// them ([`Engine::owed_bands`]).
-    pub fn finish(mut self, engine: &Engine) -> (Entitlements, OwedBands) {
-        let capacity = engine.config().capacity_gpus.unwrap_or(self.held);
-        let load = Entitlements::compute(engine.tree(), capacity, &self.running, &self.pending);
-        let owed = engine.owed_bands(&load, &mut self.queued, &self.tradeable);
-        (load, owed)
+/// Job `job` as the live load reads it ([`fairshare::live_load`]); only
+/// running, suspended and pending jobs read their admin comment.
+pub fn load_job<'a>(engine: &Engine, job: &JobRecord<'a>) -> LoadJob<'a> {
+    let state = match job.state() {
+        JobState::Running | JobState::Suspended => LoadState::Running {
+            gpus: allocated_gpus(job),
+            clock: run_clock(job),
+        },
+        JobState::Pending => LoadState::Pending {
+            gpus: gpus_in_tres_req(job),
+            eligible: eligible_time(job),
+            schedulable: job.priority() != 0,
+        },
+        _ => LoadState::Other,
+    };
+    let (min_runtime, sweep) = match state {
+        LoadState::Other => (0, false),
+        _ => recorded(engine, job),
+    };
+    LoadJob {
+        id: u64::from(job.job_id()),
+        account: job.account().unwrap_or(""),
+        min_runtime,
+        time_limit: time_limit(job),
+        sweep,
+        requeues: job.restarts(),
+        state,
     }
 }
 
@@ -195,7 +148,8 @@ impl LoadCounter {
 pub fn load_now(engine: &Engine) -> Option<(Entitlements, OwedBands)> {
     let mut c = LoadCounter::default();
     let now = allot_ffi::ctld::time_now();
-    allot_ffi::ctld::for_each_job(|j| c.add(engine, j, now)).then(|| c.finish(engine))
+    allot_ffi::ctld::for_each_job(|j| c.add(engine, &load_job(engine, j), now))
+        .then(|| c.finish(engine))
 }
 
 /// The running-time clock of a job: `pre_sus_time` accumulated, plus the

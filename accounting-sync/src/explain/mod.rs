@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use allot_ledger::LedgerReader;
 use fairshare::duration::SlurmDuration;
+use fairshare::live_load::{LoadCounter, LoadJob, LoadState};
 use fairshare::record::recorded_sweep;
 use fairshare::{Config, Contract, Engine, Explanation, PendingJob, RunClock};
 use serde::Serialize;
@@ -176,73 +177,44 @@ pub fn engine_now(
 }
 
 /// Each leaf's running and pending GPUs of allocated jobs in `jobs`, the
-/// entitlements they give and the owed band of the pending jobs on them
-/// ([`fairshare::owed`]), as priority/allot counts them at its rebuild
-/// (`jobs::LoadCounter` in the plugins): free-tier jobs count nothing, the
-/// capacity is `capacity_gpus` or the GPUs running jobs hold; the GPUs of
-/// jobs past their contract with requeues left are room for the team's own
-/// debug work. It sets the priority band and what may preempt a running
-/// job.
+/// entitlements they give and the owed band of the pending jobs on them,
+/// counted as priority/allot counts slurmctld's job list at its rebuild
+/// ([`fairshare::live_load`], the same counter): it sets the priority band
+/// and what may preempt a running job.
 pub fn live_load(
     engine: &Engine,
     jobs: &BTreeMap<u64, LiveJob>,
 ) -> (fairshare::Entitlements, fairshare::owed::OwedBands) {
-    let leaves = engine.tree().leaves().len();
-    let (mut running, mut pending) = (vec![0u64; leaves], vec![0u64; leaves]);
-    let mut queued = Vec::new();
-    let mut tradeable = vec![0u64; leaves];
     let config = engine.config();
-    let max = config.contract.max_requeues;
-    let now = engine.now();
-    let mut held = 0u64;
+    let mut counter = LoadCounter::default();
     for (&id, j) in jobs {
-        let is_running = matches!(j.state.as_str(), "RUNNING" | "SUSPENDED");
-        if is_running {
-            held += j.gpus;
-        }
-        let Some(leaf) = engine.leaf_of(&j.account) else {
-            continue;
+        let state = match j.state.as_str() {
+            "RUNNING" | "SUSPENDED" => LoadState::Running {
+                gpus: j.gpus,
+                clock: RunClock {
+                    accumulated: j.pre_sus_time,
+                    running_since: (j.state == "RUNNING").then(|| j.start.max(j.suspend_time)),
+                },
+            },
+            "PENDING" => LoadState::Pending {
+                gpus: j.gpus,
+                eligible: j.eligible.max(j.submit),
+                schedulable: j.priority != 0,
+            },
+            _ => LoadState::Other,
         };
-        let min_runtime = j.min_runtime(&config.contract);
-        if min_runtime == 0 {
-            continue;
-        }
-        let l = leaf.0 as usize;
-        let debug = config.priority.is_debug(
-            fairshare::Tier::of(min_runtime),
-            j.gpus,
-            j.time_limit,
-            recorded_sweep(&j.admin_comment),
-        );
-        let restarts = u32::try_from(j.restarts).unwrap_or(u32::MAX);
-        if is_running {
-            running[l] += j.gpus;
-            let clock = RunClock {
-                accumulated: j.pre_sus_time,
-                running_since: (j.state == "RUNNING").then(|| j.start.max(j.suspend_time)),
-            };
-            let past = clock.run_time(now) >= min_runtime;
-            if past && !fairshare::contract::requeues_used(min_runtime, restarts, max) {
-                tradeable[l] += j.gpus;
-            }
-        } else if j.state == "PENDING" {
-            pending[l] += j.gpus;
-            let used = fairshare::contract::requeues_used(min_runtime, restarts, max);
-            if j.priority != 0 && !used {
-                queued.push(fairshare::owed::Queued {
-                    id,
-                    leaf,
-                    gpus: j.gpus,
-                    debug,
-                    eligible: j.eligible.max(j.submit),
-                });
-            }
-        }
+        let job = LoadJob {
+            id,
+            account: &j.account,
+            min_runtime: j.min_runtime(&config.contract),
+            time_limit: j.time_limit,
+            sweep: recorded_sweep(&j.admin_comment),
+            requeues: u32::try_from(j.restarts).unwrap_or(u32::MAX),
+            state,
+        };
+        counter.add(engine, &job, engine.now());
     }
-    let capacity = config.capacity_gpus.unwrap_or(held);
-    let load = fairshare::Entitlements::compute(engine.tree(), capacity, &running, &pending);
-    let owed = engine.owed_bands(&load, &mut queued, &tradeable);
-    (load, owed)
+    counter.finish(engine)
 }
 
 /// Explains job `job` at `now` (epoch s) from what slurmctld says of it
