@@ -472,6 +472,22 @@ pub fn render(o: &Output, now: i64) -> String {
     s
 }
 
+/// What `allot explain` adds for a job job_submit marked part of a sweep
+/// ([`fairshare::sweep`]).
+const SWEEP_NOTE: &str =
+    "; part of a sweep (allot:sweep): ordered as batch work inside its team, after its debug work";
+
+/// The owed band ([`fairshare::owed`]) in words, for `allot explain`.
+fn band_words(b: fairshare::priority::Band) -> &'static str {
+    use fairshare::priority::Band;
+    match b {
+        Band::Owed => "owed (its team is owed these GPUs now)",
+        Band::Crossing => "crossing (it takes the rest of what its team is owed)",
+        Band::Allocated => "allocated (beyond what its team is owed now)",
+        Band::Free => "free tier",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -505,21 +521,5 @@ mod tests {
         let e = resolve("4294967296", &jobs).unwrap_err();
         assert!(e.contains("up to 4294967295"), "{e}");
         assert!(array_has_task("1,3,8-15:2", 10) && !array_has_task("1,3,8-15:2", 9));
-    }
-}
-
-/// What `allot explain` adds for a job job_submit marked part of a sweep
-/// ([`fairshare::sweep`]).
-const SWEEP_NOTE: &str =
-    "; part of a sweep (allot:sweep): ordered as batch work inside its team, after its debug work";
-
-/// The owed band ([`fairshare::owed`]) in words, for `allot explain`.
-fn band_words(b: fairshare::priority::Band) -> &'static str {
-    use fairshare::priority::Band;
-    match b {
-        Band::Owed => "owed (its team is owed these GPUs now)",
-        Band::Crossing => "crossing (it takes the rest of what its team is owed)",
-        Band::Allocated => "allocated (beyond what its team is owed now)",
-        Band::Free => "free tier",
     }
 }

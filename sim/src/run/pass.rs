@@ -71,7 +71,7 @@ impl Sim<'_> {
     /// Under `allot`, the lowest band of queue `q`'s jobs: free tier, or
     /// allocated (some may be owed: [`Sim::queue_key_of`]).
     pub(super) fn queue_band(&self, q: usize) -> Band {
-        if q % QUEUES_PER_TEAM == 0 {
+        if q.is_multiple_of(QUEUES_PER_TEAM) {
             Band::Free
         } else {
             Band::Allocated
