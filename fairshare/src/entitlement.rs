@@ -105,11 +105,9 @@ pub struct Entitlements {
     running: Vec<u64>,
     demand: Vec<u64>,
     entitled: Vec<f64>,
-    /// Per tree node: GPUs its subtree's allocated jobs hold, and its
-    /// entitlement; with each node's parent (`u32::MAX` for the root) and
-    /// each leaf's node, for the groups above a leaf ([`crate::owed`]).
-    #[serde(skip)]
-    node_running: Vec<u64>,
+    /// Per tree node: its entitlement; with each node's parent (`u32::MAX`
+    /// for the root) and each leaf's node, for the groups above a leaf
+    /// ([`crate::owed`]).
     #[serde(skip)]
     node_entitled: Vec<f64>,
     #[serde(skip)]
@@ -140,7 +138,6 @@ impl Entitlements {
             running: Vec::new(),
             demand: Vec::new(),
             entitled: Vec::new(),
-            node_running: Vec::new(),
             node_entitled: Vec::new(),
             parent: Vec::new(),
             leaf_node: Vec::new(),
@@ -218,15 +215,6 @@ impl Entitlements {
             .extend(nodes.iter().map(|n| n.parent.map_or(u32::MAX, |p| p.0)));
         self.leaf_node.clear();
         self.leaf_node.extend(tree.leaves().iter().map(|n| n.0));
-        self.node_running.clear();
-        self.node_running.resize(nodes.len(), 0);
-        for (l, &n) in self.leaf_node.iter().enumerate() {
-            self.node_running[n as usize] = self.running[l];
-        }
-        for i in (1..nodes.len()).rev() {
-            let p = self.parent[i] as usize;
-            self.node_running[p] += self.node_running[i];
-        }
     }
 
     /// The tree nodes (indices into [`Tree::nodes`]) from the leaf up to,
@@ -358,16 +346,6 @@ impl Entitlements {
     pub fn shift(&mut self, leaf: LeafId, gpus: i64) {
         if let Some(r) = self.running.get_mut(leaf.0 as usize) {
             *r = r.saturating_add_signed(gpus);
-        }
-        let mut n = self
-            .leaf_node
-            .get(leaf.0 as usize)
-            .copied()
-            .unwrap_or(u32::MAX);
-        while n != u32::MAX {
-            let r = &mut self.node_running[n as usize];
-            *r = r.saturating_add_signed(gpus);
-            n = self.parent[n as usize];
         }
     }
 }
