@@ -88,7 +88,15 @@ fn ingest(dir: &std::path::Path, charging: &Charging, parser: &Parser) {
         &mut ledger,
         charging,
         parser,
-        lines.into_iter().map(Ok),
+        // One row per line, as `Parser::rows` reads them.
+        lines.into_iter().zip(2..).map(|(text, line)| {
+            Ok(allot_ledger::sacct::DumpRow {
+                line,
+                lines: 1,
+                text,
+                not_utf8: false,
+            })
+        }),
         10_000,
         Some(T0),
         &mut allot_sync::sidecar::sync::LiveContracts::off(),

@@ -67,7 +67,7 @@ fn a_dump_without_jobs_is_an_error_unless_allowed() {
         (
             "bad",
             "x9|x9|a1|alice|gpu|gres/gpu=1|100|110|3710|01:00:00|COMPLETED|\n".to_string(),
-            "1 row read, 1 unreadable (the first: sacct row for job x9: field JobIDRaw = \"x9\": not a job number)",
+            "1 row read, 1 unreadable, holding 1.0 GPU-h (the first: sacct row at line 2 for job x9: field JobIDRaw = \"x9\": not a job number)",
         ),
     ];
     for (name, rows, want) in cases {

@@ -40,19 +40,26 @@
 //! - A dump holds one cluster's jobs: job ids are numbered per cluster, so
 //!   a `Cluster` column (`sacct -M all`) naming two or more clusters is
 //!   refused whole by [`one_cluster`] before any row is used.
-//! - A row that cannot be read is a [`RowError`] naming the JobID, the field
-//!   and the value; the caller logs it and carries on.
+//! - Free text (`JobName`, `Comment`, ...) may hold `|`, newlines and bytes
+//!   that are not UTF-8: rows are read with [`Parser::rows`] and
+//!   [`Parser::parse_row`], which place the fields allot reads around it
+//!   (rules in `sacct/rows.rs`).
+//! - A row that cannot be read is a [`RowError`] naming the line, the JobID,
+//!   the field and the value; the caller logs it, counts the GPU-hours it
+//!   held ([`Parser::held_gpu_seconds`]) and carries on.
 
 use std::collections::HashMap;
 
 use fairshare::duration::{parse_slurm_duration, LATEST_PLAUSIBLE_TIME, MAX_PLAUSIBLE_RUN_SECS};
 
 mod fields;
+mod rows;
 
 use fields::{is_local_time, parse_label};
 pub use fields::{
     is_placeholder, is_step_id, parse_elapsed, parse_time, parse_time_limit, PLAUSIBLE_FROM,
 };
+pub use rows::{DumpRow, DumpRows, FREE_TEXT_FIELDS, MAX_JOINED_LINES};
 
 /// Fields `allot sync` asks sacct for, in this order. `AdminComment` is last
 /// because it is free text: a `|` inside it is joined back into the field.
@@ -240,8 +247,11 @@ where
 
 /// Why one row could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("sacct row for job {job_id}: field {field} = {value:?}: {reason}")]
+#[error("sacct row{} for job {job_id}: field {field} = {value:?}: {reason}", .line.map(|l| format!(" at line {l}")).unwrap_or_default())]
 pub struct RowError {
+    /// The row's first line in the dump (the header is line 1), when it
+    /// was read from one ([`Parser::parse_row`]).
+    pub line: Option<u64>,
     /// The row's `JobID` as printed (or `?` when even that is missing).
     pub job_id: String,
     /// The field that failed.
@@ -350,6 +360,9 @@ pub struct Parser {
     time_limit: Option<(usize, bool)>,
     admin_comment: Option<usize>,
     cluster: Option<usize>,
+    /// The header's free-text columns ([`FREE_TEXT_FIELDS`]), in order,
+    /// with their names.
+    free_text: Vec<(usize, &'static str)>,
 }
 
 impl Parser {
@@ -420,6 +433,14 @@ impl Parser {
                 .or_else(|| find("Timelimit").map(|i| (i, false))),
             admin_comment: find("AdminComment"),
             cluster: find("Cluster"),
+            free_text: {
+                let mut f: Vec<(usize, &'static str)> = FREE_TEXT_FIELDS
+                    .iter()
+                    .filter_map(|name| find(name).map(|i| (i, *name)))
+                    .collect();
+                f.sort_unstable();
+                f
+            },
         })
     }
 
@@ -481,45 +502,61 @@ impl Parser {
     /// for a placeholder or for a line too short to have it.
     pub fn cluster<'a>(&self, line: &'a str) -> Option<&'a str> {
         let i = self.cluster?;
-        let v = line
-            .trim_end_matches(['\r', '\n'])
-            .splitn(self.width, '|')
-            .nth(i)?
-            .trim();
+        let v = self.placed(line.trim_end_matches(['\r', '\n']), i)?.trim();
         (!is_placeholder(v)).then_some(v)
     }
 
-    /// Parses one `--parsable2` line (no trailing newline needed).
+    /// Parses one `--parsable2` row (no trailing newline needed).
     ///
-    /// A line with more `|` than the header has is accepted when the extra
-    /// ones fall in the last field and that field is `AdminComment` (free
-    /// text); otherwise it is an error.
+    /// A row with more `|` than the header has is read when the extra ones
+    /// fall in free text and every field allot reads can still be placed
+    /// (`sacct/rows.rs`); otherwise it is an error. Rows read from a dump go
+    /// through [`Parser::parse_row`], which also names the line.
     ///
     /// # Errors
     /// [`RowError`] naming the job, field and value.
     pub fn parse(&self, line: &str) -> Result<RowOutcome, RowError> {
+        self.parse_text(line, false)
+    }
+
+    /// [`Parser::parse`]; with `not_utf8`, a field allot reads that holds
+    /// U+FFFD (a byte sequence that was not UTF-8) is an error.
+    fn parse_text(&self, line: &str, not_utf8: bool) -> Result<RowOutcome, RowError> {
         let line = line.trim_end_matches(['\r', '\n']);
-        let fields: Vec<&str> = line.splitn(self.width, '|').collect();
-        let job_label = fields.get(self.job_id).copied().unwrap_or("?").to_string();
+        match self.readings(line)?.as_slice() {
+            [one] => self.parse_fields(&one.fields, not_utf8, false),
+            several => self.parse_readings(line, several, not_utf8),
+        }
+    }
+
+    /// One reading of a row: its fields, one per header column. With
+    /// `strict` (one of several readings), a `State` Slurm never prints is
+    /// an error, not a warning.
+    fn parse_fields(
+        &self,
+        fields: &[&str],
+        not_utf8: bool,
+        strict: bool,
+    ) -> Result<RowOutcome, RowError> {
+        let job_label = fields[self.job_id].to_string();
         let err = |field: &'static str, value: &str, reason: String| RowError {
             job_id: job_label.clone(),
             field,
             value: value.to_string(),
             reason,
+            line: None,
         };
-        if fields.len() < self.width {
-            return Err(err(
-                "(row)",
-                line,
-                format!("{} fields, the header has {}", fields.len(), self.width),
-            ));
-        }
-        if self.admin_comment != Some(self.width - 1) && fields[self.width - 1].contains('|') {
-            return Err(err(
-                "(row)",
-                line,
-                format!("more fields than the header's {}", self.width),
-            ));
+        if not_utf8 {
+            for (i, name) in self.read_columns() {
+                // AdminComment's token is ASCII; the rest is free text.
+                if name != "AdminComment" && fields[i].contains('\u{FFFD}') {
+                    return Err(err(
+                        name,
+                        fields[i],
+                        "holds bytes that are not UTF-8 (shown as U+FFFD); allot reads this field, so the row is left out: re-save the dump from sacct, or fix the row".into(),
+                    ));
+                }
+            }
         }
         let f = |i: usize| fields[i];
 
@@ -640,6 +677,9 @@ impl Parser {
             .to_ascii_uppercase();
         if state.is_empty() {
             return Err(err("State", state_text, "missing".into()));
+        }
+        if strict && !SLURM_JOB_STATES.contains(&state.as_str()) {
+            return Err(err("State", state_text, "not a state Slurm prints".into()));
         }
         if !SLURM_JOB_STATES.contains(&state.as_str()) {
             // Charged as an owner's ending (fairshare::attempts::ended_by);

@@ -242,10 +242,16 @@ impl Ledger {
             path: path.clone(),
             error: source,
         };
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(&sql)?;
+        let tx = if self.conn.is_autocommit() {
+            BatchTx::Own(
+                self.conn
+                    .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                    .map_err(&sql)?,
+            )
+        } else {
+            // Inside `all_or_nothing`: a savepoint of its transaction.
+            BatchTx::Inside(self.conn.savepoint().map_err(&sql)?)
+        };
         let mut stats = BatchStats::default();
         let mut deltas = Deltas::new();
         let mut max_seg = meta_i64(&tx, "max_segment").map_err(&sql)?.unwrap_or(0);
@@ -461,6 +467,46 @@ impl Ledger {
         Ok(stats)
     }
 
+    /// Runs `f` as one transaction: every batch it writes
+    /// ([`Ledger::write_batch`]) is committed together when it returns
+    /// `Ok`, and none is when it returns an error (or panics: the
+    /// connection then closes with the transaction open, which SQLite rolls
+    /// back). A dump import runs in it, so an import is all or nothing.
+    /// Readers on other connections see the ledger as it was until the
+    /// commit.
+    ///
+    /// # Errors
+    /// `f`'s error; SQLite errors beginning or committing (rolled back).
+    pub fn all_or_nothing<T, E: From<LedgerError>>(
+        &mut self,
+        f: impl FnOnce(&mut Ledger) -> std::result::Result<T, E>,
+    ) -> std::result::Result<T, E> {
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(self.sql())?;
+        match f(self) {
+            Ok(v) => match self.conn.execute_batch("COMMIT").map_err(self.sql()) {
+                Ok(()) => Ok(v),
+                Err(e) => {
+                    self.rollback();
+                    Err(e.into())
+                }
+            },
+            Err(e) => {
+                self.rollback();
+                Err(e)
+            }
+        }
+    }
+
+    fn rollback(&mut self) {
+        if !self.conn.is_autocommit() {
+            if let Err(e) = self.conn.execute_batch("ROLLBACK") {
+                tracing::warn!(path = %self.path.display(), "cannot roll back: {e}; the connection's close rolls back");
+            }
+        }
+    }
+
     /// A reader on the same file (for a report right after a sync).
     ///
     /// # Errors
@@ -526,4 +572,31 @@ fn with_columns<R>(rec: &AttemptRecord, f: impl FnOnce(&[&dyn ToSql]) -> R) -> R
         &rec.charge_end,
         &charged,
     ])
+}
+
+/// The transaction of one batch: its own (`BEGIN IMMEDIATE`), or a
+/// savepoint inside [`Ledger::all_or_nothing`]'s.
+enum BatchTx<'c> {
+    Own(rusqlite::Transaction<'c>),
+    Inside(rusqlite::Savepoint<'c>),
+}
+
+impl std::ops::Deref for BatchTx<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        match self {
+            BatchTx::Own(t) => t,
+            BatchTx::Inside(s) => s,
+        }
+    }
+}
+
+impl BatchTx<'_> {
+    fn commit(self) -> rusqlite::Result<()> {
+        match self {
+            BatchTx::Own(t) => t.commit(),
+            BatchTx::Inside(s) => s.commit(),
+        }
+    }
 }

@@ -11,9 +11,16 @@
 //! - From a dump ([`import_dump`]): a saved `sacct --parsable2` output with
 //!   its header line; see [`allot_ledger::sacct::REQUIRED_FIELDS`].
 //! - Each batch is one transaction; a record already stored identically is
-//!   left alone, so a crash or a re-run never double-counts.
-//! - A row that cannot be parsed is logged with its JobID and skipped. Job
-//!   steps (a dump without `-X`) are counted, not logged.
+//!   left alone, so a crash or a re-run never double-counts. A dump import
+//!   is one transaction as a whole ([`Ledger::all_or_nothing`]): an error
+//!   anywhere writes nothing.
+//! - Rows are read as bytes ([`Parser::rows`]): free text that holds `|`, a
+//!   newline or bytes that are not UTF-8 never stops an import (rules in
+//!   `ledger/src/sacct/rows.rs`).
+//! - A row that cannot be parsed is logged with its line, JobID, field and
+//!   value, and skipped; the GPU-hours it held are counted
+//!   ([`ImportStats::bad_gpu_seconds`]) and said in the summary. Job steps
+//!   (a dump without `-X`) are counted, not logged.
 
 use std::collections::{BTreeMap, HashSet};
 use std::io::BufRead;
@@ -22,7 +29,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 
 use allot_ledger::charge::Charging;
-use allot_ledger::sacct::{Parser, RowOutcome, LIVE_FIELDS};
+use allot_ledger::sacct::{DumpRow, Parser, RowOutcome, SeveralClusters, LIVE_FIELDS};
 use allot_ledger::{AttemptRecord, BatchStats, Ledger};
 
 use crate::slurm::sacct::{Attempts, Which};
@@ -40,8 +47,15 @@ pub struct ImportStats {
     pub steps: u64,
     /// Rows that could not be parsed (logged, skipped).
     pub bad: u64,
-    /// Why the first of them could not (the JobID, field, value, reason).
+    /// Why the first of them could not (the line, JobID, field, value,
+    /// reason).
     pub first_bad: Option<String>,
+    /// GPU-seconds the unreadable rows held, where their AllocTRES, Start
+    /// and End could still be read ([`Parser::held_gpu_seconds`]).
+    pub bad_gpu_seconds: u64,
+    /// Unreadable rows whose GPU-seconds could not be read (cut before
+    /// them, still running, or unreadable there too).
+    pub bad_unknown: u64,
     /// Ledger writes.
     pub written: BatchStats,
     /// Preemption records read from preempt/allot's log (live passes).
@@ -64,8 +78,8 @@ impl ImportStats {
     }
 }
 
-/// Parses `lines` and writes them in batches of `batch` attempts. The last
-/// batch (possibly empty) carries `watermark`. An attempt still open that
+/// Parses `rows` ([`Parser::rows`]) and writes them in batches of `batch`
+/// attempts. The last batch (possibly empty) carries `watermark`. An attempt still open that
 /// sacct shows without a contract takes the one `live` reads from
 /// slurmctld ([`LiveContracts`]; [`LiveContracts::off`] for a dump).
 /// Returns the stats and the job ids seen.
@@ -76,25 +90,25 @@ pub fn import_lines<I>(
     ledger: &mut Ledger,
     charging: &Charging,
     parser: &Parser,
-    lines: I,
+    rows: I,
     batch: usize,
     watermark: Option<i64>,
     live: &mut LiveContracts,
 ) -> anyhow::Result<(ImportStats, HashSet<u64>)>
 where
-    I: IntoIterator<Item = std::io::Result<String>>,
+    I: IntoIterator<Item = std::io::Result<DumpRow>>,
 {
     let batch = batch.max(1);
     let mut stats = ImportStats::default();
     let mut seen = HashSet::new();
     let mut buf: Vec<AttemptRecord> = Vec::with_capacity(batch);
-    for line in lines {
-        let line = line.context("reading sacct output")?;
-        if line.trim().is_empty() {
+    for row in rows {
+        let row = row.context("reading sacct output")?;
+        if row.text.trim().is_empty() {
             continue;
         }
         stats.rows += 1;
-        match parser.parse(&line) {
+        match parser.parse_row(&row) {
             Ok(RowOutcome::Attempt(mut a)) => {
                 seen.insert(a.job_id);
                 stats.attempts += 1;
@@ -109,6 +123,10 @@ where
             Ok(RowOutcome::Step) => stats.steps += 1,
             Err(e) => {
                 stats.bad += 1;
+                match parser.held_gpu_seconds(&row.text) {
+                    Some(s) => stats.bad_gpu_seconds += s,
+                    None => stats.bad_unknown += 1,
+                }
                 if stats.first_bad.is_none() {
                     stats.first_bad = Some(e.to_string());
                 }
@@ -124,65 +142,65 @@ where
     Ok((stats, seen))
 }
 
-/// Imports a saved `sacct --parsable2` dump (first line: the header).
-/// Local times are read in `tz`. The watermark is not moved.
+/// Imports a saved `sacct --parsable2` dump (first line: the header) as
+/// one transaction: all of it, or nothing on an error. Local times are read
+/// in `tz`. The watermark is not moved.
 ///
 /// # Errors
 /// An empty input, a header lacking required fields (named in the
-/// message), a dump of several clusters (nothing written), read and
-/// ledger errors.
+/// message), a dump of several clusters, read and ledger errors: each
+/// writes nothing.
 pub fn import_dump<R: BufRead>(
     ledger: &mut Ledger,
     charging: &Charging,
-    input: R,
+    mut input: R,
     tz: jiff::tz::TimeZone,
     batch: usize,
 ) -> anyhow::Result<ImportStats> {
-    let mut lines = input.lines();
-    let header = match lines.next() {
-        Some(h) => h.context("reading the dump's header")?,
-        None => bail!(
+    let mut header = Vec::new();
+    if input
+        .read_until(b'\n', &mut header)
+        .context("reading the dump's header")?
+        == 0
+    {
+        bail!(
             "the dump is empty: its first line must be the sacct --parsable2 header, such as {}; save it with: {}",
             LIVE_FIELDS.join("|"),
             allot_ledger::sacct::dump_command()
-        ),
-    };
-    let parser = Parser::from_header_line(&header, tz)?;
+        );
+    }
+    let parser = Parser::from_header_line(&String::from_utf8_lossy(&header), tz)?;
     if let Some(note) = parser.layout_note() {
         tracing::info!("{note}");
     }
-    if !parser.has_cluster() {
-        return Ok(import_lines(
+    // A `Cluster` column (`sacct -M`): the rows of each cluster are
+    // counted as they are read, and a dump of several is rolled back.
+    ledger.all_or_nothing(|ledger| {
+        let mut clusters: Vec<(String, u64)> = Vec::new();
+        let rows = parser.rows(input, 2).inspect(|row| {
+            if let Some(c) = row.as_ref().ok().and_then(|r| parser.cluster(&r.text)) {
+                match clusters.iter_mut().find(|(name, _)| name == c) {
+                    Some((_, n)) => *n += 1,
+                    None => clusters.push((c.to_string(), 1)),
+                }
+            }
+        });
+        let (stats, _) = import_lines(
             ledger,
             charging,
             &parser,
-            lines,
+            rows,
             batch,
             None,
             &mut LiveContracts::off(),
-        )?
-        .0);
-    }
-    // A `Cluster` column (`sacct -M`): every row is checked before the
-    // first is written, so a dump of several clusters writes nothing.
-    let rows = lines
-        .collect::<std::io::Result<Vec<String>>>()
-        .context("reading sacct output")?;
-    if let Some(cluster) =
-        allot_ledger::sacct::one_cluster(&parser, rows.iter().map(String::as_str))?
-    {
-        tracing::info!(cluster, "the dump holds one cluster's jobs");
-    }
-    Ok(import_lines(
-        ledger,
-        charging,
-        &parser,
-        rows.into_iter().map(Ok),
-        batch,
-        None,
-        &mut LiveContracts::off(),
-    )?
-    .0)
+        )?;
+        match clusters.len() {
+            0 => {}
+            1 => tracing::info!(cluster = clusters[0].0, "the dump holds one cluster's jobs"),
+            _ => return Err(SeveralClusters { clusters }.into()),
+        }
+        Ok(stats)
+    })
 }
 
 impl ImportStats {
@@ -202,7 +220,7 @@ impl ImportStats {
                 plural(s.steps)
             );
         }
-        line += &format!("{} unreadable (logged)", s.bad);
+        line += &format!("{} unreadable (logged{})", s.bad, self.bad_held());
         if s.written.superseded > 0 {
             line += &format!(
                 "; {} row{} settled by another row of the same attempt (a later row, or one that ended it; conflicts logged)",
@@ -214,6 +232,42 @@ impl ImportStats {
             line += &format!("; {} preemptions recorded", s.preemptions);
         }
         line
+    }
+
+    /// What the unreadable rows held: `, holding N GPU-h` (and how many
+    /// rows' GPU-hours cannot be read), empty when every row was read.
+    pub fn bad_held(&self) -> String {
+        if self.bad == 0 {
+            return String::new();
+        }
+        let mut s = format!(
+            ", holding {:.1} GPU-h",
+            self.bad_gpu_seconds as f64 / 3600.0
+        );
+        if self.bad_unknown > 0 {
+            s += &format!(
+                " and {} row{} whose GPU-hours cannot be read (cut before AllocTRES, Start or End, or still running)",
+                self.bad_unknown,
+                if self.bad_unknown == 1 { "" } else { "s" }
+            );
+        }
+        s
+    }
+
+    /// The warning `allot sync` prints when rows were left unread: how
+    /// many, what they held, the first reason and the fix. `None` when
+    /// every row was read.
+    pub fn unread_warning(&self) -> Option<String> {
+        (self.bad > 0).then(|| {
+            format!(
+                "{} row{} not imported{}; the first: {}. Each is logged with its line, JobID, field and value: fix them (or save the dump again with: {}) and import it again (rows already imported are kept, not counted twice)",
+                self.bad,
+                if self.bad == 1 { " was" } else { "s were" },
+                self.bad_held(),
+                self.first_bad.as_deref().unwrap_or("?"),
+                allot_ledger::sacct::dump_command()
+            )
+        })
     }
 
     /// Job attempts read (written, updated or already stored).
@@ -256,8 +310,9 @@ impl ImportStats {
         }
         if self.bad > 0 {
             read.push(format!(
-                "{} unreadable (the first: {})",
+                "{} unreadable{} (the first: {})",
                 self.bad,
+                self.bad_held(),
                 self.first_bad.as_deref().unwrap_or("?")
             ));
         }
@@ -268,7 +323,7 @@ impl ImportStats {
             );
         }
         if self.bad > 0 {
-            fix.push("fix or re-save the unreadable rows (each is logged with its JobID, field and value)");
+            fix.push("fix or re-save the unreadable rows (each is logged with its line, JobID, field and value)");
         }
         if fix.is_empty() {
             fix.push("save the jobs themselves");
@@ -308,8 +363,10 @@ fn run_sacct(
     live: &mut LiveContracts,
 ) -> anyhow::Result<(ImportStats, HashSet<u64>)> {
     let parser = Parser::live(jiff::tz::TimeZone::system());
-    Attempts::new(program, which)?
-        .stream(|out| import_lines(ledger, charging, &parser, out.lines(), batch, None, live))?
+    Attempts::new(program, which)?.stream(|out| {
+        let rows = parser.rows(out, 1);
+        import_lines(ledger, charging, &parser, rows, batch, None, live)
+    })?
 }
 
 /// One live pass at `now` (seconds since the epoch): reads sacct from the
@@ -361,6 +418,8 @@ pub fn sync_once(
         stats.rows += s.rows;
         stats.skipped += s.skipped;
         stats.bad += s.bad;
+        stats.bad_gpu_seconds += s.bad_gpu_seconds;
+        stats.bad_unknown += s.bad_unknown;
         if stats.first_bad.is_none() {
             stats.first_bad = s.first_bad;
         }

@@ -17,15 +17,23 @@ pub(super) fn load_trace(path: &Path, format: Option<&str>) -> anyhow::Result<(T
     if format == Some("ledger") || (format.is_none() && matches!(ext, "sqlite" | "db")) {
         return Ok((ledger_trace(path)?, "ledger".into()));
     }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let first = text.lines().next().unwrap_or("");
-    if format == Some("sacct") || (format.is_none() && first.contains('|')) {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+    if format == Some("sacct") || (format.is_none() && first.contains(&b'|')) {
+        // Read as bytes: free text that is not UTF-8 stops nothing.
         return Ok((
-            sacct_trace(&text).with_context(|| format!("{}", path.display()))?,
+            sacct_trace(&bytes).with_context(|| format!("{}", path.display()))?,
             "sacct".into(),
         ));
     }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
+        anyhow::anyhow!(
+            "{}: line {line} holds bytes that are not UTF-8 (at byte {at}); a workload trace must be UTF-8 text: convert it (iconv -f <its encoding> -t UTF-8) or remove the line",
+            path.display()
+        )
+    })?;
     let fmt = format.map(|f| trace::TraceFormat::from_name(f).expect("clap checked the name"));
     let t = trace::parse(&text, fmt).with_context(|| format!("{}", path.display()))?;
     // The format the reader used: named, or found in the header (after a
@@ -135,26 +143,32 @@ pub(super) struct AttemptLite {
     state: String,
 }
 
-pub(super) fn sacct_trace(text: &str) -> anyhow::Result<Trace> {
-    let mut lines = text.lines().enumerate();
-    let (_, header) = lines.next().context("empty sacct dump")?;
+pub(super) fn sacct_trace(bytes: &[u8]) -> anyhow::Result<Trace> {
+    let header_len = bytes
+        .iter()
+        .position(|b| *b == b'\n')
+        .map_or(bytes.len(), |i| i + 1);
+    anyhow::ensure!(header_len > 0, "empty sacct dump");
+    let header = String::from_utf8_lossy(&bytes[..header_len]);
     let parser =
-        allot_ledger::sacct::Parser::from_header_line(header, jiff::tz::TimeZone::system())?;
+        allot_ledger::sacct::Parser::from_header_line(&header, jiff::tz::TimeZone::system())?;
     if let Some(note) = parser.layout_note() {
         // Without Submit a job's submit time is its first start: waits read 0.
         eprintln!("allot sim: note: {note} (waits read from the first start)");
     }
-    allot_ledger::sacct::one_cluster(&parser, text.lines().skip(1))?;
+    let rows = parser
+        .rows(&bytes[header_len..], 2)
+        .collect::<std::io::Result<Vec<_>>>()
+        .context("reading the sacct dump")?;
+    allot_ledger::sacct::one_cluster(&parser, rows.iter().map(|r| r.text.as_str()))?;
     let mut errors = Vec::new();
     let mut attempts = Vec::new();
     let mut steps = 0u64;
-    for (i, line) in lines {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match parser.parse(line) {
+    for row in &rows {
+        let line = u32::try_from(row.line).unwrap_or(u32::MAX);
+        match parser.parse_row(row) {
             Ok(allot_ledger::sacct::RowOutcome::Attempt(a)) => attempts.push(AttemptLite {
-                line: i as u32 + 1,
+                line,
                 job_id: a.job_id,
                 account: a.account,
                 partition: a.partition,
@@ -169,9 +183,10 @@ pub(super) fn sacct_trace(text: &str) -> anyhow::Result<Trace> {
             Ok(allot_ledger::sacct::RowOutcome::Skipped) => {}
             Ok(allot_ledger::sacct::RowOutcome::Step) => steps += 1,
             Err(e) => errors.push(trace::RowError {
-                line: i as u32 + 1,
+                line,
                 column: Some(e.field.to_string()),
-                message: e.to_string(),
+                // The line is the trace error's own.
+                message: allot_ledger::sacct::RowError { line: None, ..e }.to_string(),
             }),
         }
     }

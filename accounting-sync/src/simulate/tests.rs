@@ -185,13 +185,31 @@ fn sacct_dumps_become_jobs() {
     let text = "JobIDRaw|JobID|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
                 10|10|a1|u|gpu|gres/gpu=2|1700000000|1700000100|1700003700|01:00:00|COMPLETED|allot:min_runtime=600\n\
                 11|11|a1|u|gpu|gres/gpu=1|1700000050|Unknown|Unknown|00:00:00|PENDING|\n";
-    let t = sacct_trace(text).unwrap();
+    let t = sacct_trace(text.as_bytes()).unwrap();
     assert_eq!(t.jobs.len(), 1, "{:?}", t.errors);
     assert_eq!(
         (t.jobs[0].gpus, t.jobs[0].duration, t.jobs[0].min_runtime),
         (2, 3600, Some(600))
     );
     assert_eq!(t.skipped, vec![("never started".to_string(), 1)]);
+}
+
+/// The replay reads a dump as `allot sync` does: a Latin-1 job name and a
+/// `|` and a newline in names stop nothing, and an error names its line.
+#[test]
+fn sacct_dumps_with_free_text_replay_every_job() {
+    let text: &[u8] = b"JobIDRaw|JobName|Account|AllocTRES|Submit|Start|End|State\n\
+        10|r\xe9sum\xe9|a1|gres/gpu=2|1700000000|1700000000|1700003600|COMPLETED\n\
+        11|sweep|lr=0.1|a1|gres/gpu=2|1700000000|1700000000|1700003600|COMPLETED\n\
+        12|eval\nstep|a1|gres/gpu=2|1700000000|1700000000|1700003600|COMPLETED\n\
+        13|x|a1|gpu|1700000000|1700000000|1700003600|COMPLETED\n";
+    let t = sacct_trace(text).unwrap();
+    assert_eq!(t.jobs.len(), 3, "{:?}", t.errors);
+    assert_eq!(t.errors.len(), 1);
+    assert_eq!(
+        (t.errors[0].line, t.errors[0].column.as_deref()),
+        (6, Some("AllocTRES"))
+    );
 }
 
 /// A resized job (issue 39): 16 GPUs for 20 min, then 8 for 100 min.
@@ -203,7 +221,7 @@ fn sacct_dumps_replay_a_resized_job_as_its_segments() {
     let text = "JobIDRaw|JobID|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
                 300|300|a1|u|gpu|gres/gpu=16|1700000000|1700000100|1700001300|00:20:00|RESIZING|allot:min_runtime=3600\n\
                 300|300|a1|u|gpu|gres/gpu=8|1700001300|1700001300|1700007300|01:40:00|COMPLETED|allot:min_runtime=3600\n";
-    let t = sacct_trace(text).unwrap();
+    let t = sacct_trace(text.as_bytes()).unwrap();
     assert!(t.errors.is_empty(), "{:?}", t.errors);
     let shape: Vec<_> = t
         .jobs
@@ -227,7 +245,7 @@ fn sacct_dumps_with_steps_replay_their_jobs() {
                 5104.0|5104.0|a1|u||gres/gpu=2|1700000100|1700000100|1700003700|01:00:00|COMPLETED|\n\
                 5104.extern|5104.extern|a1|u||gres/gpu=2|1700000100|1700000100|1700003700|01:00:00|COMPLETED|\n\
                 7104.batch|7100_3.batch|a1|u||gres/gpu=1|1700000100|1700000100|1700003700|01:00:00|COMPLETED|\n";
-    let t = sacct_trace(text).unwrap();
+    let t = sacct_trace(text.as_bytes()).unwrap();
     assert!(t.errors.is_empty(), "{:?}", t.errors);
     assert_eq!(t.jobs.len(), 1);
     assert_eq!(
@@ -243,7 +261,7 @@ fn sacct_dumps_of_several_clusters_are_refused() {
                 alpha|701|701|a1|u|gpu|gres/gpu=2|1700000000|1700000100|1700003700|01:00:00|COMPLETED|\n\
                 beta|700|700|b1|v|gpu|gres/gpu=1|1700000000|1700000100|1700003700|01:00:00|COMPLETED|\n\
                 beta|701|701|b1|v|gpu|gres/gpu=4|1700000000|1700000100|1700003700|01:00:00|COMPLETED|\n";
-    let e = sacct_trace(text).unwrap_err().to_string();
+    let e = sacct_trace(text.as_bytes()).unwrap_err().to_string();
     assert!(
         e.contains("2 clusters: alpha (2 rows), beta (2 rows)") && e.contains("sacct -M <cluster>"),
         "{e}"
@@ -254,7 +272,7 @@ fn sacct_dumps_of_several_clusters_are_refused() {
         .filter(|l| !l.starts_with("beta"))
         .map(|l| format!("{l}\n"))
         .collect();
-    let t = sacct_trace(&one).unwrap();
+    let t = sacct_trace(one.as_bytes()).unwrap();
     assert_eq!(t.jobs.len(), 2, "{:?}", t.errors);
 }
 
@@ -265,7 +283,7 @@ fn sacct_dumps_with_utc_offsets_replay_their_instants() {
     // 22:00Z, 30 min before the start.
     let text = "JobIDRaw|JobID|Account|User|Partition|AllocTRES|Submit|Start|End|Elapsed|State|AdminComment\n\
                 10|10|a1|u|gpu|gres/gpu=2|2026-01-10T22:00:00Z|2026-01-10T23:30:00+0100|2026-01-10T18:30:00-05:00|01:00:00|COMPLETED|\n";
-    let t = sacct_trace(text).unwrap();
+    let t = sacct_trace(text.as_bytes()).unwrap();
     assert!(t.errors.is_empty(), "{:?}", t.errors);
     assert_eq!((t.jobs.len(), t.jobs[0].duration), (1, 3600));
 }

@@ -296,6 +296,9 @@ fn utc_offsets_are_honoured_and_never_mixed_with_civil_times() {
         "2023-03-01 12:00:00+24:00",
         "2023-03-01 12:00:00+ab:cd",
         "2023-03-01 12:00:0x",
+        // Regression (fuzz target `trace`): a four-byte offset holding a
+        // multi-byte character was split inside it.
+        "2017-10-16 17:30:0-1\u{FFFD}",
     ] {
         assert_eq!(parse_datetime(bad), None, "{bad}");
     }

@@ -89,6 +89,10 @@ fn split_offset(time: &str) -> Option<(&str, Option<i64>)> {
     let (t, off) = time.split_at(i);
     let sign = if off.starts_with('-') { -1 } else { 1 };
     let digits = &off[1..];
+    // Only ASCII digits and `:` from here: the splits below are by byte.
+    if !digits.bytes().all(|b| b.is_ascii_digit() || b == b':') {
+        return None;
+    }
     let (hh, mm) = match (digits.len(), digits.split_once(':')) {
         (5, Some((h, m))) => (h, m),
         (4, None) => digits.split_at(2),

@@ -290,27 +290,48 @@ pub fn tres(data: &[u8]) {
         .rate_of_counts(&counts, gpus.unwrap_or(0));
 }
 
-/// sacct `--parsable2` text: the first line is a `--from` dump header, the
-/// rest rows; the same rows are also read as live rows (epoch times). Every
-/// row parsed is charged as `allot sync` would.
+/// sacct `--parsable2` bytes: the first line is a `--from` dump header, the
+/// rest rows read as `allot sync` reads them ([`Parser::rows`]: free text
+/// with `|`, newlines and bytes that are not UTF-8); the same rows are also
+/// read as live rows (epoch times). Rows cover their lines in order, none
+/// twice; an error names its line; every row parsed is charged as `allot
+/// sync` would.
 pub fn sacct_rows(data: &[u8]) {
-    let s = text(data);
-    let mut lines = s.split('\n');
-    let header = lines.next().unwrap_or("");
+    // Raw bytes, as a dump is read: the header line, then rows (free text
+    // may hold `|`, newlines and bytes that are not UTF-8).
+    let (header, body) = match data.iter().position(|b| *b == b'\n') {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &data[data.len()..]),
+    };
     let charging = Charging::from_config(example_config());
-    let tz = paris();
     let live = Parser::live(jiff::tz::TimeZone::UTC);
-    let dump = Parser::from_header_line(header, tz).ok();
-    for line in lines.take(256) {
-        for p in dump.iter().chain(std::iter::once(&live)) {
-            if let Ok(RowOutcome::Attempt(a)) = p.parse(line) {
-                let r = charging.record(&a);
-                if let (Some(s), Some(ce)) = (r.start, r.charge_end) {
-                    assert!(ce >= s, "charged end {ce} before start {s}");
+    let dump = Parser::from_header_line(&String::from_utf8_lossy(header), paris()).ok();
+    let lines = body.iter().filter(|b| **b == b'\n').count() as u64 + 1;
+    for p in dump.iter().chain(std::iter::once(&live)) {
+        let mut next = 2u64; // rows cover their lines in order, none twice
+        for row in p.rows(body, 2).take(256) {
+            let row = row.expect("reading from memory never fails");
+            assert!(
+                row.line >= next,
+                "row at line {} overlaps the one before",
+                row.line
+            );
+            assert!(row.lines >= 1 && row.lines as usize <= sacct::MAX_JOINED_LINES);
+            next = row.line + row.lines;
+            assert!(next <= lines + 2, "a row past the end: {row:?}");
+            let _ = p.held_gpu_seconds(&row.text); // never panics
+            match p.parse_row(&row) {
+                Ok(RowOutcome::Attempt(a)) => {
+                    let r = charging.record(&a);
+                    if let (Some(s), Some(ce)) = (r.start, r.charge_end) {
+                        assert!(ce >= s, "charged end {ce} before start {s}");
+                    }
+                    if r.min_runtime == 0 {
+                        assert_eq!(r.charged, 0, "a free-tier attempt was charged");
+                    }
                 }
-                if r.min_runtime == 0 {
-                    assert_eq!(r.charged, 0, "a free-tier attempt was charged");
-                }
+                Ok(_) => {}
+                Err(e) => assert_eq!(e.line, Some(row.line), "an error names its line"),
             }
         }
     }

@@ -15,7 +15,7 @@ mod backoff {
         s.written.inserted = 3;
         assert_eq!(
             s.summary(),
-            "8 rows: 3 new attempts, 0 updated, 0 unchanged, 0 not jobs, 4 job steps (skipped: their jobs' rows are charged), 1 unreadable (logged)"
+            "8 rows: 3 new attempts, 0 updated, 0 unchanged, 0 not jobs, 4 job steps (skipped: their jobs' rows are charged), 1 unreadable (logged, holding 0.0 GPU-h)"
         );
         s.steps = 1;
         assert!(s.summary().contains(", 1 job step (skipped"));
@@ -23,10 +23,12 @@ mod backoff {
         assert!(!s.summary().contains("step"));
         assert!(!s.summary().contains("preemption"));
         s.preemptions = 2;
-        assert!(s.summary().ends_with("(logged); 2 preemptions recorded"));
+        assert!(s
+            .summary()
+            .ends_with("(logged, holding 0.0 GPU-h); 2 preemptions recorded"));
         s.written.superseded = 1;
         assert!(s.summary().contains(
-            "(logged); 1 row settled by another row of the same attempt (a later row, or one that ended it; conflicts logged); 2 preemptions recorded"
+            "(logged, holding 0.0 GPU-h); 1 row settled by another row of the same attempt (a later row, or one that ended it; conflicts logged); 2 preemptions recorded"
         ));
     }
 
@@ -259,6 +261,115 @@ mod dump {
             "ledger untouched"
         );
         assert_eq!(ledger.reader().unwrap().attempt_count().unwrap(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A reader that fails after `ok` bytes (a dump on a disk that
+    /// errors, a pipe that breaks).
+    struct Breaks {
+        data: Vec<u8>,
+        at: usize,
+        ok: usize,
+    }
+
+    impl std::io::Read for Breaks {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.at >= self.ok {
+                return Err(std::io::Error::other("disk error"));
+            }
+            let n = buf
+                .len()
+                .min(self.ok - self.at)
+                .min(self.data.len() - self.at);
+            buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+            self.at += n;
+            Ok(n)
+        }
+    }
+
+    /// A dump of `n` 1-GPU, 1-hour jobs whose job `bad` is named with
+    /// bytes that are not UTF-8.
+    fn latin1_dump(n: u64, bad: u64) -> Vec<u8> {
+        let mut d =
+            b"JobID|JobIDRaw|JobName|Account|User|AllocTRES|Submit|Start|End|State\n".to_vec();
+        for j in 1..=n {
+            let name: &[u8] = if j == bad { b"r\xe9sum\xe9" } else { b"train" };
+            d.extend_from_slice(format!("{j}|{j}|").as_bytes());
+            d.extend_from_slice(name);
+            d.extend_from_slice(
+                b"|a1|alice|gres/gpu=1|1700000000|1700000000|1700003600|COMPLETED\n",
+            );
+        }
+        d
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_in_a_job_name_stop_no_import() {
+        let (dir, mut ledger) = temp_ledger("allot-latin1-");
+        // Batches of 100: the bad row is in the third.
+        let stats = dump_into(&mut ledger, &latin1_dump(250, 230)).unwrap();
+        assert_eq!(
+            (stats.rows, stats.written.inserted, stats.bad),
+            (250, 250, 0)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_import_that_fails_midway_writes_nothing() {
+        let (dir, mut ledger) = temp_ledger("allot-midway-");
+        let data = latin1_dump(250, 0);
+        let ok = data.len() * 9 / 10; // past two batches of 100
+        let charging = Charging::new(fairshare::ContractPolicy::default(), Default::default());
+        let input = std::io::BufReader::new(Breaks { data, at: 0, ok });
+        let e =
+            import_dump(&mut ledger, &charging, input, jiff::tz::TimeZone::UTC, 100).unwrap_err();
+        assert!(format!("{e:#}").contains("disk error"), "{e:#}");
+        assert_eq!(
+            ledger.reader().unwrap().attempt_count().unwrap(),
+            0,
+            "nothing written"
+        );
+        // The ledger is usable afterwards, and the whole dump imports.
+        let stats = dump_into(&mut ledger, &latin1_dump(250, 0)).unwrap();
+        assert_eq!(stats.written.inserted, 250);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn rows_cut_by_free_text_are_read_or_say_what_they_held() {
+        let (dir, mut ledger) = temp_ledger("allot-freetext-");
+        // JobName before the fields allot reads, AdminComment last: a `|`
+        // and a newline in names are read back; a row that no reading
+        // makes a job (its AllocTRES is text) is counted with what it held.
+        let dump =
+            "JobID|JobIDRaw|JobName|Account|User|AllocTRES|Submit|Start|End|State|AdminComment\n\
+            1|1|sweep|lr=0.1|a1|alice|gres/gpu=8|0|0|36000|COMPLETED|allot:min_runtime=600\n\
+            2|2|eval\nstep 2|a1|alice|gres/gpu=8|0|0|36000|COMPLETED|\n\
+            3|3|plain|a1|alice|gres/gpu=8|0|0|36000|COMPLETED|\n\
+            4|4|x|y|a1|alice|gpu|0|0|36000|COMPLETED|\n";
+        let stats = dump_into(&mut ledger, dump.as_bytes()).unwrap();
+        assert_eq!((stats.rows, stats.written.inserted, stats.bad), (4, 3, 1));
+        assert!(
+            stats.first_bad.as_deref().unwrap().contains("at line 6"),
+            "{stats:?}"
+        );
+        assert!(
+            stats.summary().contains(
+                "1 unreadable (logged, holding 0.0 GPU-h and 1 row whose GPU-hours cannot be read"
+            ),
+            "{}",
+            stats.summary()
+        );
+        // Job 1 kept its contract and account despite the `|`.
+        let all = ledger.reader().unwrap().all_attempts().unwrap();
+        let one = &all.iter().find(|a| a.record.job_id == 1).unwrap().record;
+        assert_eq!(
+            (one.account.as_str(), one.gpus, one.min_runtime),
+            ("a1", 8, 600)
+        );
+        let two = &all.iter().find(|a| a.record.job_id == 2).unwrap().record;
+        assert_eq!((two.account.as_str(), two.end), ("a1", Some(36000)));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
