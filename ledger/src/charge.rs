@@ -92,6 +92,7 @@ impl Charging {
             min_runtime_recorded: recorded,
             charge_end: None,
             charged: 0,
+            time_limit: a.time_limit,
         };
         self.charge_job(std::slice::from_mut(&mut record));
         record

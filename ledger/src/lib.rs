@@ -70,7 +70,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, Row};
 use serde::Serialize;
 
 /// Current schema version (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The first schema version whose charges are milli-units (see the crate
 /// doc); older ones stored whole units.
@@ -143,6 +143,7 @@ CREATE TABLE buckets (
     events::MIGRATION_2,
     MIGRATION_3,
     preemptions::MIGRATION_4,
+    MIGRATION_5,
 ];
 
 /// Ledger failures. Each message names the file and what to do.
@@ -220,7 +221,7 @@ pub type Result<T> = std::result::Result<T, LedgerError>;
 
 /// One attempt as the writer stores it. Times: seconds since the epoch;
 /// charges: unit-seconds (GPU-seconds with default weights).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct AttemptRecord {
     /// `JobIDRaw`.
     pub job_id: u64,
@@ -265,6 +266,23 @@ pub struct AttemptRecord {
     /// Charged milli-unit-seconds of a finished attempt (1000 per
     /// GPU-second by default); 0 while running.
     pub charged: u64,
+    /// Time limit, seconds (`TimelimitRaw`); `None` when unlimited or not
+    /// known. Caps what an attempt still open is charged
+    /// ([`AttemptRecord::open_until`]).
+    pub time_limit: Option<u64>,
+}
+
+impl AttemptRecord {
+    /// The last instant (seconds since the epoch) an attempt still open is
+    /// charged and counted up to: its start plus its time limit. A job
+    /// cannot run past its limit, so an open record past it is a runaway
+    /// (slurmdbd kept it RUNNING after slurmctld forgot it, or a terminal
+    /// `State` with no `End`): it is charged to here, not to now. `None`:
+    /// not started, or no limit known (counted up to now).
+    pub fn open_until(&self) -> Option<i64> {
+        let limit = i64::try_from(self.time_limit?).ok()?;
+        self.start?.checked_add(limit)
+    }
 }
 
 /// A stored attempt: the record plus its attempt index.
@@ -356,7 +374,21 @@ pub struct BatchStats {
 }
 
 const COLUMNS: &str = "job_id, submit, label, array_job, array_task, het_job, het_offset, account, user, \
-     partition, gpus, rate, start, \"end\", elapsed, state, min_runtime, min_runtime_recorded, charge_end, charged";
+     partition, gpus, rate, start, \"end\", elapsed, state, min_runtime, min_runtime_recorded, charge_end, charged, \
+     time_limit";
+
+/// [`COLUMNS`] as a reader of a ledger older than schema 5 selects them:
+/// no time limit stored yet.
+const COLUMNS_BEFORE_5: &str = "job_id, submit, label, array_job, array_task, het_job, het_offset, account, user, \
+     partition, gpus, rate, start, \"end\", elapsed, state, min_runtime, min_runtime_recorded, charge_end, charged, \
+     NULL";
+
+/// Schema 5: each attempt's time limit (sacct's `TimelimitRaw`, seconds;
+/// NULL when unlimited or unknown). An attempt still open is charged at
+/// most up to its start plus its time limit: a runaway record (slurmdbd
+/// keeps a job RUNNING that slurmctld has forgotten) is not charged for
+/// weeks ([`AttemptRecord::open_until`]).
+pub const MIGRATION_5: &str = "ALTER TABLE attempts ADD COLUMN time_limit INTEGER;";
 
 fn record_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<AttemptRecord> {
     let u = |i: usize| -> rusqlite::Result<u64> { Ok(r.get::<_, i64>(at + i)?.max(0) as u64) };
@@ -384,6 +416,7 @@ fn record_from_row(r: &Row<'_>, at: usize) -> rusqlite::Result<AttemptRecord> {
         min_runtime_recorded: r.get::<_, i64>(at + 17)? != 0,
         charge_end: r.get(at + 18)?,
         charged: u(19)?,
+        time_limit: ou(20)?,
     })
 }
 

@@ -11,6 +11,10 @@ pub struct LedgerReader {
     /// a ledger older than [`MILLI_SCHEMA`] that no writer has migrated
     /// yet (the plugins upgraded before the sidecar), else 1.
     pub(crate) milli: u64,
+    /// The attempt columns it selects: [`COLUMNS`], or
+    /// [`COLUMNS_BEFORE_5`] for a ledger no writer has migrated to schema 5
+    /// yet (its attempts read without a time limit).
+    pub(crate) columns: &'static str,
 }
 
 impl std::fmt::Debug for LedgerReader {
@@ -43,6 +47,11 @@ impl LedgerReader {
         Ok(LedgerReader {
             conn,
             path: path.to_path_buf(),
+            columns: if version < 5 {
+                COLUMNS_BEFORE_5
+            } else {
+                COLUMNS
+            },
             milli: if version < MILLI_SCHEMA {
                 fairshare::charge::MILLI_PER_UNIT
             } else {
@@ -98,6 +107,7 @@ impl LedgerReader {
     /// # Errors
     /// SQLite errors.
     pub fn usage(&self, start: i64, end: i64) -> Result<BTreeMap<(String, String), Usage>> {
+        let cols = self.columns;
         let mut acc: HashMap<(String, String), [i128; 3]> = HashMap::new();
         if end > start {
             let hs = start.div_euclid(BUCKET_SECS);
@@ -126,7 +136,7 @@ impl LedgerReader {
             let mut st = self
                 .conn
                 .prepare_cached(&format!(
-                    "SELECT {COLUMNS} FROM attempts WHERE \"end\" IS NULL AND start IS NOT NULL AND start < ?1"
+                    "SELECT {cols} FROM attempts WHERE \"end\" IS NULL AND start IS NOT NULL AND start < ?1"
                 ))
                 .map_err(self.sql())?;
             let rows = st
@@ -137,9 +147,11 @@ impl LedgerReader {
                 let e = acc
                     .entry((rec.account.clone(), rec.user.clone()))
                     .or_default();
+                // Up to `end`, but never past start + time limit (a runaway).
+                let until = rec.open_until().map_or(end, |u| u.min(end));
                 for (f, s) in segments(&rec).into_iter().enumerate() {
                     if let Some(s) = s {
-                        e[f] += i128::from(s.rate) * i128::from(len(s.start.max(start), end));
+                        e[f] += i128::from(s.rate) * i128::from(len(s.start.max(start), until));
                     }
                 }
             }
@@ -170,6 +182,7 @@ impl LedgerReader {
         acc: &mut HashMap<(String, String), [i128; 3]>,
     ) -> Result<()> {
         let h0 = hour * BUCKET_SECS;
+        let cols = self.columns;
         if t <= h0 {
             return Ok(());
         }
@@ -195,9 +208,9 @@ impl LedgerReader {
         // Segments starting inside (h0, t): + rate x overlap.
         // Segments active at h0 ending inside (h0, t): - rate x (t - end).
         let queries = [
-            format!("SELECT {COLUMNS} FROM attempts WHERE start > ?1 AND start < ?2 AND \"end\" IS NOT NULL"),
-            format!("SELECT {COLUMNS} FROM attempts WHERE \"end\" > ?1 AND \"end\" < ?2 AND start <= ?1"),
-            format!("SELECT {COLUMNS} FROM attempts WHERE charge_end > ?1 AND charge_end < ?2 AND start <= ?1"),
+            format!("SELECT {cols} FROM attempts WHERE start > ?1 AND start < ?2 AND \"end\" IS NOT NULL"),
+            format!("SELECT {cols} FROM attempts WHERE \"end\" > ?1 AND \"end\" < ?2 AND start <= ?1"),
+            format!("SELECT {cols} FROM attempts WHERE charge_end > ?1 AND charge_end < ?2 AND start <= ?1"),
         ];
         for (q, text) in queries.iter().enumerate() {
             let mut st = self.conn.prepare_cached(text).map_err(self.sql())?;
@@ -248,15 +261,16 @@ impl LedgerReader {
     /// # Errors
     /// SQLite errors.
     pub fn attempts_overlapping(&self, start: i64, end: i64) -> Result<Vec<StoredAttempt>> {
+        let cols = self.columns;
         let max_seg = meta_i64(&self.conn, "max_segment")
             .map_err(self.sql())?
             .unwrap_or(0);
         let mut st = self
             .conn
             .prepare_cached(&format!(
-                "SELECT attempt, {COLUMNS} FROM attempts WHERE start >= ?1 AND start < ?2 \
+                "SELECT attempt, {cols} FROM attempts WHERE start >= ?1 AND start < ?2 \
                  AND (\"end\" IS NULL OR \"end\" > ?3 OR charge_end > ?3) \
-                 UNION SELECT attempt, {COLUMNS} FROM attempts WHERE \"end\" IS NULL AND start IS NOT NULL AND start < ?2 \
+                 UNION SELECT attempt, {cols} FROM attempts WHERE \"end\" IS NULL AND start IS NOT NULL AND start < ?2 \
                  ORDER BY start, job_id, submit"
             ))
             .map_err(self.sql())?;
@@ -371,10 +385,11 @@ impl LedgerReader {
     /// # Errors
     /// SQLite errors.
     pub fn attempts_of_job(&self, job_id: u64) -> Result<Vec<StoredAttempt>> {
+        let cols = self.columns;
         let mut st = self
             .conn
             .prepare(&format!(
-                "SELECT attempt, {COLUMNS} FROM attempts WHERE job_id = ?1 ORDER BY submit"
+                "SELECT attempt, {cols} FROM attempts WHERE job_id = ?1 ORDER BY submit"
             ))
             .map_err(self.sql())?;
         let rows = st
@@ -393,10 +408,11 @@ impl LedgerReader {
     /// # Errors
     /// SQLite errors.
     pub fn all_attempts(&self) -> Result<Vec<StoredAttempt>> {
+        let cols = self.columns;
         let mut st = self
             .conn
             .prepare(&format!(
-                "SELECT attempt, {COLUMNS} FROM attempts ORDER BY job_id, submit"
+                "SELECT attempt, {cols} FROM attempts ORDER BY job_id, submit"
             ))
             .map_err(self.sql())?;
         let rows = st

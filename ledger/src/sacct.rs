@@ -105,7 +105,8 @@ pub const OPTIONAL_FIELDS: &[&str] = &[
 ];
 
 /// The job states sacct prints (Slurm 22.05 to 24.11, `job_state_string`),
-/// without their reason (`CANCELLED by 0`).
+/// without their reason (`CANCELLED by 0`): three open ones, then the nine
+/// ended ones of [`ENDED_STATES`], then the rest.
 const SLURM_JOB_STATES: &[&str] = &[
     "PENDING",
     "RUNNING",
@@ -137,6 +138,11 @@ const SLURM_JOB_STATES: &[&str] = &[
     "RECONFIG_FAIL",
     "UNKNOWN",
 ];
+
+/// States of an attempt that has ended (`COMPLETED` to `OUT_OF_MEMORY`
+/// in [`SLURM_JOB_STATES`]): one of them with no `End` is a record
+/// slurmdbd lost the end of (a runaway).
+const ENDED_STATES: &[&str] = SLURM_JOB_STATES.split_at(3).1.split_at(9).0;
 
 /// The `sacct` command that saves a dump `allot sync --from` reads: every
 /// user, allocations only (`-X`), every attempt (`-D`), with the header line
@@ -689,6 +695,15 @@ impl Parser {
                 job = %job_label,
                 state = state_text,
                 "State is not one Slurm prints; the attempt is charged as its owner's ending (by the contract); fix the dump if it was cut or edited"
+            );
+        }
+        if start.is_some() && end.is_none() && ENDED_STATES.contains(&state.as_str()) {
+            // A record that ended without its end: slurmdbd lost it. Open
+            // in the ledger, so charged at most to start + time limit.
+            tracing::warn!(
+                job = %job_label,
+                state = state_text,
+                "runaway record: the job ended ({state}) but has no End; it is charged as running, at most up to its start plus its time limit. Fix the record in slurmdbd: sacctmgr show runawayjobs"
             );
         }
         let min_runtime = self.admin_comment.and_then(|i| {

@@ -49,6 +49,7 @@ fn rec(
         min_runtime_recorded: false,
         charge_end,
         charged: charge_end.map_or(0, |ce| gpus * (ce - start) as u64),
+        time_limit: None,
     }
 }
 
@@ -98,6 +99,41 @@ fn minimum_runtime_extends_the_charge_not_the_occupancy() {
     assert_eq!(
         u[&("a1".to_string(), "alice".to_string())].charged,
         2 * 1800
+    );
+}
+
+/// Issue 53, item 1: slurmdbd keeps a job RUNNING that slurmctld forgot
+/// (a runaway record). Before: charged up to now, 8 GPUs x 7 days = 1,344
+/// GPU-h in one week for a job with a 2-hour limit. Now: up to start +
+/// time limit, whatever the window; a job without a limit still counts up
+/// to now; a ledger read across its time limit gives the same figure.
+#[test]
+fn a_runaway_record_is_charged_up_to_its_time_limit() {
+    let path = tmp("runaway");
+    let mut l = Ledger::open(&path).unwrap();
+    let mut runaway = rec(1, "a1", 8, T0, None, 3600);
+    runaway.time_limit = Some(7200);
+    let unlimited = rec(2, "a2", 1, T0, None, 3600);
+    l.write_batch(&[runaway.clone(), unlimited], None, &rules())
+        .unwrap();
+    let r = l.reader().unwrap();
+    let week = r.usage(T0, T0 + 7 * 86_400).unwrap();
+    let a1 = week[&("a1".into(), "alice".into())];
+    assert_eq!((a1.charged, a1.gpu_seconds), (8 * 7200, 8 * 7200));
+    assert_eq!(week[&("a2".into(), "alice".into())].gpu_seconds, 7 * 86_400);
+    // Inside its limit it counts up to the window's end as before.
+    let hour = r.usage(T0, T0 + 3600).unwrap();
+    assert_eq!(hour[&("a1".into(), "alice".into())].gpu_seconds, 8 * 3600);
+    // A window after its limit holds none of it.
+    assert!(!r
+        .usage(T0 + 86_400, T0 + 2 * 86_400)
+        .unwrap()
+        .contains_key(&("a1".into(), "alice".into())));
+    // Stored and read back with its limit.
+    let back = &r.attempts_of_job(1).unwrap()[0].record;
+    assert_eq!(
+        (back.time_limit, back.open_until()),
+        (Some(7200), Some(T0 + 7200))
     );
 }
 
@@ -636,6 +672,10 @@ fn a_ledger_of_whole_units_reads_and_migrates_to_milli_units() {
         &rules(),
     )
     .unwrap();
+    // As schema 2 had it: no time limits (schema 5) either.
+    l.conn
+        .execute_batch("ALTER TABLE attempts DROP COLUMN time_limit")
+        .unwrap();
     l.conn.pragma_update(None, "user_version", 2).unwrap();
     drop(l);
     let expect = BTreeMap::from([

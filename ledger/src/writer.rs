@@ -218,6 +218,24 @@ impl Ledger {
             .map_err(self.sql())
     }
 
+    /// The attempts still open that started (running, as the ledger last
+    /// read them), by job id.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn open_attempts(&self) -> Result<Vec<AttemptRecord>> {
+        let mut st = self
+            .conn
+            .prepare(&format!(
+                "SELECT {COLUMNS} FROM attempts WHERE \"end\" IS NULL AND start IS NOT NULL ORDER BY job_id, submit"
+            ))
+            .map_err(self.sql())?;
+        let rows = st
+            .query_map([], |r| record_from_row(r, 0))
+            .map_err(self.sql())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.sql())
+    }
+
     /// Writes `records` in one transaction: new attempts are inserted,
     /// changed ones updated, identical ones left alone, and the buckets
     /// follow. Each job's attempts are charged together by `charging`
@@ -280,14 +298,14 @@ impl Ledger {
             let mut insert = tx
                 .prepare_cached(&format!(
                     "INSERT INTO attempts (attempt, {COLUMNS}) VALUES \
-                     (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+                     (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
                 ))
                 .map_err(&sql)?;
             let mut update = tx
                 .prepare_cached(
                     "UPDATE attempts SET label=?2, array_job=?3, array_task=?4, het_job=?5, het_offset=?6, \
                      account=?7, user=?8, partition=?9, gpus=?10, rate=?11, start=?12, \"end\"=?13, elapsed=?14, \
-                     state=?15, min_runtime=?16, min_runtime_recorded=?17, charge_end=?18, charged=?19 WHERE id=?1",
+                     state=?15, min_runtime=?16, min_runtime_recorded=?17, charge_end=?18, charged=?19, time_limit=?20 WHERE id=?1",
                 )
                 .map_err(&sql)?;
             let mut renumber = tx
@@ -302,7 +320,7 @@ impl Ledger {
                     let old = record_from_row(r, 1).map_err(&sql)?;
                     all.push(JobAttempt {
                         id: Some(r.get::<_, i64>(0).map_err(&sql)?),
-                        number: Some(r.get::<_, i64>(21).map_err(&sql)?),
+                        number: Some(r.get::<_, i64>(22).map_err(&sql)?),
                         new: old.clone(),
                         old: Some(old),
                         incoming: false,
@@ -547,10 +565,11 @@ fn with_columns<R>(rec: &AttemptRecord, f: impl FnOnce(&[&dyn ToSql]) -> R) -> R
         rec.rate as i64,
         rec.elapsed.map(|v| v as i64),
     );
-    let (min_runtime, recorded, charged) = (
+    let (min_runtime, recorded, charged, time_limit) = (
         rec.min_runtime as i64,
         i64::from(rec.min_runtime_recorded),
         rec.charged as i64,
+        rec.time_limit.map(|v| v.min(i64::MAX as u64) as i64),
     );
     f(&[
         &rec.label,
@@ -571,6 +590,7 @@ fn with_columns<R>(rec: &AttemptRecord, f: impl FnOnce(&[&dyn ToSql]) -> R) -> R
         &recorded,
         &rec.charge_end,
         &charged,
+        &time_limit,
     ])
 }
 

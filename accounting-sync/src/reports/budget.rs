@@ -469,6 +469,7 @@ mod tests {
             min_runtime_recorded: true,
             charge_end: ce,
             charged: ce.map_or(0, |c| 1000 * gpus * (c - start) as u64),
+            time_limit: None,
         }
     }
 
@@ -499,6 +500,7 @@ mod tests {
         let at = |job, rate| AttemptRecord {
             rate,
             charged: rate * 3600,
+            time_limit: None,
             gpus: 0,
             ..rec(job, "a1", "alice", 0, T0, T0 + 3600, 60)
         };

@@ -33,6 +33,8 @@ use allot_ledger::sacct::{DumpRow, Parser, RowOutcome, SeveralClusters, LIVE_FIE
 use allot_ledger::{AttemptRecord, BatchStats, Ledger};
 
 use crate::slurm::sacct::{Attempts, Which};
+
+pub mod runaway;
 use crate::slurm::squeue::{jobs_now, LiveJob};
 
 /// Counts of one import.
@@ -67,6 +69,9 @@ pub struct ImportStats {
     /// Of `attempts`, those started and not ended (charged up to now until
     /// a later row ends them).
     pub running: u64,
+    /// Runaway records among the ledger's open attempts (live passes;
+    /// [`runaway::look_for`]).
+    pub runaways: u64,
 }
 
 impl ImportStats {
@@ -230,6 +235,13 @@ impl ImportStats {
         }
         if s.preemptions > 0 {
             line += &format!("; {} preemptions recorded", s.preemptions);
+        }
+        if s.runaways > 0 {
+            line += &format!(
+                "; {} runaway record{} (warned: charged at most up to start + time limit)",
+                s.runaways,
+                plural(s.runaways)
+            );
         }
         line
     }
@@ -431,6 +443,7 @@ pub fn sync_once(
         Ok(p) => stats.preemptions = p.new,
         Err(e) => tracing::warn!("{e}; preemption records are read at the next pass"),
     }
+    stats.runaways = runaway::look_for(ledger, live, now)?;
     ledger.write_batch(&[], Some(now), charging)?;
     Ok(stats)
 }
@@ -470,15 +483,21 @@ impl LiveContracts {
 
     /// The contract slurmctld holds for `job`, if it has one.
     fn of(&mut self, job: u64) -> Option<u64> {
+        fairshare::record::recorded_min_runtime(&self.known()?.get(&job)?.admin_comment)
+    }
+
+    /// slurmctld's jobs now, asking squeue at the first call; `None` for
+    /// [`LiveContracts::off`] and when squeue failed (logged).
+    fn known(&mut self) -> Option<&BTreeMap<u64, LiveJob>> {
         if std::mem::take(&mut self.ask) {
             match jobs_now() {
                 Ok(jobs) => self.jobs = Some(jobs),
                 Err(e) => tracing::warn!(
-                    "cannot read running jobs' contracts from squeue; they keep the default until the next pass: {e:#}"
+                    "cannot read slurmctld's jobs from squeue; running jobs' contracts keep the default and runaway records are not looked for until the next pass: {e:#}"
                 ),
             }
         }
-        fairshare::record::recorded_min_runtime(&self.jobs.as_ref()?.get(&job)?.admin_comment)
+        self.jobs.as_ref()
     }
 
     /// slurmctld's jobs if this pass read them (the sidecar's site takes

@@ -571,3 +571,10 @@ fn rows_with_offsets_charge_the_right_instants() {
         (1_768_082_400, 1_768_084_200, 1_768_087_800)
     );
 }
+
+#[test]
+fn ended_states_are_the_nine_after_the_open_ones() {
+    assert_eq!(ENDED_STATES.first(), Some(&"COMPLETED"));
+    assert_eq!(ENDED_STATES.last(), Some(&"OUT_OF_MEMORY"));
+    assert!(!ENDED_STATES.contains(&"RUNNING") && ENDED_STATES.contains(&"NODE_FAIL"));
+}
