@@ -371,6 +371,11 @@ pub struct BatchStats {
     /// second row of one attempt in the batch (the later one is written),
     /// or a row that has an ended attempt running again (logged).
     pub superseded: u64,
+    /// Of `updated`, ended attempts whose accounting slurmdbd now prints
+    /// differently (`Start`, `End`, GPUs, account, user or state: an
+    /// admin's correction, which Slurm 25.11 allows): the charge follows
+    /// the correction, each logged.
+    pub corrected: u64,
 }
 
 const COLUMNS: &str = "job_id, submit, label, array_job, array_task, het_job, het_offset, account, user, \

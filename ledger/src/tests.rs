@@ -137,6 +137,30 @@ fn a_runaway_record_is_charged_up_to_its_time_limit() {
     );
 }
 
+/// Issue 53, item 7: an admin corrects a finished job's accounting (Slurm
+/// 25.11 allows it) and sacct prints the new End and GPUs. The charge
+/// follows, counted and logged; the same row again is no correction.
+#[test]
+fn a_corrected_ended_attempt_is_charged_as_corrected() {
+    let path = tmp("corrected");
+    let mut l = Ledger::open(&path).unwrap();
+    let first = rec(5, "a1", 2, T0, Some(T0 + 7200), 0);
+    l.write_batch(std::slice::from_ref(&first), None, &rules())
+        .unwrap();
+    let mut fixed = first.clone();
+    fixed.end = Some(T0 + 3600);
+    fixed.gpus = 1;
+    fixed.rate = 1;
+    let s = l
+        .write_batch(std::slice::from_ref(&fixed), None, &rules())
+        .unwrap();
+    assert_eq!((s.updated, s.corrected), (1, 1));
+    let u = l.reader().unwrap().usage(T0, T0 + 86_400).unwrap();
+    assert_eq!(u[&("a1".into(), "alice".into())].gpu_seconds, 3600);
+    let s = l.write_batch(&[fixed], None, &rules()).unwrap();
+    assert_eq!((s.unchanged, s.corrected), (1, 0));
+}
+
 #[test]
 fn unallocated_and_running_jobs() {
     let path = tmp("unalloc");
@@ -191,7 +215,8 @@ fn rewrites_are_idempotent_and_updates_move_the_buckets() {
             inserted: 1,
             updated: 0,
             unchanged: 0,
-            superseded: 0
+            superseded: 0,
+            corrected: 0
         }
     );
     let s = l.write_batch(&[running], None, &rules()).unwrap();
@@ -201,7 +226,8 @@ fn rewrites_are_idempotent_and_updates_move_the_buckets() {
             inserted: 0,
             updated: 0,
             unchanged: 1,
-            superseded: 0
+            superseded: 0,
+            corrected: 0
         }
     );
     let done = rec(7, "a1", 1, T0, Some(T0 + 7200), 3600);
@@ -214,7 +240,8 @@ fn rewrites_are_idempotent_and_updates_move_the_buckets() {
             inserted: 0,
             updated: 1,
             unchanged: 0,
-            superseded: 0
+            superseded: 0,
+            corrected: 0
         }
     );
     let dump1 = l.reader().unwrap().dump().unwrap();

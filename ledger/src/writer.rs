@@ -346,6 +346,21 @@ impl Ledger {
                             stats.superseded += 1;
                         }
                         Some(a) => {
+                            if let Some(what) = a
+                                .old
+                                .as_ref()
+                                .filter(|o| o.end.is_some() && !a.incoming)
+                                .and_then(|o| correction(o, rec))
+                            {
+                                // An ended attempt is never reopened (above),
+                                // but its record may be corrected.
+                                tracing::info!(
+                                    job = rec.job_id,
+                                    submit = rec.submit,
+                                    "slurmdbd's record of this ended attempt changed ({what}); its charge follows the correction"
+                                );
+                                stats.corrected += 1;
+                            }
                             if a.incoming {
                                 // Two rows of one attempt in the batch: the
                                 // later one is written.
@@ -555,6 +570,26 @@ fn overlap(a: &AttemptRecord, b: &AttemptRecord) -> bool {
 
 /// Calls `f` with an attempt's columns after its key (`label` ..
 /// `charged`), in the order of the writer's INSERT and UPDATE statements.
+/// What slurmdbd changed in an ended attempt's record, as `End 100 -> 200,
+/// GPUs 2 -> 4`; `None` when nothing it prints changed (the charge
+/// alone may change with the config's rules, which is no correction).
+fn correction(old: &AttemptRecord, new: &AttemptRecord) -> Option<String> {
+    let mut what = Vec::new();
+    let mut diff = |name: &str, a: String, b: String| {
+        if a != b {
+            what.push(format!("{name} {a} -> {b}"));
+        }
+    };
+    let t = |v: Option<i64>| v.map_or("Unknown".to_string(), |v| v.to_string());
+    diff("Start", t(old.start), t(new.start));
+    diff("End", t(old.end), t(new.end));
+    diff("GPUs", old.gpus.to_string(), new.gpus.to_string());
+    diff("Account", old.account.clone(), new.account.clone());
+    diff("User", old.user.clone(), new.user.clone());
+    diff("State", old.state.clone(), new.state.clone());
+    (!what.is_empty()).then(|| what.join(", "))
+}
+
 fn with_columns<R>(rec: &AttemptRecord, f: impl FnOnce(&[&dyn ToSql]) -> R) -> R {
     let (array_job, het_job) = (
         rec.array_job.map(|v| v as i64),

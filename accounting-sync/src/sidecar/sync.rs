@@ -80,6 +80,7 @@ impl ImportStats {
         self.written.updated += b.updated;
         self.written.unchanged += b.unchanged;
         self.written.superseded += b.superseded;
+        self.written.corrected += b.corrected;
     }
 }
 
@@ -231,6 +232,13 @@ impl ImportStats {
                 "; {} row{} settled by another row of the same attempt (a later row, or one that ended it; conflicts logged)",
                 s.written.superseded,
                 plural(s.written.superseded)
+            );
+        }
+        if s.written.corrected > 0 {
+            line += &format!(
+                "; {} ended attempt{} corrected in slurmdbd (charged as corrected; each logged)",
+                s.written.corrected,
+                plural(s.written.corrected)
             );
         }
         if s.preemptions > 0 {

@@ -26,6 +26,11 @@ mod backoff {
         assert!(s
             .summary()
             .ends_with("(logged, holding 0.0 GPU-h); 2 preemptions recorded"));
+        s.written.corrected = 2;
+        assert!(s.summary().contains(
+            "; 2 ended attempts corrected in slurmdbd (charged as corrected; each logged)"
+        ));
+        s.written.corrected = 0;
         s.written.superseded = 1;
         assert!(s.summary().contains(
             "(logged, holding 0.0 GPU-h); 1 row settled by another row of the same attempt (a later row, or one that ended it; conflicts logged); 2 preemptions recorded"
