@@ -501,6 +501,7 @@ pub use writer::{lock_path, set_owner, Ledger};
 pub mod charge;
 pub mod events;
 pub mod preemptions;
+pub mod recycled;
 pub mod sacct;
 
 #[cfg(test)]

@@ -379,8 +379,10 @@ impl LedgerReader {
             .map_err(self.sql())
     }
 
-    /// The attempts of one job (all array tasks / het components with that
-    /// raw job id), oldest first. For `allot explain`.
+    /// The attempts of the job with raw job id `job_id`, oldest first: of
+    /// the latest job with that id when Slurm reused it (an older job of a
+    /// recycled id is another job, maybe another user's:
+    /// [`crate::recycled`]). For `allot explain`.
     ///
     /// # Errors
     /// SQLite errors.
@@ -400,7 +402,12 @@ impl LedgerReader {
                 })
             })
             .map_err(self.sql())?;
-        rows.collect::<rusqlite::Result<_>>().map_err(self.sql())
+        let mut all: Vec<StoredAttempt> =
+            rows.collect::<rusqlite::Result<_>>().map_err(self.sql())?;
+        let starts = crate::recycled::job_starts(&all, |a| {
+            (a.record.user.as_str(), a.record.submit, a.record.end)
+        });
+        Ok(all.split_off(starts.last().copied().unwrap_or(0)))
     }
 
     /// Every attempt, by job id then attempt index: for dumps and tests.

@@ -161,6 +161,39 @@ fn a_corrected_ended_attempt_is_charged_as_corrected() {
     assert_eq!((s.unchanged, s.corrected), (1, 0));
 }
 
+/// Issue 53, item 2: Slurm reused job id 700 three years later for bob.
+/// Before, bob's job was attempt 2 of alice's and `allot explain 700`
+/// listed alice's attempts to bob. Now they are two jobs: numbered and
+/// charged apart, and the id's attempts are bob's only.
+#[test]
+fn a_recycled_job_id_stays_two_jobs() {
+    let path = tmp("recycled");
+    let mut l = Ledger::open(&path).unwrap();
+    let first = rec(700, "a1", 2, T0, Some(T0 + 600), 3600);
+    let requeued = rec(700, "a1", 2, T0 + 610, Some(T0 + 4000), 3600);
+    let years = 3 * 365 * 86_400;
+    let mut bobs = rec(700, "b1", 4, T0 + years, Some(T0 + years + 100), 3600);
+    bobs.user = "bob".into();
+    l.write_batch(&[first, requeued, bobs], None, &rules())
+        .unwrap();
+    let r = l.reader().unwrap();
+    let mine = r.attempts_of_job(700).unwrap();
+    assert_eq!(mine.len(), 1);
+    assert_eq!((mine[0].attempt, mine[0].record.user.as_str()), (0, "bob"));
+    // Bob's job pays its own minimum runtime (1 h for 100 s).
+    assert_eq!(mine[0].record.charge_end, Some(T0 + years + 3600));
+    let numbers: Vec<(u32, String)> = r
+        .all_attempts()
+        .unwrap()
+        .into_iter()
+        .map(|a| (a.attempt, a.record.user))
+        .collect();
+    assert_eq!(
+        numbers,
+        [(0, "alice".into()), (1, "alice".into()), (0, "bob".into())]
+    );
+}
+
 #[test]
 fn unallocated_and_running_jobs() {
     let path = tmp("unalloc");

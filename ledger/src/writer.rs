@@ -402,9 +402,19 @@ impl Ledger {
                 }
                 all.sort_by_key(|a| a.new.submit);
                 let mut charged: Vec<AttemptRecord> = all.iter().map(|a| a.new.clone()).collect();
-                charging.charge_job(&mut charged);
-                for (number, (a, rec)) in all.iter().zip(&charged).enumerate() {
-                    let number = number as i64;
+                // Each job of the id (a recycled id names several:
+                // recycled.rs) is charged and numbered on its own.
+                let starts =
+                    crate::recycled::job_starts(&charged, |r| (r.user.as_str(), r.submit, r.end));
+                let mut numbers = vec![0i64; charged.len()];
+                for (k, &from) in starts.iter().enumerate() {
+                    let to = starts.get(k + 1).copied().unwrap_or(charged.len());
+                    charging.charge_job(&mut charged[from..to]);
+                    for (i, n) in numbers[from..to].iter_mut().enumerate() {
+                        *n = i as i64;
+                    }
+                }
+                for ((a, rec), number) in all.iter().zip(&charged).zip(numbers) {
                     match (&a.old, a.id) {
                         (Some(o), Some(id)) => {
                             if a.number != Some(number) {

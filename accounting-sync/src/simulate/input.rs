@@ -42,7 +42,8 @@ pub(super) fn load_trace(path: &Path, format: Option<&str>) -> anyhow::Result<(T
     Ok((t, name))
 }
 
-/// One job per Slurm job id: the first submit, the sum of its attempts'
+/// One job per Slurm job (a job id Slurm reused names several, each its own
+/// job: `allot_ledger::recycled`): the first submit, the sum of its attempts'
 /// run times, its most GPUs, its recorded contract. Jobs that never started
 /// or still run are skipped (counted). A resized job's later segments
 /// (records after one that ended `RESIZING`: Slurm starts a new record of
@@ -60,64 +61,14 @@ pub(super) fn attempts_to_trace(attempts: impl IntoIterator<Item = AttemptLite>)
     let mut skipped: BTreeMap<&'static str, u64> = BTreeMap::new();
     for (_, mut attempts) in by_id {
         attempts.sort_by_key(|a| a.submit);
-        let mut main: Option<TraceJob> = None;
-        // Run time of the resized run so far, and whether the previous
-        // record ended RESIZING.
-        let (mut ran, mut resized) = (0u64, false);
-        for a in attempts {
-            let continues = std::mem::replace(&mut resized, a.state == "RESIZING");
-            let (Some(start), Some(end)) = (a.start, a.end) else {
-                *skipped
-                    .entry(if a.start.is_none() {
-                        "never started"
-                    } else {
-                        "still running"
-                    })
-                    .or_default() += 1;
-                continue;
-            };
-            if a.gpus == 0 {
-                *skipped.entry("no GPUs").or_default() += 1;
-                continue;
-            }
-            let run = a.elapsed.unwrap_or_else(|| (end - start).max(0) as u64);
-            let gpus = u32::try_from(a.gpus).unwrap_or(u32::MAX);
-            if !continues {
-                ran = 0;
-            }
-            let segment = |min_runtime| TraceJob {
-                id: a.job_id,
-                team: a.account.to_ascii_lowercase(),
-                partition: a.partition.clone(),
-                submit: a.submit.max(0) as u64,
-                duration: run,
-                gpus,
-                min_runtime,
-                resumable: None,
-                time_limit: None,
-                submit_ms: None,
-                line: a.line,
-            };
-            if continues {
-                // The rest of the contract, once per run (0 stays the free tier).
-                let left = a.min_runtime.map(|m| {
-                    if m == 0 {
-                        0
-                    } else {
-                        m.saturating_sub(ran).max(1)
-                    }
-                });
-                jobs.push(segment(left));
-            } else if let Some(e) = &mut main {
-                e.submit = e.submit.min(a.submit.max(0) as u64);
-                e.duration += run;
-                e.gpus = e.gpus.max(gpus);
-            } else {
-                main = Some(segment(a.min_runtime));
-            }
-            ran += run;
+        // A recycled id names several jobs (allot_ledger::recycled): the
+        // k-th reuse is replayed as a job of its own, id + k x 2^32.
+        let starts =
+            allot_ledger::recycled::job_starts(&attempts, |a| (a.user.as_str(), a.submit, a.end));
+        for (k, from) in starts.into_iter().enumerate().rev() {
+            let reuse: Vec<AttemptLite> = attempts.split_off(from);
+            one_job(reuse, (k as u64) << 32, &mut jobs, &mut skipped);
         }
-        jobs.extend(main);
     }
     let jobs: Vec<TraceJob> = jobs.into_iter().filter(|j| j.duration > 0).collect();
     let mut t = trace::from_jobs(jobs, Vec::new());
@@ -128,9 +79,79 @@ pub(super) fn attempts_to_trace(attempts: impl IntoIterator<Item = AttemptLite>)
     t
 }
 
+/// The trace jobs of one job's attempts (sorted by submit), their ids
+/// `job_id + id_offset`.
+fn one_job(
+    attempts: Vec<AttemptLite>,
+    id_offset: u64,
+    jobs: &mut Vec<TraceJob>,
+    skipped: &mut BTreeMap<&'static str, u64>,
+) {
+    let mut main: Option<TraceJob> = None;
+    // Run time of the resized run so far, and whether the previous
+    // record ended RESIZING.
+    let (mut ran, mut resized) = (0u64, false);
+    for a in attempts {
+        let continues = std::mem::replace(&mut resized, a.state == "RESIZING");
+        let (Some(start), Some(end)) = (a.start, a.end) else {
+            *skipped
+                .entry(if a.start.is_none() {
+                    "never started"
+                } else {
+                    "still running"
+                })
+                .or_default() += 1;
+            continue;
+        };
+        if a.gpus == 0 {
+            *skipped.entry("no GPUs").or_default() += 1;
+            continue;
+        }
+        let run = a.elapsed.unwrap_or_else(|| (end - start).max(0) as u64);
+        let gpus = u32::try_from(a.gpus).unwrap_or(u32::MAX);
+        if !continues {
+            ran = 0;
+        }
+        let segment = |min_runtime| TraceJob {
+            id: a.job_id.wrapping_add(id_offset),
+            team: a.account.to_ascii_lowercase(),
+            partition: a.partition.clone(),
+            submit: a.submit.max(0) as u64,
+            duration: run,
+            gpus,
+            min_runtime,
+            resumable: None,
+            time_limit: None,
+            submit_ms: None,
+            line: a.line,
+        };
+        if continues {
+            // The rest of the contract, once per run (0 stays the free tier).
+            let left = a.min_runtime.map(|m| {
+                if m == 0 {
+                    0
+                } else {
+                    m.saturating_sub(ran).max(1)
+                }
+            });
+            jobs.push(segment(left));
+        } else if let Some(e) = &mut main {
+            e.submit = e.submit.min(a.submit.max(0) as u64);
+            e.duration += run;
+            e.gpus = e.gpus.max(gpus);
+        } else {
+            main = Some(segment(a.min_runtime));
+        }
+        ran += run;
+    }
+    jobs.extend(main);
+}
+
 pub(super) struct AttemptLite {
     line: u32,
     job_id: u64,
+    /// User name (empty when the input has none): tells a recycled id.
+    user: String,
     account: String,
     partition: Option<String>,
     submit: i64,
@@ -170,6 +191,7 @@ pub(super) fn sacct_trace(bytes: &[u8]) -> anyhow::Result<Trace> {
             Ok(allot_ledger::sacct::RowOutcome::Attempt(a)) => attempts.push(AttemptLite {
                 line,
                 job_id: a.job_id,
+                user: a.user,
                 account: a.account,
                 partition: a.partition,
                 submit: a.submit,
@@ -218,6 +240,7 @@ pub(super) fn ledger_trace(path: &Path) -> anyhow::Result<Trace> {
             AttemptLite {
                 line: i as u32 + 1,
                 job_id: r.job_id,
+                user: r.user,
                 account: r.account,
                 partition: r.partition,
                 submit: r.submit,

@@ -212,6 +212,26 @@ fn sacct_dumps_with_free_text_replay_every_job() {
     );
 }
 
+/// A job id Slurm reused (issue 53, item 2): alice's job 700 (requeued
+/// once) and bob's job 700 three years later replay as two jobs, not as one
+/// job of alice's with bob's run time added.
+#[test]
+fn sacct_dumps_replay_a_recycled_id_as_two_jobs() {
+    let text = "JobIDRaw|User|Account|AllocTRES|Submit|Start|End|State\n\
+                700|alice|a1|gres/gpu=2|1600000000|1600000000|1600000600|REQUEUED\n\
+                700|alice|a1|gres/gpu=2|1600000600|1600000700|1600004300|COMPLETED\n\
+                700|bob|b1|gres/gpu=4|1700000000|1700000000|1700000100|COMPLETED\n";
+    let t = sacct_trace(text.as_bytes()).unwrap();
+    assert!(t.errors.is_empty(), "{:?}", t.errors);
+    let mut jobs: Vec<(u64, &str, u32, u64)> = t
+        .jobs
+        .iter()
+        .map(|j| (j.id, j.team.as_str(), j.gpus, j.duration))
+        .collect();
+    jobs.sort_unstable();
+    assert_eq!(jobs, [(700, "a1", 2, 4200), (700 + (1 << 32), "b1", 4, 100)]);
+}
+
 /// A resized job (issue 39): 16 GPUs for 20 min, then 8 for 100 min.
 /// Slurm ends the first record RESIZING and starts the second at the
 /// resize (submit = start). Replayed as its two segments, 18.667 GPU-h
