@@ -44,7 +44,10 @@ pub(super) fn load_trace(path: &Path, format: Option<&str>) -> anyhow::Result<(T
 
 /// One job per Slurm job (a job id Slurm reused names several, each its own
 /// job: `allot_ledger::recycled`): the first submit, the sum of its attempts'
-/// run times, its most GPUs, its recorded contract. Jobs that never started
+/// wall times (`End - Start`, what the ledger charges: `Elapsed` leaves out
+/// time suspended), its GPUs, its time limit, its recorded contract. An
+/// attempt on other GPUs than the job's first (a resized job requeued) is
+/// a job of its own. Jobs that never started
 /// or still run are skipped (counted). A resized job's later segments
 /// (records after one that ended `RESIZING`: Slurm starts a new record of
 /// the job at the resize) are jobs of their own, submitted at the resize,
@@ -107,7 +110,9 @@ fn one_job(
             *skipped.entry("no GPUs").or_default() += 1;
             continue;
         }
-        let run = a.elapsed.unwrap_or_else(|| (end - start).max(0) as u64);
+        // Wall time, as the ledger charges it (a suspended job holds its
+        // GPUs; sacct's Elapsed leaves the suspension out).
+        let run = (end - start).max(0) as u64;
         let gpus = u32::try_from(a.gpus).unwrap_or(u32::MAX);
         if !continues {
             ran = 0;
@@ -121,7 +126,7 @@ fn one_job(
             gpus,
             min_runtime,
             resumable: None,
-            time_limit: None,
+            time_limit: a.time_limit,
             submit_ms: None,
             line: a.line,
         };
@@ -135,10 +140,13 @@ fn one_job(
                 }
             });
             jobs.push(segment(left));
-        } else if let Some(e) = &mut main {
+        } else if let Some(e) = main.as_mut().filter(|e| e.gpus == gpus) {
             e.submit = e.submit.min(a.submit.max(0) as u64);
             e.duration += run;
-            e.gpus = e.gpus.max(gpus);
+        } else if main.is_some() {
+            // A requeued attempt on other GPUs (a resized job requeued):
+            // its own job, so the replay holds what the ledger charged.
+            jobs.push(segment(a.min_runtime));
         } else {
             main = Some(segment(a.min_runtime));
         }
@@ -157,7 +165,9 @@ pub(super) struct AttemptLite {
     submit: i64,
     start: Option<i64>,
     end: Option<i64>,
-    elapsed: Option<u64>,
+    /// Time limit, seconds (`TimelimitRaw`): the replay's short band and
+    /// backfill read it, as the plugins read slurmctld's.
+    time_limit: Option<u64>,
     gpus: u64,
     min_runtime: Option<u64>,
     /// Base state (`RESIZING` ends a segment of a resized run).
@@ -197,7 +207,7 @@ pub(super) fn sacct_trace(bytes: &[u8]) -> anyhow::Result<Trace> {
                 submit: a.submit,
                 start: a.start,
                 end: a.end,
-                elapsed: a.elapsed,
+                time_limit: a.time_limit,
                 gpus: a.gpus,
                 min_runtime: a.min_runtime,
                 state: a.state,
@@ -246,7 +256,7 @@ pub(super) fn ledger_trace(path: &Path) -> anyhow::Result<Trace> {
                 submit: r.submit,
                 start: r.start,
                 end: r.end,
-                elapsed: r.elapsed,
+                time_limit: r.time_limit,
                 gpus: r.gpus,
                 min_runtime: r.min_runtime_recorded.then_some(r.min_runtime),
                 state: r.state,

@@ -688,4 +688,6 @@ fn sweep_variants(
 }
 
 #[cfg(test)]
+mod one_reader_tests;
+#[cfg(test)]
 mod tests;

@@ -229,7 +229,10 @@ fn sacct_dumps_replay_a_recycled_id_as_two_jobs() {
         .map(|j| (j.id, j.team.as_str(), j.gpus, j.duration))
         .collect();
     jobs.sort_unstable();
-    assert_eq!(jobs, [(700, "a1", 2, 4200), (700 + (1 << 32), "b1", 4, 100)]);
+    assert_eq!(
+        jobs,
+        [(700, "a1", 2, 4200), (700 + (1 << 32), "b1", 4, 100)]
+    );
 }
 
 /// A resized job (issue 39): 16 GPUs for 20 min, then 8 for 100 min.
