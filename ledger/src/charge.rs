@@ -62,6 +62,31 @@ impl Charging {
         self.weights.rate_of_counts(&a.tres, a.gpus)
     }
 
+    /// The GPU-sharing GRES (`gres/shard`, `gres/mps`, typed or not) an
+    /// attempt holds without a whole GPU and without a charge weight for
+    /// it: such a job uses a GPU and is charged 0, so its team ranks as if
+    /// idle. `None` when it holds none, holds GPUs too, or the weights
+    /// charge it (`[charge] "gres/shard" = 1 / shards per GPU`,
+    /// `"gres/mps" = 1 / MPS count per GPU`).
+    pub fn unweighted_sharing(&self, a: &Attempt) -> Option<&'static str> {
+        if a.gpus > 0 {
+            return None;
+        }
+        ["gres/shard", "gres/mps"].into_iter().find(|kind| {
+            let held: Vec<(&str, u64)> = a
+                .tres
+                .iter()
+                .filter(|(n, c)| {
+                    *c > 0
+                        && n.strip_prefix(kind)
+                            .is_some_and(|rest| rest.is_empty() || rest.starts_with(':'))
+                })
+                .map(|(n, c)| (n.as_str(), *c))
+                .collect();
+            !held.is_empty() && self.weights.rate_of_counts(&held, 0) == 0
+        })
+    }
+
     /// The ledger record of an attempt: contract, rate, charged end and
     /// charged milli-unit-seconds (1000 per GPU-second by default; 0 while running, for a
     /// job that never started, and for an unallocated job).

@@ -314,6 +314,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             if let Some(w) = no_gpus_warning(&stats) {
                 eprintln!("allot: warning: {w}");
             }
+            if let Some(w) = stats.sharing_warning() {
+                eprintln!("allot: warning: {w}");
+            }
             if let Some(w) = stats.unread_warning() {
                 eprintln!("allot: warning: {w}");
             }

@@ -72,6 +72,12 @@ pub struct ImportStats {
     /// Runaway records among the ledger's open attempts (live passes;
     /// [`runaway::look_for`]).
     pub runaways: u64,
+    /// Attempts holding a GPU share (`gres/shard`, `gres/mps`) and no
+    /// whole GPU, charged 0 because no weight charges that TRES
+    /// ([`Charging::unweighted_sharing`]), and which kinds.
+    pub shared_unweighted: u64,
+    /// The kinds of [`ImportStats::shared_unweighted`], in order seen.
+    pub shared_kinds: Vec<&'static str>,
 }
 
 impl ImportStats {
@@ -120,6 +126,12 @@ where
                 stats.attempts += 1;
                 stats.gpu_attempts += u64::from(a.gpus > 0);
                 stats.running += u64::from(a.start.is_some() && a.end.is_none());
+                if let Some(kind) = charging.unweighted_sharing(&a) {
+                    stats.shared_unweighted += 1;
+                    if !stats.shared_kinds.contains(&kind) {
+                        stats.shared_kinds.push(kind);
+                    }
+                }
                 if a.min_runtime.is_none() && a.end.is_none() {
                     a.min_runtime = live.of(a.job_id);
                 }
@@ -244,6 +256,14 @@ impl ImportStats {
         if s.preemptions > 0 {
             line += &format!("; {} preemptions recorded", s.preemptions);
         }
+        if s.shared_unweighted > 0 {
+            line += &format!(
+                "; {} attempt{} on shared GPUs ({}) charged 0: no charge weight for them",
+                s.shared_unweighted,
+                plural(s.shared_unweighted),
+                s.shared_kinds.join(", ")
+            );
+        }
         if s.runaways > 0 {
             line += &format!(
                 "; {} runaway record{} (warned: charged at most up to start + time limit)",
@@ -272,6 +292,35 @@ impl ImportStats {
             );
         }
         s
+    }
+
+    /// The warning `allot sync` prints when attempts hold GPUs through
+    /// `gres/shard` or `gres/mps` that no weight charges: the weights to
+    /// set. `None` when there are none.
+    pub fn sharing_warning(&self) -> Option<String> {
+        (self.shared_unweighted > 0).then(|| {
+            let mut weights = Vec::new();
+            if self.shared_kinds.contains(&"gres/shard") {
+                weights.push("\"gres/shard\" = 1 / the shards per GPU of gres.conf (0.25 for 4 shards per GPU)");
+            }
+            if self.shared_kinds.contains(&"gres/mps") {
+                weights.push("\"gres/mps\" = 1 / the MPS count per GPU (0.01 for the usual Count=100 per GPU)");
+            }
+            format!(
+                "{} attempt{} hold{} a GPU through {} without a whole gres/gpu and {} charged 0, so {} team{} rank{} as if {} used nothing. Charge the GPU share: in allot.toml [charge], set {} (and keep {} in AccountingStorageTRES), then import again",
+                self.shared_unweighted,
+                if self.shared_unweighted == 1 { "" } else { "s" },
+                if self.shared_unweighted == 1 { "s" } else { "" },
+                self.shared_kinds.join(" or "),
+                if self.shared_unweighted == 1 { "is" } else { "are" },
+                if self.shared_unweighted == 1 { "its" } else { "their" },
+                if self.shared_unweighted == 1 { "" } else { "s" },
+                if self.shared_unweighted == 1 { "s" } else { "" },
+                if self.shared_unweighted == 1 { "it" } else { "they" },
+                weights.join(" and "),
+                self.shared_kinds.join(",")
+            )
+        })
     }
 
     /// The warning `allot sync` prints when rows were left unread: how

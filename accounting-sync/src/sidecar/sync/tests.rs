@@ -377,4 +377,58 @@ mod dump {
         assert_eq!((two.account.as_str(), two.end), ("a1", Some(36000)));
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// Issue 53, item 5: jobs on shared GPUs (`gres/shard`, `gres/mps`)
+    /// with the default weights are charged 0 and warned, naming the
+    /// weights; with them set, a share is charged.
+    #[test]
+    fn gpu_shares_without_a_weight_are_warned_with_the_weights_to_set() {
+        let (dir, mut ledger) = temp_ledger("allot-shard-");
+        let dump = "JobIDRaw|Account|User|AllocTRES|Submit|Start|End|State\n\
+            1|a1|alice|cpu=1,gres/shard=2,mem=1G,node=1|0|0|3600|COMPLETED\n\
+            2|a1|alice|cpu=1,gres/mps=50,node=1|0|0|3600|COMPLETED\n\
+            3|a1|alice|cpu=1,gres/gpu=1,gres/shard=1|0|0|3600|COMPLETED\n";
+        let stats = dump_into(&mut ledger, dump.as_bytes()).unwrap();
+        assert_eq!(stats.shared_unweighted, 2);
+        assert!(stats
+            .summary()
+            .contains("; 2 attempts on shared GPUs (gres/shard, gres/mps) charged 0"));
+        let w = stats.sharing_warning().unwrap();
+        assert!(
+            w.contains("\"gres/shard\" = 1 / the shards per GPU")
+                && w.contains("\"gres/mps\" = 1 / the MPS count"),
+            "{w}"
+        );
+        // With the weights: 2 shards of 4 per GPU = half a GPU, 50 MPS of
+        // 100 = half a GPU; no warning.
+        let weights = fairshare::charge::ChargeWeights::new(std::collections::BTreeMap::from([
+            ("gres/gpu".to_string(), 1.0),
+            ("gres/shard".to_string(), 0.25),
+            ("gres/mps".to_string(), 0.01),
+        ]))
+        .unwrap();
+        let charging = Charging::new(fairshare::ContractPolicy::default(), weights);
+        let stats = import_dump(
+            &mut ledger,
+            &charging,
+            dump.as_bytes(),
+            jiff::tz::TimeZone::UTC,
+            100,
+        )
+        .unwrap();
+        assert_eq!(
+            (stats.shared_unweighted, stats.sharing_warning()),
+            (0, None)
+        );
+        let rates: Vec<u64> = ledger
+            .reader()
+            .unwrap()
+            .all_attempts()
+            .unwrap()
+            .iter()
+            .map(|a| a.record.rate)
+            .collect();
+        assert_eq!(rates, [500, 500, 1250]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
