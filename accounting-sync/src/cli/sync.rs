@@ -102,7 +102,8 @@ fn program_exists(program: &str) -> bool {
 /// only where `AccountingStorageTRES` names `gres/gpu`, and every report
 /// would read zero GPU use.
 fn no_gpus_warning(s: &ImportStats) -> Option<String> {
-    (s.attempts > 0 && s.gpu_attempts == 0).then(|| {
+    // Jobs on shared GPUs have their own warning (the weights to set).
+    (s.attempts > 0 && s.gpu_attempts == 0 && s.shared_unweighted == 0).then(|| {
         format!(
             "none of the {} attempts read holds a GPU (no gres/gpu in AllocTRES), so they charge nothing; if these jobs used GPUs, add gres/gpu to AccountingStorageTRES in slurm.conf (slurmdbd records GPUs only then)",
             s.attempts
@@ -345,6 +346,9 @@ mod tests {
         assert!(no_gpus_warning(&s)
             .unwrap()
             .contains("none of the 3 attempts read holds a GPU"));
+        s.shared_unweighted = 3;
+        assert_eq!(no_gpus_warning(&s), None, "the sharing warning says it");
+        s.shared_unweighted = 0;
         s.gpu_attempts = 1;
         assert_eq!(no_gpus_warning(&s), None);
     }
