@@ -23,7 +23,10 @@
 //!   whose last field is a free-text column, is joined with the lines that
 //!   follow until the row has the header's fields. Only lines that are not
 //!   whole rows themselves (fewer fields than the header) are taken, at most
-//!   [`MAX_JOINED_LINES`]; when the join never completes, each line stays a
+//!   [`MAX_JOINED_LINES`], except after a line that holds only the first
+//!   column, free text (a dump with `JobName` first): the line after it
+//!   completes the row exactly and is taken, since nothing allot reads
+//!   comes before the cut. When the join never completes, each line stays a
 //!   row of its own (each unreadable, named by its line).
 //! - **What an unreadable row held.** [`Parser::held_gpu_seconds`] reads the
 //!   GPUs, start and end of a row that could not be read, where they can
@@ -480,8 +483,13 @@ impl<R: BufRead> Iterator for DumpRows<'_, R> {
                 Some(Ok(l)) => l,
             };
             let m = field_count(&next.1);
-            if m >= self.parser.width {
-                // A whole row of its own: never taken into another.
+            // A whole row of its own is never taken into another, unless
+            // what was read is only the free text of the first column (a
+            // job name first in the dump): its continuation then completes
+            // the row exactly, and no field allot reads comes from before
+            // the cut.
+            let completes_first = n == 1 && m == self.parser.width;
+            if m >= self.parser.width && !completes_first {
                 self.pending.push_front(next);
                 break;
             }

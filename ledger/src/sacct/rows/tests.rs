@@ -161,3 +161,18 @@ fn carriage_returns_and_blank_lines_are_not_rows() {
     assert_eq!(r.len(), 1);
     assert_eq!((r[0].line, attempt(&p, &r[0]).account.as_str()), (3, "b1"));
 }
+
+#[test]
+fn a_newline_in_a_job_name_of_the_first_column_is_joined_back() {
+    let p = parser("JobName|JobIDRaw|Account|AllocTRES|Start|End");
+    let r = rows(
+        &p,
+        b"eval\nstep 2|10|b1|gres/gpu=8|0|36000\nok|11|b1|gres/gpu=1|0|60\n",
+    );
+    assert_eq!(
+        r.iter().map(|r| (r.line, r.lines)).collect::<Vec<_>>(),
+        [(2, 2), (4, 1)]
+    );
+    assert_eq!(attempt(&p, &r[0]).gpus, 8);
+    assert_eq!(attempt(&p, &r[1]).job_id, 11);
+}
