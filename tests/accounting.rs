@@ -122,6 +122,9 @@ fn sync_report_and_crash_safety() {
     // Jobs: several accounts and users, GPU counts, one free-tier (debug) job.
     let mut jobs = Vec::new();
     let users = ["alice", "bob", "carol"];
+    // Job names as users type them: a `|` and a newline, which
+    // `--parsable2` prints as they are (a dump with JobName is read below).
+    let names = ["acct", "sweep|lr=0.1", "eval\nstep 2"];
     for (i, a) in accounts.iter().enumerate() {
         for k in 0..2 {
             let gres = format!("--gres=gpu:{}", 1 + (i + k) % 3);
@@ -134,7 +137,7 @@ fn sync_report_and_crash_safety() {
                 "-o",
                 "/dev/null",
                 "-J",
-                "acct",
+                names[(i + k) % 3],
                 "--wrap",
                 "sleep 2",
             ]));
@@ -453,21 +456,24 @@ fn sync_report_and_crash_safety() {
 
     // The same jobs from a saved dump (ISO local times, header line) give
     // the same ledger as the live import.
-    let saved = tb.ok(
-        "sacct",
-        &[
-            "-a",
-            "-X",
-            "-D",
-            "--parsable2",
-            "-S",
-            "2000-01-01T00:00:00",
-            "-E",
-            "now",
-            "-o",
-            &allot_ledger::sacct::LIVE_FIELDS.join(","),
-        ],
-    );
+    let saved_with = |fields: &str| {
+        tb.ok(
+            "sacct",
+            &[
+                "-a",
+                "-X",
+                "-D",
+                "--parsable2",
+                "-S",
+                "2000-01-01T00:00:00",
+                "-E",
+                "now",
+                "-o",
+                fields,
+            ],
+        )
+    };
+    let saved = saved_with(&allot_ledger::sacct::LIVE_FIELDS.join(","));
     let real_dump = dir.join("real.dump");
     std::fs::write(&real_dump, &saved).unwrap();
     let ledger_c = fresh_ledger(&dir, "c.sqlite");
@@ -485,6 +491,39 @@ fn sync_report_and_crash_safety() {
         ],
     );
     assert_eq!(dump(&ledger_c), reference, "dump import == live import");
+
+    // A dump with free text before the fields allot reads (JobName, whose
+    // `|` and newline shift and cut rows) and after them (AdminComment):
+    // the same ledger, no row unread.
+    let named = saved_with(&format!(
+        "JobName,{}",
+        allot_ledger::sacct::LIVE_FIELDS.join(",")
+    ));
+    assert!(
+        named.contains("sweep|lr=0.1") && named.contains("eval\nstep 2"),
+        "sacct prints the names as typed:\n{named}"
+    );
+    let named_dump = dir.join("named.dump");
+    std::fs::write(&named_dump, &named).unwrap();
+    let ledger_n = fresh_ledger(&dir, "n.sqlite");
+    let out = allot_ok(
+        &tb,
+        &[
+            "sync",
+            "--config",
+            &config,
+            "--ledger",
+            ledger_n.to_str().unwrap(),
+            "--from",
+            named_dump.to_str().unwrap(),
+        ],
+    );
+    assert!(out.contains(" 0 unreadable (logged)"), "{out}");
+    assert_eq!(
+        dump(&ledger_n),
+        reference,
+        "a dump with JobName == live import"
+    );
 
     // SIGKILL in the middle of a large dump import, re-run: identical to a
     // clean import.
