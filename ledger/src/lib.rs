@@ -383,10 +383,13 @@ const COLUMNS: &str = "job_id, submit, label, array_job, array_task, het_job, he
      time_limit";
 
 /// [`COLUMNS`] as a reader of a ledger older than schema 5 selects them:
-/// no time limit stored yet.
-const COLUMNS_BEFORE_5: &str = "job_id, submit, label, array_job, array_task, het_job, het_offset, account, user, \
-     partition, gpus, rate, start, \"end\", elapsed, state, min_runtime, min_runtime_recorded, charge_end, charged, \
-     NULL";
+/// `NULL` for the time limit no writer has stored yet.
+fn columns_before_5() -> String {
+    let base = COLUMNS
+        .strip_suffix("time_limit")
+        .expect("COLUMNS ends with time_limit");
+    format!("{base}NULL")
+}
 
 /// Schema 5: each attempt's time limit (sacct's `TimelimitRaw`, seconds;
 /// NULL when unlimited or unknown). An attempt still open is charged at

@@ -12,9 +12,9 @@ pub struct LedgerReader {
     /// yet (the plugins upgraded before the sidecar), else 1.
     pub(crate) milli: u64,
     /// The attempt columns it selects: [`COLUMNS`], or
-    /// [`COLUMNS_BEFORE_5`] for a ledger no writer has migrated to schema 5
+    /// [`columns_before_5`] for a ledger no writer has migrated to schema 5
     /// yet (its attempts read without a time limit).
-    pub(crate) columns: &'static str,
+    pub(crate) columns: std::borrow::Cow<'static, str>,
 }
 
 impl std::fmt::Debug for LedgerReader {
@@ -48,9 +48,9 @@ impl LedgerReader {
             conn,
             path: path.to_path_buf(),
             columns: if version < 5 {
-                COLUMNS_BEFORE_5
+                columns_before_5().into()
             } else {
-                COLUMNS
+                COLUMNS.into()
             },
             milli: if version < MILLI_SCHEMA {
                 fairshare::charge::MILLI_PER_UNIT
@@ -107,7 +107,7 @@ impl LedgerReader {
     /// # Errors
     /// SQLite errors.
     pub fn usage(&self, start: i64, end: i64) -> Result<BTreeMap<(String, String), Usage>> {
-        let cols = self.columns;
+        let cols = &*self.columns;
         let mut acc: HashMap<(String, String), [i128; 3]> = HashMap::new();
         if end > start {
             let hs = start.div_euclid(BUCKET_SECS);
@@ -182,7 +182,7 @@ impl LedgerReader {
         acc: &mut HashMap<(String, String), [i128; 3]>,
     ) -> Result<()> {
         let h0 = hour * BUCKET_SECS;
-        let cols = self.columns;
+        let cols = &*self.columns;
         if t <= h0 {
             return Ok(());
         }
@@ -261,7 +261,7 @@ impl LedgerReader {
     /// # Errors
     /// SQLite errors.
     pub fn attempts_overlapping(&self, start: i64, end: i64) -> Result<Vec<StoredAttempt>> {
-        let cols = self.columns;
+        let cols = &*self.columns;
         let max_seg = meta_i64(&self.conn, "max_segment")
             .map_err(self.sql())?
             .unwrap_or(0);
@@ -387,7 +387,7 @@ impl LedgerReader {
     /// # Errors
     /// SQLite errors.
     pub fn attempts_of_job(&self, job_id: u64) -> Result<Vec<StoredAttempt>> {
-        let cols = self.columns;
+        let cols = &*self.columns;
         let mut st = self
             .conn
             .prepare(&format!(
@@ -415,7 +415,7 @@ impl LedgerReader {
     /// # Errors
     /// SQLite errors.
     pub fn all_attempts(&self) -> Result<Vec<StoredAttempt>> {
-        let cols = self.columns;
+        let cols = &*self.columns;
         let mut st = self
             .conn
             .prepare(&format!(
