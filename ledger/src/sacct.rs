@@ -684,10 +684,11 @@ impl Parser {
         if state.is_empty() {
             return Err(err("State", state_text, "missing".into()));
         }
-        if strict && !SLURM_JOB_STATES.contains(&state.as_str()) {
+        let known_state = SLURM_JOB_STATES.contains(&state.as_str());
+        if strict && !known_state {
             return Err(err("State", state_text, "not a state Slurm prints".into()));
         }
-        if !SLURM_JOB_STATES.contains(&state.as_str()) {
+        if !known_state {
             // Charged as an owner's ending (fairshare::attempts::ended_by);
             // a truncated or mistyped NODE_FAIL would bill the owner for the
             // cluster's failure, so say which state was not recognised.

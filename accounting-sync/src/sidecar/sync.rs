@@ -33,9 +33,9 @@ use allot_ledger::sacct::{DumpRow, Parser, RowOutcome, SeveralClusters, LIVE_FIE
 use allot_ledger::{AttemptRecord, BatchStats, Ledger};
 
 use crate::slurm::sacct::{Attempts, Which};
+use crate::slurm::squeue::{jobs_now, LiveJob};
 
 pub mod runaway;
-use crate::slurm::squeue::{jobs_now, LiveJob};
 
 /// Counts of one import.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -306,17 +306,11 @@ impl ImportStats {
             if self.shared_kinds.contains(&"gres/mps") {
                 weights.push("\"gres/mps\" = 1 / the MPS count per GPU (0.01 for the usual Count=100 per GPU)");
             }
+            let n = self.shared_unweighted;
             format!(
-                "{} attempt{} hold{} a GPU through {} without a whole gres/gpu and {} charged 0, so {} team{} rank{} as if {} used nothing. Charge the GPU share: in allot.toml [charge], set {} (and keep {} in AccountingStorageTRES), then import again",
-                self.shared_unweighted,
-                if self.shared_unweighted == 1 { "" } else { "s" },
-                if self.shared_unweighted == 1 { "s" } else { "" },
+                "{n} attempt{} on a GPU through {} without a whole gres/gpu: charged 0, so the teams that ran them rank as if that work used nothing. Charge the GPU share: in allot.toml [charge], set {} (and keep {} in AccountingStorageTRES), then import again",
+                if n == 1 { "" } else { "s" },
                 self.shared_kinds.join(" or "),
-                if self.shared_unweighted == 1 { "is" } else { "are" },
-                if self.shared_unweighted == 1 { "its" } else { "their" },
-                if self.shared_unweighted == 1 { "" } else { "s" },
-                if self.shared_unweighted == 1 { "s" } else { "" },
-                if self.shared_unweighted == 1 { "it" } else { "they" },
                 weights.join(" and "),
                 self.shared_kinds.join(",")
             )

@@ -12,12 +12,14 @@
 //!   `AdminComment`, whose token is ASCII) they are left alone: they never
 //!   stop an import.
 //! - **A `|` in free text.** A row with k fields more than the header is
-//!   read when every field allot reads can still be placed: a column before
-//!   the first free-text column is counted from the row's start, one after
-//!   the last is counted from the row's end, and when the header has one
-//!   free-text column it takes the k extra `|` back. A field allot reads
-//!   that lies between two free-text columns (or is one of several) cannot
-//!   be placed: the row is unreadable and the message says the fix (save the
+//!   read in every way of giving the k extra `|` back to the header's
+//!   free-text columns ([`Parser::readings`], at most [`MAX_READINGS`]).
+//!   Ways that leave admin-written text ([`ADMIN_TEXT_FIELDS`]) whole are
+//!   tried first; the row is what the ways of the first rank that reads as
+//!   a job agree on (a shifted row puts text where `AllocTRES` or a time
+//!   is, and does not read). When two ways of that rank read as different
+//!   jobs (a field allot reads between two free-text columns), or none
+//!   reads, the row is unreadable and the message says the fix (save the
 //!   dump without free-text fields, or with them last).
 //! - **A newline in free text.** A line with fewer fields than the header,
 //!   whose last field is a free-text column, is joined with the lines that
@@ -136,7 +138,7 @@ impl Parser {
     }
 
     /// Each column allot reads, with its name: the columns whose text must
-    /// be placed and be UTF-8.
+    /// be UTF-8.
     pub(super) fn read_columns(&self) -> Vec<(usize, &'static str)> {
         let mut cols = vec![
             (self.job_id, "JobID"),
@@ -261,9 +263,10 @@ impl Parser {
     ) -> Result<super::RowOutcome, RowError> {
         let extra = field_spans(line).len() - self.width;
         let free = self.free_text_names().join(", ");
-        let label = self
-            .placed(line, self.job_id)
-            .unwrap_or("?")
+        // The JobID as the first reading places it (what `placed` says).
+        let label = readings
+            .first()
+            .map_or("?", |r| r.fields[self.job_id])
             .trim()
             .to_string();
         let err = |reason: String| row_error(&label, line, reason);
